@@ -1,0 +1,39 @@
+/**
+ * The balancer interface: one `pick(context)` that returns an upstream or nothing. It stands alone so
+ * each strategy (one file each, registered in `registry.ts`) can be read on its own, and one shared
+ * conformance suite (test/balancer/conformance.test.ts) runs against all of them.
+ *
+ * Strategies never judge health: they ask `isAvailable(upstream)`, which folds together health,
+ * `down`, passive ejection, draining and the request's `tried` set (Caddy's `available()` predicate).
+ * Shared facts (active requests, effective weight) live on the Upstream; cursors, current weights and
+ * hash rings stay private to the strategy.
+ */
+import type { Upstream } from '../upstream/upstream.js';
+
+/** What a strategy may know about the request. */
+export interface PickContext {
+  /** Client IP without port, `::ffff:` prefix removed. */
+  readonly clientIp: string;
+  /** Key for `consistent-hash` (from `hash_key`); the client IP when the header/cookie is missing. */
+  readonly hashKey: string;
+  /** Upstreams this request already tried (never picked again). */
+  readonly tried: ReadonlySet<Upstream>;
+}
+
+/** One balancing decision's inputs besides the context: which upstreams may be picked right now. */
+export type AvailabilityPredicate = (upstream: Upstream) => boolean;
+
+export interface Balancer {
+  /** The strategy name, as in the config (`smooth-weighted-round-robin`, …). */
+  readonly name: string;
+  /**
+   * Picks an upstream that is available and not in `context.tried`, or undefined when none is.
+   * Backups are used only when no primary is available.
+   */
+  pick(context: PickContext): Upstream | undefined;
+  /**
+   * The strategy's private state per upstream, for `simulate`, `trace` and the status page
+   * (e.g. `{ current: 3 }` for smooth weighted round robin), in upstream order.
+   */
+  describeState(): readonly Readonly<Record<string, number | string>>[];
+}

@@ -1,0 +1,193 @@
+/**
+ * The validated configuration: the middle of the three layers (INI document → this → runtime
+ * objects). Everything here is plain readonly data, frozen by the loader; runtime objects point at
+ * it, never the reverse. Units are in the names: `…Ms` is milliseconds, `…Bytes` or `…Size` is bytes.
+ * Defaults are those of SPEC 1.2.
+ */
+import type { SourcePlace } from '../errors.js';
+
+/** A listen address: `host:port`, `:port` (all interfaces) or `[::]:port`. */
+export interface ListenAddress {
+  /** Host to bind; `0.0.0.0` or `::` for all interfaces. */
+  readonly host: string;
+  /** TCP port 0..65535 (0 = pick a free one, used by tests). */
+  readonly port: number;
+}
+
+/** An IPv4 or IPv6 network for `trusted_proxies`. */
+export interface Cidr {
+  readonly family: 4 | 6;
+  /** The network address as 4 or 16 bytes. */
+  readonly bytes: Uint8Array;
+  readonly prefixLength: number;
+  /** As written in the file, for `--check` and errors. */
+  readonly source: string;
+}
+
+export type AccessLogFormat = 'combined' | 'json';
+
+/** `[server]`. */
+export interface ServerConfig {
+  readonly listen: ListenAddress;
+  /** `stdout`, `stderr`, `off`, or a file path (appended). Default `stdout`. */
+  readonly accessLog: string;
+  readonly accessLogFormat: AccessLogFormat;
+  readonly trustedProxies: readonly Cidr[];
+  /** Time to receive a request head. Default 10 000. */
+  readonly headerTimeoutMs: number;
+  /** Time to receive a whole request. Default 60 000. */
+  readonly requestTimeoutMs: number;
+  /** Idle client keep-alive. Default 5 000. */
+  readonly keepaliveTimeoutMs: number;
+  /** Larger request heads get 431. Default 16 384. */
+  readonly maxHeaderSize: number;
+  /** Larger request bodies get 413; 0 = no limit (default). */
+  readonly maxBodySize: number;
+  /** Graceful drain on SIGTERM/SIGINT. Default 10 000. */
+  readonly shutdownTimeoutMs: number;
+  /** Worker processes; `auto` = one per core. Default 1. */
+  readonly workers: number | 'auto';
+}
+
+/** `[admin]`; absent (undefined on Config) unless `listen` is set. */
+export interface AdminConfig {
+  readonly listen: ListenAddress;
+  /** Bearer token for state-changing calls; undefined = state-changing calls are refused. */
+  readonly token: string | undefined;
+}
+
+export const STRATEGY_NAMES = [
+  'random',
+  'weighted-random',
+  'round-robin',
+  'weighted-round-robin',
+  'smooth-weighted-round-robin',
+  'ip-hash',
+  'least-connections',
+  'consistent-hash',
+  'power-of-two-choices',
+] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+export type HashName = 'crc32' | 'fnv1a';
+
+/** Where `consistent-hash` takes its key from (`hash_key`). */
+export type HashKey =
+  | { readonly kind: 'client_ip' }
+  | { readonly kind: 'uri' }
+  | { readonly kind: 'header'; readonly name: string } // lowercased
+  | { readonly kind: 'cookie'; readonly name: string };
+
+/** One `pass` line: `URL [weight=N] [backup] [down]`. */
+export interface UpstreamConfig {
+  /** The URL as written, e.g. `http://localhost:9001`. */
+  readonly url: string;
+  /** `http://host:port`, the upstream's identity (used for logs and to keep state across reloads). */
+  readonly origin: string;
+  /** Host to connect to, without brackets (`::1`, `localhost`, `10.0.0.2`). */
+  readonly host: string;
+  readonly port: number;
+  /** `host:port` as it goes in the Host header when `preserve_host = off` (IPv6 in brackets). */
+  readonly hostHeader: string;
+  /** The path of the URL when it has one (even `/`), else undefined: nginx `proxy_pass` semantics. */
+  readonly path: string | undefined;
+  /** 1..1 000 000, default 1. */
+  readonly weight: number;
+  readonly isBackup: boolean;
+  /** Marked `down` in the config: never picked. */
+  readonly isDown: boolean;
+  readonly place: SourcePlace;
+}
+
+/** How a route matches the request path. */
+export type PathMatcher =
+  | { readonly kind: 'prefix'; readonly prefix: string }
+  | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string };
+
+/** Host match: exact (lowercased) or `*.example.com` (suffix `.example.com`). */
+export type HostMatcher =
+  | { readonly kind: 'exact'; readonly host: string }
+  | { readonly kind: 'wildcard'; readonly suffix: string };
+
+/** Inclusive status range, e.g. 200-399. */
+export interface StatusRange {
+  readonly from: number;
+  readonly to: number;
+}
+
+export interface HealthCheckConfig {
+  readonly isEnabled: boolean;
+  /** Default `HEAD`. */
+  readonly method: string;
+  /** Default `/`. */
+  readonly path: string;
+  /** Default 3 000. */
+  readonly intervalMs: number;
+  /** Default 2 000. */
+  readonly timeoutMs: number;
+  /** Consecutive failures to mark DOWN. Default 3. */
+  readonly fall: number;
+  /** Consecutive successes to mark UP. Default 2. */
+  readonly rise: number;
+  /** Default [200-399]. */
+  readonly statuses: readonly StatusRange[];
+}
+
+/** A `auth_user` line: `name:HASH`. */
+export interface AuthUser {
+  readonly name: string;
+  /** The encoded scrypt hash as written (see src/auth). */
+  readonly hash: string;
+  readonly place: SourcePlace;
+}
+
+/** One `[proxy.NAME]` section, with `[proxy]` defaults already applied. */
+export interface RouteConfig {
+  /** NAME of `[proxy.NAME]`. */
+  readonly name: string;
+  readonly path: PathMatcher;
+  readonly host: HostMatcher | undefined;
+  readonly upstreams: readonly UpstreamConfig[];
+  /** The path every `pass` URL agrees on (undefined = forward the request path unchanged). */
+  readonly passPath: string | undefined;
+  /** Default `round-robin`. */
+  readonly strategy: StrategyName;
+  /** Default `crc32`. */
+  readonly hash: HashName;
+  /** Default client_ip. */
+  readonly hashKey: HashKey;
+  /** Ring points per unit of weight. Default 160. */
+  readonly virtualNodes: number;
+  /** Default true. */
+  readonly preserveHost: boolean;
+  /** Default 5 000. */
+  readonly connectTimeoutMs: number;
+  /** Upstream idle time. Default 60 000. */
+  readonly readTimeoutMs: number;
+  /** Extra attempts on other upstreams. Default upstreams − 1. */
+  readonly retries: number;
+  /** Default 1; 0 disables passive health. */
+  readonly maxFails: number;
+  /** Default 10 000. */
+  readonly failTimeoutMs: number;
+  /** Default 5. */
+  readonly failFactor: number;
+  readonly health: HealthCheckConfig;
+  /** Realm; undefined = the proxy does not demand credentials. */
+  readonly authBasic: string | undefined;
+  readonly authUsers: readonly AuthUser[];
+  /** Default false. */
+  readonly authForward: boolean;
+  /** Default false. */
+  readonly trace: boolean;
+  readonly place: SourcePlace;
+}
+
+export interface Config {
+  /** The file it was loaded from, as given. */
+  readonly file: string;
+  readonly server: ServerConfig;
+  readonly admin: AdminConfig | undefined;
+  /** In file order. */
+  readonly routes: readonly RouteConfig[];
+}

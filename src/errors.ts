@@ -1,0 +1,134 @@
+/**
+ * Every error the proxy raises on purpose, one class each, with a stable `code` (as undici does with
+ * `UND_ERR_…`), grouped by area. Each entry says when it is thrown and, for the request path, which
+ * HTTP status it becomes. Anything that is not one of these is a bug and becomes a 502 plus a log line.
+ */
+
+/** Base class: a stable machine-readable `code` plus a human message. */
+export abstract class ProxyError extends Error {
+  abstract readonly code: string;
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+/** A place in a config file, 1-based line and column (column counts characters, not bytes). */
+export interface SourcePlace {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+export function formatPlace(place: SourcePlace): string {
+  return `${place.file}:${place.line}:${place.column}`;
+}
+
+// ---- configuration ------------------------------------------------------------------------------
+
+/**
+ * Thrown by the INI parser when the text is not valid INI (SPEC 1.1): a bad section header, a line
+ * without `=`, an unterminated quote, a repeated key. Message: `env.ini:12:7: reason`.
+ * The CLI turns it into exit code 1.
+ */
+export class ConfigSyntaxError extends ProxyError {
+  readonly code = 'CFG_SYNTAX';
+  constructor(
+    readonly place: SourcePlace,
+    readonly reason: string,
+  ) {
+    super(`${formatPlace(place)}: ${reason}`);
+  }
+}
+
+/**
+ * Thrown by the config loader when the INI is well formed but a section, key or value is not
+ * acceptable (SPEC 1.2): unknown key (with "did you mean"), bad duration, missing `pass`.
+ * Message: `env.ini:12:7: reason`. The CLI turns it into exit code 1.
+ */
+export class ConfigValueError extends ProxyError {
+  readonly code = 'CFG_VALUE';
+  constructor(
+    readonly place: SourcePlace,
+    readonly reason: string,
+  ) {
+    super(`${formatPlace(place)}: ${reason}`);
+  }
+}
+
+/** Thrown when the config file cannot be read at all (missing, permissions). Exit code 1. */
+export class ConfigFileError extends ProxyError {
+  readonly code = 'CFG_FILE';
+}
+
+/** Thrown for a bad command line (unknown flag, missing argument). Exit code 2. */
+export class UsageError extends ProxyError {
+  readonly code = 'CLI_USAGE';
+}
+
+// ---- request path -------------------------------------------------------------------------------
+
+/** Base class of errors that end a proxied request; `status` is what the client gets (if no bytes went out yet). */
+export abstract class RequestError extends ProxyError {
+  abstract readonly status: number;
+}
+
+/** No route matches the request's host and path. Becomes 404. */
+export class NoRouteError extends RequestError {
+  readonly code = 'PRX_NO_ROUTE';
+  readonly status = 404;
+}
+
+/** The balancer found no available upstream (all DOWN, ejected, `down`, or already tried). Becomes 503 + Retry-After. */
+export class NoUpstreamError extends RequestError {
+  readonly code = 'PRX_NO_UPSTREAM';
+  readonly status = 503;
+}
+
+/** TCP connect to the upstream failed (refused, unreachable, DNS). Becomes 502. Always retryable. */
+export class UpstreamConnectError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_CONNECT';
+  readonly status = 502;
+}
+
+/** `connect_timeout` or `read_timeout` elapsed. Becomes 504. */
+export class UpstreamTimeoutError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_TIMEOUT';
+  readonly status = 504;
+  constructor(
+    message: string,
+    /** `connect`: no TCP connection within connect_timeout (retryable like a connect error); `read`: upstream idle. */
+    readonly phase: 'connect' | 'read',
+  ) {
+    super(message);
+  }
+}
+
+/** The upstream closed or reset the connection before the response was complete. Becomes 502. */
+export class UpstreamResetError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_RESET';
+  readonly status = 502;
+}
+
+/** The upstream sent a response whose framing is malformed or ambiguous. Becomes 502; the connection is closed. */
+export class UpstreamProtocolError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_PROTOCOL';
+  readonly status = 502;
+}
+
+/** The client's request body is larger than `max_body_size`. Becomes 413. */
+export class BodyTooLargeError extends RequestError {
+  readonly code = 'PRX_BODY_TOO_LARGE';
+  readonly status = 413;
+}
+
+/** The client's request is malformed in a way node:http let through (e.g. Content-Length with Transfer-Encoding). Becomes 400. */
+export class BadRequestError extends RequestError {
+  readonly code = 'PRX_BAD_REQUEST';
+  readonly status = 400;
+}
+
+/** The client went away before the response was complete. Nothing is sent; the upstream request is aborted. */
+export class ClientAbortError extends RequestError {
+  readonly code = 'PRX_CLIENT_ABORT';
+  readonly status = 499; // nginx's "client closed request", for the access log only
+}

@@ -1,0 +1,104 @@
+/**
+ * The command line (SPEC 2), parsed by hand: a command word or flag, `--config PATH`, and each
+ * command's own options. Anything else is a UsageError (exit code 2).
+ */
+import { UsageError } from '../errors.js';
+
+export type Command =
+  | { readonly kind: 'run'; readonly configFile: string }
+  | { readonly kind: 'check'; readonly configFile: string }
+  | { readonly kind: 'demo'; readonly configFile: string; readonly user: string }
+  | { readonly kind: 'simulate'; readonly configFile: string; readonly route: string; readonly n: number; readonly clientIp?: string; readonly key?: string }
+  | { readonly kind: 'passwd'; readonly name: string }
+  | { readonly kind: 'help' }
+  | { readonly kind: 'version' };
+
+export const USAGE = `Usage:
+  node dist/main.js [--config env.ini]                 run the proxy
+  node dist/main.js --check [--config F]               validate the config, print a summary, exit 0/1
+  node dist/main.js demo [--config F] [--user U:P]     demo backends web1 :9001 (Basic auth) and web2 :9002, plus the proxy
+  node dist/main.js simulate ROUTE [-n N] [--client-ip IP] [--key K] [--config F]
+                                                       show N balancing decisions of a route, step by step
+  node dist/main.js passwd NAME                        read a password, print an auth_user line
+  node dist/main.js --help | --version
+
+Exit codes: 0 success, 1 configuration error, 2 usage error.
+`;
+
+/** Parses `process.argv.slice(2)`. Throws UsageError. */
+export function parseArguments(argv: readonly string[]): Command {
+  const args = [...argv];
+  let configFile = 'env.ini';
+  let isCheck = false;
+  let word: string | undefined;
+  const positional: string[] = [];
+  const options = new Map<string, string>();
+
+  const takeValue = (flag: string): string => {
+    const value = args.shift();
+    if (value === undefined || value.startsWith('--')) throw new UsageError(`${flag} needs a value`);
+    return value;
+  };
+
+  while (args.length > 0) {
+    const arg = args.shift()!;
+    if (arg === '--help' || arg === '-h') return { kind: 'help' };
+    if (arg === '--version' || arg === '-v') return { kind: 'version' };
+    if (arg === '--check' || arg === '-t') isCheck = true;
+    else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
+    else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
+    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user') options.set(arg, takeValue(arg));
+    else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
+    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'passwd', 'run'].includes(arg)) word = arg;
+    else positional.push(arg);
+  }
+
+  const allowOptions = (...allowed: string[]): void => {
+    for (const flag of options.keys()) if (!allowed.includes(flag)) throw new UsageError(`option '${flag}' does not apply here`);
+  };
+  const noPositional = (): void => {
+    if (positional.length > 0) throw new UsageError(`unexpected argument '${positional[0]}'`);
+  };
+
+  if (isCheck) {
+    if (word !== undefined && word !== 'run') throw new UsageError(`--check cannot be combined with '${word}'`);
+    allowOptions();
+    noPositional();
+    return { kind: 'check', configFile };
+  }
+  switch (word) {
+    case undefined:
+    case 'run':
+      allowOptions();
+      noPositional();
+      return { kind: 'run', configFile };
+    case 'demo': {
+      allowOptions('--user');
+      noPositional();
+      const user = options.get('--user') ?? 'tom:123';
+      if (!user.includes(':') || user.startsWith(':')) throw new UsageError(`--user must be NAME:PASSWORD, got '${user}'`);
+      return { kind: 'demo', configFile, user };
+    }
+    case 'simulate': {
+      allowOptions('-n', '--client-ip', '--key');
+      const [route, ...rest] = positional;
+      if (route === undefined) throw new UsageError('simulate needs a ROUTE name');
+      if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+      const nText = options.get('-n') ?? '10';
+      const n = Number(nText);
+      if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UsageError(`-n must be an integer 1..1000000, got '${nText}'`);
+      const clientIp = options.get('--client-ip');
+      const key = options.get('--key');
+      return { kind: 'simulate', configFile, route, n, ...(clientIp === undefined ? {} : { clientIp }), ...(key === undefined ? {} : { key }) };
+    }
+    case 'passwd': {
+      allowOptions();
+      const [name, ...rest] = positional;
+      if (name === undefined) throw new UsageError('passwd needs a user NAME');
+      if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+      return { kind: 'passwd', name };
+    }
+    default:
+      throw new UsageError(`unknown command '${word}'`);
+  }
+}

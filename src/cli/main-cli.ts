@@ -1,0 +1,76 @@
+/**
+ * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
+ * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
+ * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout.
+ */
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config/load-config.js';
+import { describeConfig } from '../config/describe-config.js';
+import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
+import { parseArguments, USAGE } from './arguments.js';
+import { startProxy, waitForShutdown } from './run-proxy.js';
+import { runDemo } from './run-demo.js';
+import { runSimulate } from './simulate.js';
+import { runPasswd, readPasswordFromTerminal } from './passwd.js';
+
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const log = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+/** Runs the command line; resolves with the process exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    const command = parseArguments(argv);
+    switch (command.kind) {
+      case 'help':
+        process.stdout.write(USAGE);
+        return 0;
+      case 'version':
+        process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case 'check': {
+        const config = loadConfig(command.configFile);
+        process.stdout.write(describeConfig(config));
+        process.stdout.write(`configuration file ${command.configFile} is valid\n`);
+        return 0;
+      }
+      case 'run': {
+        const config = loadConfig(command.configFile);
+        const running = await startProxy(config, log);
+        return await waitForShutdown([running], log);
+      }
+      case 'demo':
+        return await runDemo(command.configFile, command.user, log);
+      case 'simulate': {
+        const config = loadConfig(command.configFile);
+        process.stdout.write(
+          runSimulate(config, command.route, {
+            n: command.n,
+            ...(command.clientIp === undefined ? {} : { clientIp: command.clientIp }),
+            ...(command.key === undefined ? {} : { key: command.key }),
+          }),
+        );
+        return 0;
+      }
+      case 'passwd':
+        process.stdout.write(`${await runPasswd(command.name, { readPassword: readPasswordFromTerminal })}\n`);
+        return 0;
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      log(`error: ${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (error instanceof ConfigSyntaxError || error instanceof ConfigValueError || error instanceof ConfigFileError) {
+      log(error.message);
+      return 1;
+    }
+    if (error instanceof ProxyError || (error as NodeJS.ErrnoException)?.code === 'EADDRINUSE' || (error as NodeJS.ErrnoException)?.code === 'EACCES') {
+      log(`error: ${(error as Error).message}`);
+      return 1;
+    }
+    throw error;
+  }
+}

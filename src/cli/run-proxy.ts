@@ -1,0 +1,47 @@
+/**
+ * `node dist/main.js [--config F]`: load the config, start the proxy, and shut down gracefully on
+ * SIGTERM/SIGINT (SPEC 2): stop accepting, let in-flight requests finish up to `shutdown_timeout`,
+ * exit 0. A second signal exits at once.
+ */
+import type { Config } from '../config/config.js';
+import { ProxyServer } from '../proxy/proxy-server.js';
+
+/** What a running proxy needs to be stopped; `run` and `demo` both use it. */
+export interface RunningProxy {
+  readonly proxy: ProxyServer;
+  readonly port: number;
+  stop(): Promise<boolean>;
+}
+
+/** Starts the proxy for `config` and logs where it listens. */
+export async function startProxy(config: Config, log: (line: string) => void): Promise<RunningProxy> {
+  const proxy = new ProxyServer(config);
+  const port = await proxy.listen();
+  const { host } = config.server.listen;
+  log(`proxy listening on ${host.includes(':') ? `[${host}]` : host}:${port} with ${config.routes.length} route(s) from ${config.file}`);
+  return { proxy, port, stop: () => proxy.close() };
+}
+
+/**
+ * Runs until SIGTERM/SIGINT, then drains. Resolves with the exit code (0, or 1 if the drain timed out
+ * and connections had to be cut).
+ */
+export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> }[], log: (line: string) => void): Promise<number> {
+  return new Promise((resolve) => {
+    let isStopping = false;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (isStopping) {
+        log(`${signal} again: exiting now`);
+        process.exit(1);
+      }
+      isStopping = true;
+      log(`${signal}: no longer accepting connections; waiting for in-flight requests`);
+      void Promise.all(stoppables.map((s) => s.stop())).then(() => {
+        log('shut down');
+        resolve(0);
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * The access log (SPEC 1.2 `access_log`, `access_log_format`): one line per request, written when
+ * the client connection is done with it.
+ *
+ * `combined` is the NCSA combined format that nginx and Apache write, followed by the upstream
+ * address(es), upstream status(es) and the total duration in milliseconds — with retries, every
+ * upstream tried, comma separated, as nginx's `$upstream_addr` and `$upstream_status`:
+ *
+ *     127.0.0.1 - tom [30/Nov/2026:10:41:42 +0000] "GET /a HTTP/1.1" 200 23 "-" "curl/8.5.0" route=a upstream="127.0.0.1:9001" upstream_status="200" duration_ms=1.42
+ *
+ * `json` writes the same facts as one JSON object per line.
+ */
+import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+
+/** How one upstream attempt ended: its status, or the error code that ended it. */
+export interface AttemptLog {
+  /** `host:port`. */
+  readonly upstream: string;
+  status?: number;
+  error?: string;
+}
+
+/** Everything one log line says. */
+export interface AccessLogRecord {
+  readonly time: Date;
+  readonly clientIp: string;
+  /** Basic-auth user name when the client sent one, else undefined. */
+  readonly user: string | undefined;
+  readonly method: string;
+  readonly target: string;
+  readonly httpVersion: string;
+  readonly status: number;
+  /** Response body bytes sent to the client. */
+  readonly bytesSent: number;
+  readonly referer: string | undefined;
+  readonly userAgent: string | undefined;
+  readonly route: string | undefined;
+  readonly attempts: readonly AttemptLog[];
+  readonly durationMs: number;
+  /** Set for upgraded connections (tunnels): bytes each way. */
+  readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number };
+}
+
+export interface AccessLog {
+  write(record: AccessLogRecord): void;
+  close(): Promise<void>;
+}
+
+/** Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). */
+export function openAccessLog(destination: string, format: 'combined' | 'json'): AccessLog {
+  if (destination === 'off') return { write() {}, close: async () => {} };
+  const stream: Writable =
+    destination === 'stdout' ? process.stdout : destination === 'stderr' ? process.stderr : createWriteStream(destination, { flags: 'a' });
+  const ownsStream = destination !== 'stdout' && destination !== 'stderr';
+  if (ownsStream) stream.on('error', (error) => process.stderr.write(`access log ${destination}: ${error.message}\n`));
+  const formatLine = format === 'json' ? formatJson : formatCombined;
+  return {
+    write(record) {
+      stream.write(formatLine(record) + '\n');
+    },
+    close() {
+      return ownsStream ? new Promise((resolve) => stream.end(resolve)) : Promise.resolve();
+    },
+  };
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** `30/Nov/2026:10:41:42 +0000` (UTC). */
+export function formatCommonLogTime(time: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${pad(time.getUTCDate())}/${MONTHS[time.getUTCMonth()]}/${time.getUTCFullYear()}:${pad(time.getUTCHours())}:${pad(time.getUTCMinutes())}:${pad(time.getUTCSeconds())} +0000`;
+}
+
+/** Escapes `"`, `\` and control bytes the way nginx does (`\xHH`), so a line stays one line. */
+function escapeField(value: string | undefined): string {
+  if (value === undefined || value === '') return '-';
+  return value.replace(/["\\\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+export function formatCombined(r: AccessLogRecord): string {
+  const upstreams = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.upstream).join(', ');
+  const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.status ?? a.error ?? '-').join(', ');
+  const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
+  return (
+    `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
+    `"${escapeField(`${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
+    `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
+    `upstream_status="${statuses}" duration_ms=${r.durationMs.toFixed(2)}${tunnel}`
+  );
+}
+
+export function formatJson(r: AccessLogRecord): string {
+  return JSON.stringify({
+    time: r.time.toISOString(),
+    client_ip: r.clientIp,
+    user: r.user ?? null,
+    method: r.method,
+    target: r.target,
+    protocol: `HTTP/${r.httpVersion}`,
+    status: r.status,
+    bytes_sent: r.bytesSent,
+    referer: r.referer ?? null,
+    user_agent: r.userAgent ?? null,
+    route: r.route ?? null,
+    upstreams: r.attempts,
+    duration_ms: Math.round(r.durationMs * 100) / 100,
+    ...(r.tunnel === undefined ? {} : { tunnel: r.tunnel }),
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * The proxy's own error responses (SPEC 5): one short plain-text line, never a stack trace, with
+ * `Connection: close` when the connection cannot be trusted afterwards (bad framing, unread body).
+ * Used only before the commit point — once the upstream's head went to the client, errors close the
+ * connection instead (see request-path.ts).
+ */
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+
+/** One-line bodies, keyed by status. */
+const ERROR_TEXT: Readonly<Record<number, string>> = {
+  400: 'bad request',
+  401: 'authentication required',
+  404: 'no route for this request',
+  408: 'request timeout',
+  413: 'request body too large',
+  431: 'request header fields too large',
+  499: 'client closed request',
+  500: 'internal proxy error',
+  502: 'bad gateway: the upstream failed',
+  503: 'service unavailable: no upstream available',
+  504: 'gateway timeout: the upstream did not answer in time',
+};
+
+export function errorText(status: number): string {
+  return ERROR_TEXT[status] ?? (STATUS_CODES[status] ?? 'error').toLowerCase();
+}
+
+/**
+ * Sends `status` with its one-line body (`text\n`). Extra headers as a flat raw list.
+ * `shouldClose` adds `Connection: close` so node closes the socket after the response.
+ */
+export function sendErrorResponse(
+  clientRes: ServerResponse,
+  status: number,
+  options: { extraHeaders?: readonly string[]; shouldClose?: boolean; text?: string } = {},
+): void {
+  if (clientRes.headersSent || clientRes.destroyed) {
+    clientRes.destroy();
+    return;
+  }
+  const body = `${options.text ?? errorText(status)}\n`;
+  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(options.extraHeaders ?? [])];
+  if (options.shouldClose === true) headers.push('Connection', 'close');
+  clientRes.writeHead(status, headers);
+  clientRes.end(clientRes.req.method === 'HEAD' ? undefined : body);
+}
+
+/**
+ * A complete raw HTTP/1.1 error response for a socket node:http could not parse a request from
+ * (the server's `clientError` event): 400, 408 or 431, always followed by closing the connection.
+ */
+export function rawErrorResponse(status: number): string {
+  const body = `${errorText(status)}\n`;
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * Header cloning for both directions (SPEC 5; the tutorial's "clone the headers, add
+ * X-Forwarded-For" step). Headers travel as node:http's `rawHeaders` — a flat `[name, value, …]`
+ * list — so every value, its case and its order survive (two `Set-Cookie` stay two) and the bytes
+ * pass unchanged (node decodes header bytes as latin1 and encodes them back as latin1).
+ *
+ * Request direction, in this order (Go's `ReverseProxy.ServeHTTP` does the same steps):
+ *   1. drop hop-by-hop headers and every header the client's `Connection` names (RFC 9110 §7.6.1),
+ *      keeping `TE: trailers`;
+ *   2. drop client-sent `X-Forwarded-*` and `Forwarded` unless the peer is a trusted proxy;
+ *   3. set `Host` (`preserve_host`);
+ *   4. add X-Forwarded-For (appended to a trusted peer's list), X-Forwarded-Host, X-Forwarded-Proto.
+ * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
+ */
+import { connectionTokens, isHopByHop } from './hop-by-hop.js';
+
+/** Inputs of {@link buildUpstreamRequestHeaders}. */
+export interface ForwardingFacts {
+  /** Client IP without port (`::ffff:` removed). */
+  readonly clientIp: string;
+  /** Whether the TCP peer is in `trusted_proxies`. */
+  readonly isTrustedPeer: boolean;
+  /** `preserve_host`: forward the client's Host (true) or send `upstreamHost` (false). */
+  readonly preserveHost: boolean;
+  /** The upstream's `host:port` (IPv6 in brackets). */
+  readonly upstreamHost: string;
+  /** Keep `Connection: upgrade` + `Upgrade` (only for upgrade requests). */
+  readonly isUpgrade: boolean;
+  /** Drop the client's `Authorization` (the proxy checked it itself and `auth_forward = off`). */
+  readonly dropAuthorization: boolean;
+}
+
+const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'forwarded',
+]);
+
+/**
+ * The header list to send upstream, as a flat raw list with `Host` first. Never mutates
+ * `clientRawHeaders`. Body framing (`Transfer-Encoding`) is the caller's: it is hop-by-hop and the
+ * body is re-framed on the upstream connection.
+ */
+export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[], facts: ForwardingFacts): string[] {
+  const named = connectionTokens(clientRawHeaders);
+  const out: string[] = [];
+  let host: string | undefined;
+  let priorForwardedFor: string | undefined;
+  let hasForwardedHost = false;
+  let hasForwardedProto = false;
+
+  for (let i = 0; i < clientRawHeaders.length; i += 2) {
+    const name = clientRawHeaders[i]!;
+    const value = clientRawHeaders[i + 1]!;
+    const lower = name.toLowerCase();
+
+    if (lower === 'host') {
+      host ??= value;
+      continue; // re-added first, below
+    }
+    if (facts.isUpgrade && (lower === 'upgrade' || lower === 'connection')) continue; // re-added below
+    if (isHopByHop(lower, named)) {
+      if (lower === 'te' && hasTrailersToken(value)) out.push(name, 'trailers');
+      continue;
+    }
+    if (lower === 'authorization' && facts.dropAuthorization) continue;
+    if (FORWARDING_HEADERS.has(lower)) {
+      if (!facts.isTrustedPeer) continue;
+      if (lower === 'x-forwarded-for') {
+        priorForwardedFor = priorForwardedFor === undefined ? value : `${priorForwardedFor}, ${value}`;
+        continue; // re-added once, with the client appended
+      }
+      if (lower === 'x-forwarded-host') hasForwardedHost = true;
+      if (lower === 'x-forwarded-proto') hasForwardedProto = true;
+    }
+    if (lower === 'expect') continue; // the proxy answered `100-continue` itself (see request-path.ts)
+    out.push(name, value);
+  }
+
+  const hostHeader = facts.preserveHost && host !== undefined ? host : facts.upstreamHost;
+  out.unshift('Host', hostHeader);
+  if (facts.isUpgrade) {
+    const upgrade = headerValue(clientRawHeaders, 'upgrade');
+    if (upgrade !== undefined) out.push('Connection', 'upgrade', 'Upgrade', upgrade);
+  }
+  out.push('X-Forwarded-For', priorForwardedFor === undefined ? facts.clientIp : `${priorForwardedFor}, ${facts.clientIp}`);
+  if (!hasForwardedHost && host !== undefined) out.push('X-Forwarded-Host', host);
+  if (!hasForwardedProto) out.push('X-Forwarded-Proto', 'http');
+  return out;
+}
+
+/**
+ * The header list to send to the client from the upstream's raw response headers: hop-by-hop ones
+ * and those named by the upstream's `Connection` removed, everything else kept in order.
+ */
+export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]): string[] {
+  const named = connectionTokens(upstreamRawHeaders);
+  const out: string[] = [];
+  for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
+    const name = upstreamRawHeaders[i]!;
+    if (isHopByHop(name.toLowerCase(), named)) continue;
+    out.push(name, upstreamRawHeaders[i + 1]!);
+  }
+  return out;
+}
+
+/** The first value of header `lowerName` in a raw list, or undefined. */
+export function headerValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) return rawHeaders[i + 1];
+  }
+  return undefined;
+}
+
+function hasTrailersToken(value: string): boolean {
+  return value.split(',').some((token) => token.trim().toLowerCase() === 'trailers');
+}

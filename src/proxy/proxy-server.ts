@@ -1,0 +1,125 @@
+/**
+ * The proxy's listening side: a node:http server with the `[server]` limits (SPEC 1.2), the error
+ * answers node gives before a request exists (400 bad framing, 431 head too large, 408 too slow),
+ * `Expect: 100-continue`, and graceful shutdown (SPEC 2: stop accepting, let in-flight requests
+ * finish up to `shutdown_timeout`).
+ */
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Config } from '../config/config.js';
+import { openAccessLog, type AccessLog } from './access-log.js';
+import { rawErrorResponse, sendErrorResponse } from './error-response.js';
+import { handleRequest, type ProxyContext } from './request-path.js';
+import { Route, type RuntimeDeps } from './route.js';
+import { Router } from './router.js';
+
+export interface ProxyServerOptions {
+  /** Injected clock/randomness; defaults are the real ones. */
+  readonly deps?: Partial<RuntimeDeps>;
+  /** Replace the access log (tests collect records). */
+  readonly accessLog?: AccessLog;
+}
+
+export class ProxyServer {
+  readonly config: Config;
+  readonly routes: readonly Route[];
+  readonly server: http.Server;
+  readonly #agent: http.Agent;
+  readonly #accessLog: AccessLog;
+  readonly #context: ProxyContext;
+
+  constructor(config: Config, options: ProxyServerOptions = {}) {
+    this.config = config;
+    const deps: RuntimeDeps = { now: () => performance.now(), random: Math.random, ...options.deps };
+    this.routes = config.routes.map((routeConfig) => new Route(routeConfig, deps));
+    // Keep-alive pool to the upstreams. Idle sockets are closed after 4 s, before the 5 s idle
+    // limit of node servers (and most others), so we rarely write into a socket being closed.
+    this.#agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo', timeout: 4000 });
+    this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat);
+    this.#context = {
+      server: config.server,
+      router: new Router(this.routes),
+      agent: this.#agent,
+      accessLog: this.#accessLog,
+      now: deps.now,
+    };
+
+    const { server: s } = config;
+    this.server = http.createServer({
+      maxHeaderSize: s.maxHeaderSize,
+      // node refuses requestTimeout < headersTimeout at start-up: the head is part of the request.
+      headersTimeout: Math.min(s.headerTimeoutMs, s.requestTimeoutMs),
+      requestTimeout: s.requestTimeoutMs,
+      keepAliveTimeout: s.keepaliveTimeoutMs,
+      noDelay: true,
+    });
+    this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
+    this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
+    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket));
+  }
+
+  /** Starts listening on `[server] listen` (or `port` when given, e.g. 0 in tests). Resolves with the bound port. */
+  async listen(port = this.config.server.listen.port, host = this.config.server.listen.host): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, close idle keep-alive connections, wait for in-flight
+   * requests up to `timeoutMs` (default `shutdown_timeout`), then close whatever is left.
+   * Resolves true when everything finished in time.
+   */
+  async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    // Connections that finish their last response become idle; close them as they do.
+    const sweeper = setInterval(() => this.server.closeIdleConnections(), 50);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const isDrained = await Promise.race([closed.then(() => true), timedOut]);
+    clearInterval(sweeper);
+    clearTimeout(timer);
+    if (!isDrained) {
+      this.server.closeAllConnections();
+      await closed;
+    }
+    this.#agent.destroy();
+    await this.#accessLog.close();
+    return isDrained;
+  }
+
+  /** `Expect: 100-continue`: refuse an over-long body before it is sent, else say "go on" and proxy. */
+  #onExpectContinue(clientReq: IncomingMessage, clientRes: ServerResponse): void {
+    const maxBodySize = this.config.server.maxBodySize;
+    if (maxBodySize > 0 && Number(clientReq.headers['content-length'] ?? 0) > maxBodySize) {
+      sendErrorResponse(clientRes, 413, { shouldClose: true });
+      return;
+    }
+    clientRes.writeContinue();
+    handleRequest(this.#context, clientReq, clientRes);
+  }
+}
+
+/**
+ * A request node:http could not parse or accept: both Content-Length and Transfer-Encoding, bad
+ * chunked framing (400), a head over `max_header_size` (431), a head or request too slow (408).
+ * The connection is closed after the answer: its framing cannot be trusted.
+ */
+function onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  const isResponseStarted = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+  if (error.code === 'ECONNRESET' || !socket.writable || isResponseStarted) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  socket.end(rawErrorResponse(status));
+}

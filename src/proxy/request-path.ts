@@ -1,0 +1,286 @@
+/**
+ * The request path: everything that happens to one client request, top to bottom, as one checklist
+ * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
+ *
+ *   1. route the request (router.ts)                                  → 404 when nothing matches
+ *   2. check the body limit against Content-Length                    → 413
+ *   3. build the upstream header list (forward-headers.ts)
+ *   4. attempt loop: pick an upstream (balancer), send (upstream-request.ts), and on failure ask the
+ *      retry policy whether another upstream may be tried             → 502 / 503 / 504
+ *   5. COMMIT POINT: write the upstream's status and headers to the client; from here on no error
+ *      page can be sent, so a failure closes the client connection instead
+ *   6. stream the response body with backpressure, then the trailers
+ *   7. log the request once the client connection is done with it (access-log.ts)
+ *
+ * Names are fixed: `clientReq`/`clientRes` face the client, `upstreamReq`/`upstreamRes` face the
+ * upstream. `clientReq` is never mutated.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type http from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+import { hashKeyFor } from '../balancer/registry.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
+import type { Upstream } from '../upstream/upstream.js';
+import type { AccessLog, AttemptLog } from './access-log.js';
+import { isTrustedProxy, normalizeClientIp } from './client-address.js';
+import { errorText, sendErrorResponse } from './error-response.js';
+import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
+import type { Route } from './route.js';
+import type { Router } from './router.js';
+import { canRetry, retryErrorKind } from './retry-policy.js';
+import { sendUpstreamRequest, type UpstreamAttempt } from './upstream-request.js';
+import { formatTrace } from '../balancer/trace.js';
+import type { ServerConfig } from '../config/config.js';
+
+/** What the request path needs from the running proxy. */
+export interface ProxyContext {
+  readonly server: ServerConfig;
+  readonly router: Router<Route>;
+  readonly agent: http.Agent;
+  readonly accessLog: AccessLog;
+  /** High-resolution clock in ms (durations). */
+  readonly now: () => number;
+}
+
+/** Per-request facts gathered on the way, for the access log. */
+interface Exchange {
+  readonly startedAt: number;
+  readonly clientIp: string;
+  route: Route | undefined;
+  readonly attempts: AttemptLog[];
+  bytesSent: number;
+}
+
+/** Handles one request from `clientReq` to the end of `clientRes`. Never throws. */
+export function handleRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse): void {
+  const exchange: Exchange = {
+    startedAt: context.now(),
+    clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
+    route: undefined,
+    attempts: [],
+    bytesSent: 0,
+  };
+  clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
+  proxyRequest(context, clientReq, clientRes, exchange).catch((error: unknown) => {
+    process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
+    if (!clientRes.headersSent) sendErrorResponse(clientRes, 502, { shouldClose: true });
+    else clientRes.destroy();
+  });
+}
+
+async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): Promise<void> {
+  // 1. Route.
+  const match = context.router.match(clientReq.headers.host, clientReq.url ?? '/');
+  if (match === undefined) {
+    sendErrorResponse(clientRes, 404);
+    return;
+  }
+  const route = match.route;
+  exchange.route = route;
+
+  // 2. Body limit, as far as Content-Length tells it (chunked bodies are counted while streaming).
+  const maxBodySize = context.server.maxBodySize;
+  const contentLength = Number(clientReq.headers['content-length'] ?? 0);
+  if (maxBodySize > 0 && contentLength > maxBodySize) {
+    sendErrorResponse(clientRes, 413, { shouldClose: true });
+    return;
+  }
+  const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
+  const hasBody = isChunked || contentLength > 0;
+
+  // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
+  const isTrustedPeer = isTrustedProxy(exchange.clientIp, context.server.trustedProxies);
+  const headersFor = (upstream: Upstream): string[] => {
+    const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
+      clientIp: exchange.clientIp,
+      isTrustedPeer,
+      preserveHost: route.config.preserveHost,
+      upstreamHost: upstream.config.hostHeader,
+      isUpgrade: false,
+      dropAuthorization: route.config.authBasic !== undefined && !route.config.authForward,
+    });
+    if (isChunked) headers.push('Transfer-Encoding', 'chunked');
+    return headers;
+  };
+  const body = hasBody ? withBodyLimit(clientReq, maxBodySize) : undefined;
+
+  // Client gone → abort whatever attempt is in flight (SPEC 5).
+  let current: UpstreamAttempt | undefined;
+  let isClientGone = false;
+  clientRes.once('close', () => {
+    if (!clientRes.writableFinished) {
+      isClientGone = true;
+      current?.request.destroy();
+    }
+  });
+
+  // 4. Attempt loop.
+  const tried = new Set<Upstream>();
+  const pickContext = {
+    clientIp: exchange.clientIp,
+    hashKey: hashKeyFor(route.config, exchange.clientIp, clientReq.url ?? '/', clientReq.headers),
+    tried,
+  };
+  let lastError: RequestError = new NoUpstreamError(`no upstream available for route ${route.name}`);
+  for (let attempt = 1; attempt <= 1 + route.config.retries && !isClientGone; attempt++) {
+    const upstream = route.balancer.pick(pickContext);
+    if (upstream === undefined) break;
+    const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt) : undefined;
+    tried.add(upstream);
+    const attemptLog: AttemptLog = { upstream: `${upstream.config.hostHeader}` };
+    exchange.attempts.push(attemptLog);
+
+    const endActiveRequest = upstream.beginRequest();
+    let upstreamRes: IncomingMessage;
+    try {
+      upstreamRes = await sendWithStaleRetry(context, upstream, clientReq, match.upstreamTarget, headersFor(upstream), body, route, (a) => {
+        current = a;
+        a.request.once('close', endActiveRequest);
+      });
+    } catch (error) {
+      endActiveRequest();
+      const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
+      attemptLog.error = failure.code;
+      if (isClientGone) return;
+      if (failure instanceof BodyTooLargeError) {
+        sendErrorResponse(clientRes, 413, { shouldClose: true });
+        return;
+      }
+      route.recordFailure(upstream);
+      lastError = failure;
+      const errorKind = retryErrorKind(failure);
+      const isRetryable =
+        errorKind !== undefined &&
+        canRetry({
+          errorKind,
+          method: clientReq.method ?? 'GET',
+          wasRequestSent: current?.progress.isConnected ?? false,
+          hasStreamedBody: current?.progress.hasStreamedBody ?? false,
+          wereResponseBytesSent: false,
+          attempt,
+          retries: route.config.retries,
+        });
+      if (!isRetryable) break;
+      continue;
+    }
+    attemptLog.status = upstreamRes.statusCode;
+    route.recordSuccess(upstream);
+
+    // 5. COMMIT POINT.
+    relayResponse(clientReq, clientRes, upstreamRes, exchange, traceHeader);
+    return;
+  }
+  if (isClientGone) return;
+  const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
+  sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && (current?.progress.hasStreamedBody ?? false) });
+}
+
+/**
+ * Sends one attempt; if it was written into a pooled keep-alive socket that the upstream had just
+ * closed (a reset before any response byte, nothing of the body read yet), sends it once more on a
+ * fresh connection — the race every HTTP client with a pool has (Go's transport retries the same way).
+ */
+async function sendWithStaleRetry(
+  context: ProxyContext,
+  upstream: Upstream,
+  clientReq: IncomingMessage,
+  target: string,
+  headers: string[],
+  body: NodeJS.ReadableStream | undefined,
+  route: Route,
+  onAttempt: (attempt: UpstreamAttempt) => void,
+): Promise<IncomingMessage> {
+  for (let isFirstTry = true; ; isFirstTry = false) {
+    const attempt = sendUpstreamRequest({
+      agent: context.agent,
+      upstream: upstream.config,
+      method: clientReq.method ?? 'GET',
+      target,
+      headers,
+      body: body as never,
+      connectTimeoutMs: route.config.connectTimeoutMs,
+      readTimeoutMs: route.config.readTimeoutMs,
+    });
+    onAttempt(attempt);
+    try {
+      return await attempt.response;
+    } catch (error) {
+      const isStale = attempt.progress.isReusedSocket && error instanceof UpstreamResetError && !attempt.progress.hasStreamedBody;
+      if (!isFirstTry || !isStale) throw error;
+    }
+  }
+}
+
+/** Steps 5 and 6: the upstream's head to the client, then the body with backpressure, then trailers. */
+function relayResponse(clientReq: IncomingMessage, clientRes: ServerResponse, upstreamRes: IncomingMessage, exchange: Exchange, traceHeader: string | undefined): void {
+  const headers = buildClientResponseHeaders(upstreamRes.rawHeaders);
+  const announcedTrailers = headerValue(upstreamRes.rawHeaders, 'trailer');
+  if (announcedTrailers !== undefined && clientReq.httpVersion === '1.1') headers.push('Trailer', announcedTrailers);
+  if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
+  clientRes.sendDate = false; // the upstream's Date (or none) passes through
+  clientRes.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, headers);
+
+  upstreamRes.on('data', (chunk: Buffer) => {
+    exchange.bytesSent += chunk.length;
+  });
+  upstreamRes.pipe(clientRes, { end: false });
+  upstreamRes.once('end', () => {
+    if (upstreamRes.rawTrailers.length > 0) clientRes.addTrailers(pairs(upstreamRes.rawTrailers));
+    clientRes.end();
+  });
+  // An upstream failure after the commit point: the client must not see a complete-looking response.
+  upstreamRes.once('close', () => {
+    if (!upstreamRes.complete) clientRes.destroy();
+  });
+  upstreamRes.on('error', () => clientRes.destroy());
+}
+
+/** `[k, v, k, v]` → `[[k, v], [k, v]]`. */
+function pairs(raw: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+/** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
+function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): NodeJS.ReadableStream {
+  if (maxBodySize === 0) return clientReq;
+  let received = 0;
+  const limiter = new Transform({
+    transform(chunk: Buffer, _encoding, callback: TransformCallback) {
+      received += chunk.length;
+      if (received > maxBodySize) callback(new BodyTooLargeError(`request body over ${maxBodySize} bytes`));
+      else callback(null, chunk);
+    },
+  });
+  clientReq.on('error', (error) => limiter.destroy(error));
+  return clientReq.pipe(limiter);
+}
+
+function logExchange(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): void {
+  const authorization = clientReq.headers.authorization;
+  context.accessLog.write({
+    time: new Date(),
+    clientIp: exchange.clientIp,
+    user: basicUserName(authorization),
+    method: clientReq.method ?? '-',
+    target: clientReq.url ?? '-',
+    httpVersion: clientReq.httpVersion,
+    status: clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499,
+    bytesSent: exchange.bytesSent,
+    referer: clientReq.headers.referer,
+    userAgent: clientReq.headers['user-agent'],
+    route: exchange.route?.name,
+    attempts: exchange.attempts,
+    durationMs: context.now() - exchange.startedAt,
+  });
+}
+
+/** The user name of a Basic Authorization header, for the log only (never the password). */
+function basicUserName(authorization: string | undefined): string | undefined {
+  if (authorization === undefined || !/^basic /i.test(authorization)) return undefined;
+  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon > 0 ? decoded.slice(0, colon) : undefined;
+}
+

@@ -1,0 +1,179 @@
+/**
+ * Test harness: real sockets on port 0, 127.0.0.1 only. Scripted backends that record what they
+ * received, a proxy built from INI text, and clients that speak raw bytes when node:http would hide
+ * what the test is about.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { parseConfig } from '../../src/config/load-config.js';
+import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
+import { ProxyServer, type ProxyServerOptions } from '../../src/proxy/proxy-server.js';
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly rawHeaders: string[];
+  readonly body: Buffer;
+}
+
+export interface Backend {
+  readonly port: number;
+  readonly url: string;
+  readonly server: http.Server;
+  readonly requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/** A backend that records every request (with its whole body) and answers with `handler`, or 200 "ok". */
+export async function startBackend(handler?: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void): Promise<Backend> {
+  const requests: RecordedRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      requests.push({ method: req.method ?? '', url: req.url ?? '', rawHeaders: req.rawHeaders, body });
+      if (handler) handler(req, res, body);
+      else res.end('ok');
+    });
+  });
+  return listenBackend(server, requests);
+}
+
+/** Wraps an existing server (for streaming handlers that must not wait for the body). */
+export async function listenBackend(server: http.Server, requests: RecordedRequest[] = []): Promise<Backend> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    server,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A raw TCP backend: `onConnection` gets each socket (for misbehaving upstreams). */
+export async function startRawBackend(onConnection: (socket: net.Socket) => void): Promise<{ port: number; url: string; close(): Promise<void>; server: net.Server }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface TestProxy {
+  readonly port: number;
+  readonly proxy: ProxyServer;
+  readonly logs: AccessLogRecord[];
+  close(): Promise<void>;
+}
+
+/** A proxy from INI text; `[server] listen` is forced to 127.0.0.1:0 and the access log is collected. */
+export async function startTestProxy(ini: string, options: Omit<ProxyServerOptions, 'accessLog'> = {}): Promise<TestProxy> {
+  const config = parseConfig(ini, 'test.ini');
+  const logs: AccessLogRecord[] = [];
+  const accessLog: AccessLog = { write: (r) => logs.push(r), close: async () => {} };
+  const proxy = new ProxyServer(config, { ...options, accessLog });
+  const port = await proxy.listen(0, '127.0.0.1');
+  return { port, proxy, logs, close: async () => void (await proxy.close(2000)) };
+}
+
+export interface SimpleResponse {
+  readonly status: number;
+  readonly statusMessage: string;
+  readonly rawHeaders: string[];
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly rawTrailers: string[];
+}
+
+/** One request with a fresh connection (agent: false). */
+export function request(
+  port: number,
+  options: { method?: string; path?: string; headers?: http.OutgoingHttpHeaders | string[]; body?: string | Buffer } = {},
+): Promise<SimpleResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path ?? '/', headers: options.headers as http.OutgoingHttpHeaders, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            statusMessage: res.statusMessage ?? '',
+            rawHeaders: res.rawHeaders,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            rawTrailers: res.rawTrailers,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/**
+ * Writes `bytes` on a fresh connection and collects everything until the server closes or
+ * `idleMs` passes with nothing received. `closedByServer` tells which.
+ */
+export function rawRequest(port: number, bytes: string | Buffer, idleMs = 1500): Promise<{ text: string; data: Buffer; closedByServer: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let timer = setTimeout(done, idleMs, false);
+    function done(closedByServer: boolean): void {
+      clearTimeout(timer);
+      socket.destroy();
+      const data = Buffer.concat(chunks);
+      resolve({ text: data.toString('latin1'), data, closedByServer });
+    }
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      clearTimeout(timer);
+      timer = setTimeout(done, idleMs, false);
+    });
+    socket.on('end', () => done(true));
+    socket.on('error', () => done(true));
+    socket.write(bytes);
+  });
+}
+
+/** `[k, v, k, v]` → values of header `name` (any case), in order. */
+export function headerValues(rawHeaders: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name.toLowerCase()) out.push(rawHeaders[i + 1]!);
+  return out;
+}
+
+/** Waits until `predicate()` holds, polling every 10 ms, up to `timeoutMs`. For socket events only, never timers under test. */
+export async function waitFor(predicate: () => boolean, timeoutMs = 3000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

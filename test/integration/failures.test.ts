@@ -1,0 +1,185 @@
+/**
+ * Step 1 failure behaviour through the real proxy: 502 refused, 504 read_timeout, an upstream dying
+ * mid-body, client aborts reaching the upstream, framing errors (400), big heads (431), big bodies
+ * (413), and streaming (the head reaches the client before the body ends).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { listenBackend, rawRequest, request, startRawBackend, startTestProxy, waitFor } from '../helpers/proxy-harness.js';
+
+function routeIni(url: string, extra = ''): string {
+  return `[proxy.a]\npath = /a\npass = ${url}\n${extra}`;
+}
+
+/** A port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+test('upstream refused → 502 with a one-line body', async (t) => {
+  const proxy = await startTestProxy(routeIni(`http://127.0.0.1:${await closedPort()}`, 'max_fails = 0\n'));
+  t.after(() => proxy.close());
+  const res = await request(proxy.port, { path: '/a' });
+  assert.equal(res.status, 502, `got ${res.status}, want 502`);
+  assert.equal(res.body.toString(), 'bad gateway: the upstream failed\n');
+  assert.equal(proxy.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_CONNECT');
+});
+
+test('upstream that never answers → 504 after read_timeout', async (t) => {
+  const silent = await startRawBackend(() => {});
+  const proxy = await startTestProxy(routeIni(silent.url, 'read_timeout = 300ms\nmax_fails = 0\n'));
+  t.after(async () => {
+    await proxy.close();
+    await silent.close();
+  });
+  const startedAt = Date.now();
+  const res = await request(proxy.port, { path: '/a' });
+  const elapsed = Date.now() - startedAt;
+  assert.equal(res.status, 504);
+  assert.ok(elapsed >= 290 && elapsed < 2000, `got 504 after ${elapsed}ms, want about 300ms`);
+});
+
+test('upstream that dies mid-body → the client connection is closed, not a clean end', async (t) => {
+  const dying = await startRawBackend((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n' + 'x'.repeat(40));
+      setTimeout(() => socket.destroy(), 50);
+    });
+  });
+  const chunkedDying = await startRawBackend((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+      setTimeout(() => socket.destroy(), 50);
+    });
+  });
+  const proxy = await startTestProxy(`[proxy.a]\npath=/a\npass=${dying.url}\n[proxy.b]\npath=/b\npass=${chunkedDying.url}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await dying.close();
+    await chunkedDying.close();
+  });
+  for (const path of ['/a', '/b']) {
+    const res = await rawRequest(proxy.port, `GET ${path} HTTP/1.1\r\nHost: h\r\n\r\n`, 3000);
+    assert.ok(res.closedByServer, `${path}: got an open connection, want it closed by the proxy`);
+    assert.match(res.text, /^HTTP\/1\.1 200 OK/);
+    assert.ok(!res.text.endsWith('0\r\n\r\n'), `${path}: the client must not see a complete chunked body`);
+    if (path === '/a') assert.ok(res.data.length - res.text.indexOf('\r\n\r\n') - 4 < 100, 'body must be short of Content-Length');
+  }
+});
+
+test('a client that disconnects mid-request aborts the upstream request within a second', async (t) => {
+  let upstreamClosedAt = 0;
+  const server = http.createServer((req) => {
+    req.on('data', () => {});
+    req.socket.on('close', () => {
+      upstreamClosedAt = Date.now();
+    });
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n' + 'x'.repeat(1000));
+  await waitFor(() => backend.server.listenerCount('request') > 0 && proxy.proxy.routes[0]!.upstreams[0]!.activeRequests === 1, 3000, 'request in flight');
+  await new Promise((r) => setTimeout(r, 100));
+  const abortedAt = Date.now();
+  socket.destroy();
+  await waitFor(() => upstreamClosedAt > 0, 2000, 'upstream connection closed');
+  assert.ok(upstreamClosedAt - abortedAt < 1000, `upstream saw the abort after ${upstreamClosedAt - abortedAt}ms, want < 1000`);
+  await waitFor(() => proxy.proxy.routes[0]!.upstreams[0]!.activeRequests === 0, 2000, 'active requests back to 0');
+});
+
+test('Content-Length with Transfer-Encoding → 400 and closed; a 20 KiB head → 431; over max_body_size → 413', async (t) => {
+  const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n` + routeIni('http://127.0.0.1:1'));
+  t.after(() => proxy.close());
+  const smuggle = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+  assert.match(smuggle.text, /^HTTP\/1\.1 400 /);
+  assert.ok(smuggle.closedByServer, 'the connection must be closed after a framing error');
+  const big = await rawRequest(proxy.port, `GET /a HTTP/1.1\r\nHost: h\r\nX-Big: ${'b'.repeat(20 * 1024)}\r\n\r\n`);
+  assert.match(big.text, /^HTTP\/1\.1 431 /);
+  const tooLong = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 2048\r\n\r\n');
+  assert.match(tooLong.text, /^HTTP\/1\.1 413 /);
+  assert.match(tooLong.text, /request body too large\n$/);
+});
+
+test('a chunked body over max_body_size → 413 and the upstream request aborted', async (t) => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('done'));
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n` + routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const chunk = 'y'.repeat(600);
+  const res = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n${chunk}\r\n258\r\n${chunk}\r\n0\r\n\r\n`);
+  assert.match(res.text, /^HTTP\/1\.1 413 /);
+});
+
+test('streaming: the client receives the head before the upstream finishes the body', async (t) => {
+  let finishBody: (() => void) | undefined;
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write('first part;');
+    finishBody = () => res.end('second part');
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const received: string[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: proxy.port, path: '/a', agent: false }, (res) => {
+        received.push(`head ${res.statusCode}`);
+        res.on('data', (c: Buffer) => {
+          received.push(c.toString());
+          finishBody?.();
+        });
+        res.on('end', resolve);
+      })
+      .on('error', reject);
+  });
+  await done;
+  assert.deepEqual(received, ['head 200', 'first part;', 'second part']);
+});
+
+test('a request body streams to the upstream before the client has sent all of it', async (t) => {
+  let firstChunkAt = 0;
+  const server = http.createServer((req, res) => {
+    req.once('data', () => {
+      firstChunkAt = Date.now();
+    });
+    req.resume();
+    req.on('end', () => res.end('ok'));
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 20\r\nConnection: close\r\n\r\n0123456789');
+  await waitFor(() => firstChunkAt > 0, 3000, 'first body chunk at the upstream');
+  socket.end('0123456789');
+  const response = await new Promise<string>((resolve) => {
+    let text = '';
+    socket.on('data', (c: Buffer) => (text += c.toString()));
+    socket.on('close', () => resolve(text));
+  });
+  assert.match(response, /^HTTP\/1\.1 200 OK[\s\S]*ok$/);
+});

@@ -1,0 +1,206 @@
+/**
+ * Step 1 behaviour through the real proxy: header cloning, hop-by-hop removal, X-Forwarded-*,
+ * paths and query strings, response headers, HEAD/204/304, trailers, 100-continue, keep-alive reuse.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { headerValues, rawRequest, request, startBackend, startTestProxy } from '../helpers/proxy-harness.js';
+
+function routeIni(url: string, extra = '', path = '/a'): string {
+  return `[proxy.a]\npath = ${path}\npass = ${url}\n${extra}`;
+}
+
+test('every end-to-end request header and value arrives in order, hop-by-hop ones are gone', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const head =
+    'GET /a/x HTTP/1.1\r\nHost: example.test\r\nX-One: 1\r\nAccept: */*\r\nX-Custom: secret\r\nX-One: 2\r\n' +
+    'Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nTE: trailers, deflate\r\nProxy-Authorization: Basic eDp5\r\n' +
+    'Upgrade: h2c\r\nConnection: close, X-Custom\r\nCookie: a=1\r\nCookie: b=2\r\n\r\n';
+  const res = await rawRequest(proxy.port, head);
+  assert.match(res.text, /^HTTP\/1\.1 200/, `got ${res.text.slice(0, 40)}, want 200`);
+  const got = backend.requests[0]!.rawHeaders;
+  const names = [];
+  for (let i = 0; i < got.length; i += 2) names.push(`${got[i]}: ${got[i + 1]}`);
+  assert.deepEqual(
+    names.filter((h) => !/^(x-forwarded|connection)/i.test(h)),
+    ['Host: example.test', 'X-One: 1', 'Accept: */*', 'X-One: 2', 'TE: trailers', 'Cookie: a=1', 'Cookie: b=2'],
+  );
+  assert.deepEqual(headerValues(got, 'x-custom'), [], 'X-Custom was named by Connection and must be removed');
+});
+
+test("a client's Connection: X-Forwarded-For cannot remove the proxy's own X-Forwarded-For", async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: X-Forwarded-For, close\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n');
+  assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'x-forwarded-for'), ['127.0.0.1']);
+});
+
+test('X-Forwarded-* are replaced for an untrusted peer and appended to for a trusted one', async (t) => {
+  const backend = await startBackend();
+  const untrusted = await startTestProxy(routeIni(backend.url));
+  const trusted = await startTestProxy(`[server]\ntrusted_proxies = 10.0.0.0/8, 127.0.0.1\n` + routeIni(backend.url));
+  t.after(async () => {
+    await untrusted.close();
+    await trusted.close();
+    await backend.close();
+  });
+  const headers = { 'X-Forwarded-For': '1.2.3.4', 'X-Forwarded-Host': 'spoof', 'X-Forwarded-Proto': 'https', Forwarded: 'for=1.2.3.4', Host: 'site.test' };
+  await request(untrusted.port, { path: '/a', headers });
+  await request(trusted.port, { path: '/a', headers });
+  const [fromUntrusted, fromTrusted] = backend.requests.map((r) => r.rawHeaders);
+  assert.deepEqual(headerValues(fromUntrusted!, 'x-forwarded-for'), ['127.0.0.1']);
+  assert.deepEqual(headerValues(fromUntrusted!, 'x-forwarded-host'), ['site.test']);
+  assert.deepEqual(headerValues(fromUntrusted!, 'x-forwarded-proto'), ['http']);
+  assert.deepEqual(headerValues(fromUntrusted!, 'forwarded'), []);
+  assert.deepEqual(headerValues(fromTrusted!, 'x-forwarded-for'), ['1.2.3.4, 127.0.0.1']);
+  assert.deepEqual(headerValues(fromTrusted!, 'x-forwarded-host'), ['spoof']);
+  assert.deepEqual(headerValues(fromTrusted!, 'x-forwarded-proto'), ['https']);
+  assert.deepEqual(headerValues(fromTrusted!, 'forwarded'), ['for=1.2.3.4']);
+});
+
+test('the query string arrives byte for byte and pass with a path replaces the route prefix', async (t) => {
+  const backend = await startBackend();
+  const plain = await startTestProxy(routeIni(backend.url));
+  const stripped = await startTestProxy(routeIni(`${backend.url}/`));
+  const rewritten = await startTestProxy(routeIni(`${backend.url}/v2`, '', '/api'));
+  t.after(async () => {
+    await Promise.all([plain.close(), stripped.close(), rewritten.close()]);
+    await backend.close();
+  });
+  await rawRequest(plain.port, 'GET /a/x?a=1;b=%2F&c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  await rawRequest(stripped.port, 'GET /a/x/y?q=%20 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  await rawRequest(stripped.port, 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  await rawRequest(rewritten.port, 'GET /api/users?id=7 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  assert.deepEqual(
+    backend.requests.map((r) => r.url),
+    ['/a/x?a=1;b=%2F&c', '/x/y?q=%20', '/', '/v2/users?id=7'],
+  );
+});
+
+test('preserve_host = off sends the upstream host:port', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url, 'preserve_host = off\n'));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  await request(proxy.port, { path: '/a', headers: { Host: 'client.test' } });
+  assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'host'), [`127.0.0.1:${backend.port}`]);
+  assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'x-forwarded-host'), ['client.test']);
+});
+
+test('two Set-Cookie reach the client as two; a 401 with a UTF-8 realm passes unchanged', async (t) => {
+  const realm = Buffer.from('Basic realm="Zoë’s café"', 'utf8').toString('latin1'); // the bytes, as node passes them
+  const backend = await startBackend((req, res) => {
+    if (req.url === '/a/cookies') {
+      res.writeHead(200, [['Set-Cookie', 'a=1; Path=/'], ['Set-Cookie', 'b=2; HttpOnly'], ['Content-Length', '2']].flat());
+      res.end('ok');
+    } else {
+      res.writeHead(401, ['WWW-Authenticate', realm, 'Content-Length', '0']);
+      res.end();
+    }
+  });
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const cookies = await request(proxy.port, { path: '/a/cookies' });
+  assert.deepEqual(headerValues(cookies.rawHeaders, 'set-cookie'), ['a=1; Path=/', 'b=2; HttpOnly']);
+  const raw = await rawRequest(proxy.port, 'GET /a/secret HTTP/1.1\r\nHost: h\r\nAuthorization: Basic dG9tOjEyMw==\r\nConnection: close\r\n\r\n');
+  assert.match(raw.text, /^HTTP\/1\.1 401 Unauthorized\r\n/);
+  assert.ok(raw.data.includes(Buffer.from('WWW-Authenticate: Basic realm="Zoë’s café"\r\n', 'utf8')), `got ${raw.text}, want the realm's UTF-8 bytes unchanged`);
+  assert.deepEqual(headerValues(backend.requests[1]!.rawHeaders, 'authorization'), ['Basic dG9tOjEyMw==']);
+});
+
+test('HEAD, 204 and 304 responses carry no body', async (t) => {
+  const backend = await startBackend((req, res) => {
+    if (req.url === '/a/204') res.writeHead(204).end();
+    else if (req.url === '/a/304') res.writeHead(304, { ETag: '"x"' }).end();
+    else res.writeHead(200, { 'Content-Length': '5' }).end(req.method === 'HEAD' ? undefined : 'hello');
+  });
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  // Three requests on one connection: any stray body byte would corrupt the next response.
+  const res = await rawRequest(
+    proxy.port,
+    'HEAD /a/x HTTP/1.1\r\nHost: h\r\n\r\nGET /a/204 HTTP/1.1\r\nHost: h\r\n\r\nGET /a/304 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n',
+  );
+  const responses = res.text.split(/(?=HTTP\/1\.1 )/);
+  assert.equal(responses.length, 3, `got ${JSON.stringify(res.text)}`);
+  assert.match(responses[0]!, /^HTTP\/1\.1 200 OK\r\n[\s\S]*Content-Length: 5\r\n[\s\S]*\r\n\r\n$/);
+  assert.match(responses[1]!, /^HTTP\/1\.1 204 No Content\r\n[\s\S]*\r\n\r\n$/);
+  assert.match(responses[2]!, /^HTTP\/1\.1 304 Not Modified\r\n[\s\S]*\r\n\r\n$/);
+});
+
+test('trailers are forwarded; Expect: 100-continue gets a 100 before the body is sent', async (t) => {
+  const backend = await startBackend((req, res, body) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain', Trailer: 'X-Checksum' });
+    res.write(`got ${body.length} bytes`);
+    res.addTrailers({ 'X-Checksum': 'abc' });
+    res.end();
+  });
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const res = await request(proxy.port, { path: '/a', method: 'POST', body: 'x'.repeat(100) });
+  assert.equal(res.body.toString(), 'got 100 bytes');
+  assert.deepEqual(res.rawTrailers, ['X-Checksum', 'abc']);
+
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  const received: Buffer[] = [];
+  socket.on('data', (c: Buffer) => received.push(c));
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n');
+  await new Promise((r) => socket.once('data', r));
+  assert.match(Buffer.concat(received).toString(), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+  socket.end('abcd');
+  await new Promise((r) => socket.once('close', r));
+  assert.match(Buffer.concat(received).toString(), /got 4 bytes/);
+});
+
+test('upstream connections are kept alive and reused', async (t) => {
+  const backend = await startBackend();
+  let connections = 0;
+  backend.server.on('connection', () => connections++);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  for (let i = 0; i < 10; i++) await request(proxy.port, { path: '/a' });
+  assert.equal(backend.requests.length, 10);
+  assert.equal(connections, 1, `got ${connections} upstream connections for 10 sequential requests, want 1`);
+});
+
+test('no route → 404 with a one-line body; the access log records route, upstream and status', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const missing = await request(proxy.port, { path: '/ab' });
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.toString(), 'no route for this request\n');
+  await request(proxy.port, { path: '/a/b?c' });
+  const record = proxy.logs.find((r) => r.target === '/a/b?c');
+  assert.ok(record, 'want an access log record for /a/b?c');
+  assert.equal(record.status, 200);
+  assert.equal(record.route, 'a');
+  assert.deepEqual(record.attempts, [{ upstream: `127.0.0.1:${backend.port}`, status: 200 }]);
+});

@@ -1,0 +1,146 @@
+/**
+ * One `pass` line → one upstream (SPEC 1.2): `URL [weight=N] [backup] [down]`, the shape of nginx's
+ * `server address [weight=number] [backup] [down]` inside an `upstream` block. The URL is read by
+ * hand rather than with `new URL`, which would quietly rewrite it (`http://1` becomes `0.0.0.1`,
+ * `%41` and `A` become equal) and could not say which column is wrong. Grammar (RFC 3986 section 3,
+ * narrowed to what a proxy can connect to):
+ *
+ *     http://host[:port][/path]      host = name | IPv4 | [IPv6];  port 1..65535, default 80
+ *
+ * No user info, query or fragment: they cannot mean anything for an upstream.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+import { ConfigValueError } from '../errors.js';
+import type { UpstreamConfig } from './config.js';
+import { suggest } from './did-you-mean.js';
+import { placeInValue, type IniEntry } from './ini-parser.js';
+import { isHostName } from './values.js';
+
+/** The largest `weight` (nginx has no limit; this keeps weight sums far inside safe integers). */
+export const MAX_WEIGHT = 1_000_000;
+
+const FLAG_NAMES = ['weight=', 'backup', 'down'] as const;
+const URL_HINT = 'expected http://host[:port][/path]';
+
+/**
+ * Parses one `pass` line.
+ *
+ * @returns the upstream: `origin` is always `http://host:port`; `hostHeader` omits `:80` as clients
+ *   do (RFC 9110 section 7.2); `path` is the URL's path when written (even `/`), else undefined;
+ *   `place` is where the URL starts.
+ * @throws ConfigValueError at the offending column: not `http://` (https is named as unsupported),
+ *   bad host or port, user info, query or fragment, non-ASCII path, unknown or repeated flag (with a
+ *   did-you-mean), weight outside 1..1 000 000.
+ */
+export function parsePassLine(entry: IniEntry): UpstreamConfig {
+  const fail = (offset: number, reason: string): never => {
+    throw new ConfigValueError(placeInValue(entry, offset), reason);
+  };
+  const tokens = splitBlanks(entry.value);
+  const [urlToken, ...flagTokens] = tokens;
+  if (urlToken === undefined) return fail(0, "'pass' needs an upstream URL (e.g. pass = http://127.0.0.1:9001)");
+
+  const url = parseUpstreamUrl(urlToken.text, (offset, reason) => fail(urlToken.offset + offset, reason));
+
+  let weight: number | undefined;
+  let isBackup = false;
+  let isDown = false;
+  for (const flag of flagTokens) {
+    const repeated = (): never => fail(flag.offset, `flag '${flag.text}' is repeated in this pass line`);
+    if (flag.text.startsWith('weight=')) {
+      if (weight !== undefined) repeated();
+      const text = flag.text.slice('weight='.length);
+      weight = /^\d{1,7}$/.test(text) ? Number(text) : NaN;
+      if (!(weight >= 1 && weight <= MAX_WEIGHT)) {
+        fail(flag.offset + 7, `invalid weight '${text}' for 'pass' (expected a whole number from 1 to ${MAX_WEIGHT})`);
+      }
+    } else if (flag.text === 'backup') {
+      if (isBackup) repeated();
+      isBackup = true;
+    } else if (flag.text === 'down') {
+      if (isDown) repeated();
+      isDown = true;
+    } else {
+      const suggestion = suggest(flag.text.split('=')[0] ?? '', FLAG_NAMES.map((name) => name.replace('=', '')));
+      const note =
+        suggestion === undefined
+          ? 'expected weight=N, backup or down'
+          : `did you mean '${suggestion === 'weight' ? 'weight=N' : suggestion}'?`;
+      fail(flag.offset, `unknown flag '${flag.text}' for 'pass' (${note})`);
+    }
+  }
+
+  return { url: urlToken.text, ...url, weight: weight ?? 1, isBackup, isDown, place: placeInValue(entry, urlToken.offset) };
+}
+
+type UpstreamAddress = Pick<UpstreamConfig, 'origin' | 'host' | 'port' | 'hostHeader' | 'path'>;
+
+/** `http://host[:port][/path]` → its parts; `fail(offset, reason)` with the offset in `text`. */
+function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) => never): UpstreamAddress {
+  const schemeEnd = text.indexOf('://');
+  const scheme = schemeEnd < 0 ? '' : text.slice(0, schemeEnd).toLowerCase();
+  if (scheme === 'https') {
+    fail(0, `https upstreams are not supported yet: '${text}' (use http://, e.g. a TLS-terminating sidecar next to the upstream)`);
+  }
+  if (scheme !== 'http') fail(0, `invalid upstream URL '${text}' for 'pass' (${URL_HINT})`);
+  const authorityStart = schemeEnd + 3;
+
+  const queryOrFragment = text.search(/[?#]/);
+  if (queryOrFragment >= 0) fail(queryOrFragment, `a pass URL cannot have a query or fragment: '${text}'`);
+
+  const pathStart = text.indexOf('/', authorityStart);
+  const authority = text.slice(authorityStart, pathStart < 0 ? text.length : pathStart);
+  if (authority.includes('@')) fail(authorityStart, `user info in a pass URL is not supported: '${text}'`);
+
+  let host: string;
+  let portText: string | undefined;
+  let portOffset: number;
+  if (authority.startsWith('[')) {
+    const close = authority.indexOf(']');
+    host = close < 0 ? '' : authority.slice(1, close).toLowerCase();
+    if (close < 0 || !isIPv6(host) || host.includes('%')) {
+      fail(authorityStart + 1, `invalid IPv6 address in pass URL '${text}' (${URL_HINT})`);
+    }
+    const afterHost = authority.slice(close + 1);
+    if (afterHost !== '' && !afterHost.startsWith(':')) {
+      fail(authorityStart + close + 1, `invalid upstream URL '${text}' for 'pass' (${URL_HINT})`);
+    }
+    portText = afterHost === '' ? undefined : afterHost.slice(1);
+    portOffset = authorityStart + close + 2;
+  } else {
+    const colon = authority.indexOf(':');
+    host = (colon < 0 ? authority : authority.slice(0, colon)).toLowerCase();
+    if (host === '') fail(authorityStart, `missing host in pass URL '${text}' (${URL_HINT})`);
+    if (!isIPv4(host) && !isHostName(host)) fail(authorityStart, `invalid host '${host}' in pass URL (${URL_HINT})`);
+    portText = colon < 0 ? undefined : authority.slice(colon + 1);
+    portOffset = authorityStart + colon + 1;
+  }
+
+  const port = portText === undefined ? 80 : /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
+  if (!(port >= 1 && port <= 65_535)) fail(portOffset, `invalid port '${portText}' in pass URL (expected 1 to 65535)`);
+
+  const path = pathStart < 0 ? undefined : text.slice(pathStart);
+  const badPathCharacter = path === undefined ? -1 : path.search(/[^\x21-\x7e]/);
+  if (badPathCharacter >= 0) {
+    fail(pathStart + badPathCharacter, `pass URL paths must be ASCII: percent-encode other characters (RFC 3986 section 2.1)`);
+  }
+
+  const hostInUrl = host.includes(':') ? `[${host}]` : host;
+  return {
+    origin: `http://${hostInUrl}:${port}`,
+    host,
+    port,
+    hostHeader: port === 80 ? hostInUrl : `${hostInUrl}:${port}`,
+    path,
+  };
+}
+
+interface Token {
+  readonly text: string;
+  /** UTF-16 offset in the value. */
+  readonly offset: number;
+}
+
+function splitBlanks(value: string): Token[] {
+  return Array.from(value.matchAll(/[^ \t]+/g), (match) => ({ text: match[0], offset: match.index ?? 0 }));
+}

@@ -1,0 +1,328 @@
+/**
+ * The value types of the config language (SPEC 1.1, 1.2): durations, sizes, booleans, whole numbers,
+ * listen addresses, CIDR networks and HTTP status ranges. Each parser takes the value's text and
+ * returns the value or throws an `InvalidValueError` saying what is wrong and what was expected; the
+ * loader adds the key and the place. The units and spellings follow nginx (`500ms`, `16k`, `on/off`;
+ * nginx "Measurement units"), CIDR notation follows RFC 4632 (IPv4) and RFC 4291 section 2.3 (IPv6),
+ * status classes RFC 9110 section 15.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+import type { Cidr, ListenAddress, StatusRange } from './config.js';
+import { suggest } from './did-you-mean.js';
+
+/**
+ * A value that does not parse. The loader renders it as
+ * `file:line:column: <problem> for '<key>' (<note>)`, the column moved `offset` characters into the value.
+ */
+export class InvalidValueError extends Error {
+  constructor(
+    /** E.g. `invalid duration '5x'`. */
+    readonly problem: string,
+    /** E.g. `expected e.g. 500ms, 3s, 1m`, or a did-you-mean; undefined for none. */
+    readonly note: string | undefined,
+    /** Where in the value the problem is, in UTF-16 units from its start. */
+    readonly offset = 0,
+  ) {
+    super(note === undefined ? problem : `${problem} (${note})`);
+  }
+}
+
+// ---- durations and sizes ---------------------------------------------------------------------------
+
+/**
+ * The longest duration accepted, in ms: 2^31 − 1, about 24.8 days (596 h). Node's timers fire at once
+ * for anything longer (with only a warning), so a longer timeout would silently become 1 ms.
+ */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a duration: a number with unit `ms`, `s`, `m` or `h`; a bare number is seconds (nginx).
+ * Decimals are allowed (`1.5s`); the result is rounded to whole milliseconds.
+ *
+ * @param minMs the smallest acceptable result, default 0 (timeouts where 0 means nothing pass 1).
+ * @returns milliseconds, minMs..MAX_DURATION_MS. `parseDuration('500ms')` = 500, `parseDuration('3')` = 3000.
+ * @throws InvalidValueError for other spellings (`5x`, `-1s`, `1 s`, `1S`), below minMs or above MAX_DURATION_MS.
+ */
+export function parseDuration(text: string, minMs = 0): number {
+  const match = DURATION.exec(text);
+  if (match === null) throw new InvalidValueError(`invalid duration '${text}'`, 'expected e.g. 500ms, 3s, 1m');
+  const ms = Math.round(Number(match[1]) * (MS_PER_UNIT[match[2] ?? 's'] ?? 1_000));
+  if (!(ms <= MAX_DURATION_MS)) {
+    throw new InvalidValueError(`invalid duration '${text}'`, "expected at most 596h, the limit of Node's timers");
+  }
+  if (ms < minMs) throw new InvalidValueError(`invalid duration '${text}'`, `expected at least ${formatDuration(minMs)}`);
+  return ms;
+}
+
+const SIZE = /^(\d+)([kmg])?$/i;
+const BYTES_PER_UNIT: Readonly<Record<string, number>> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/**
+ * Parses a size: a whole number of bytes, or with `k`, `m`, `g` (×1024, ×1024², ×1024³; either case,
+ * as nginx).
+ *
+ * @param minBytes the smallest acceptable result, default 0.
+ * @returns bytes. `parseSize('16k')` = 16384.
+ * @throws InvalidValueError for other spellings (`1.5k`, `1t`, `1kb`), below minBytes or above 2^53 − 1.
+ */
+export function parseSize(text: string, minBytes = 0): number {
+  const match = SIZE.exec(text);
+  if (match === null) throw new InvalidValueError(`invalid size '${text}'`, 'expected e.g. 512, 16k, 1m, 1g');
+  const bytes = Number(match[1]) * (BYTES_PER_UNIT[(match[2] ?? '').toLowerCase()] ?? 1);
+  if (!Number.isSafeInteger(bytes)) throw new InvalidValueError(`invalid size '${text}'`, 'too large');
+  if (bytes < minBytes) throw new InvalidValueError(`invalid size '${text}'`, `expected at least ${formatSize(minBytes)}`);
+  return bytes;
+}
+
+// ---- booleans, numbers, choices ----------------------------------------------------------------------
+
+const BOOLEANS: ReadonlyMap<string, boolean> = new Map([
+  ['on', true],
+  ['off', false],
+  ['true', true],
+  ['false', false],
+  ['yes', true],
+  ['no', false],
+  ['1', true],
+  ['0', false],
+]);
+
+/**
+ * Parses `on/off`, `true/false`, `yes/no`, `1/0`, in any case.
+ * @throws InvalidValueError for anything else.
+ */
+export function parseBoolean(text: string): boolean {
+  const value = BOOLEANS.get(text.toLowerCase());
+  if (value === undefined) {
+    throw new InvalidValueError(`invalid boolean '${text}'`, 'expected on/off, true/false, yes/no, 1/0');
+  }
+  return value;
+}
+
+/**
+ * Parses a whole number in decimal digits (no sign, no exponent) within `min..max`.
+ * @throws InvalidValueError naming the range.
+ */
+export function parseInteger(text: string, min: number, max: number): number {
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min && value <= max)) {
+    throw new InvalidValueError(`invalid number '${text}'`, `expected a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/**
+ * Returns `text` when it is one of `choices`, else throws with a did-you-mean or the list.
+ *
+ * @param what what the choice names, for the message: `unknown <what> 'x'`.
+ * @throws InvalidValueError `unknown strategy 'round_robin'` (`did you mean 'round-robin'?`).
+ */
+export function parseChoice<T extends string>(text: string, choices: readonly T[], what: string): T {
+  const choice = choices.find((candidate) => candidate === text);
+  if (choice !== undefined) return choice;
+  throw new InvalidValueError(`unknown ${what} '${text}'`, didYouMean(text, choices));
+}
+
+/** `did you mean 'x'?` when one is close, else `expected one of: a, b, c`. */
+export function didYouMean(text: string, choices: readonly string[]): string {
+  const suggestion = suggest(text, choices);
+  return suggestion === undefined ? `expected one of: ${choices.join(', ')}` : `did you mean '${suggestion}'?`;
+}
+
+// ---- addresses -------------------------------------------------------------------------------------
+
+const LISTEN_HINT = 'expected host:port, :port or [::]:port';
+
+/**
+ * Parses a listen address: `host:port`, `:port` (all IPv4 interfaces, `0.0.0.0`), `[IPv6]:port`, or a
+ * bare `port` (as nginx's `listen 8080`). The host is an IPv4 address, a bracketed IPv6 address or a
+ * host name (lowercased). Port 0..65535; 0 asks the system for a free port (tests use it).
+ *
+ * @returns `{ host, port }` with IPv6 hosts unbracketed: `[::]:80` → `{ host: '::', port: 80 }`.
+ * @throws InvalidValueError, pointing at the port or the host.
+ */
+export function parseListenAddress(text: string): ListenAddress {
+  if (/^\d+$/.test(text)) return { host: '0.0.0.0', port: parsePort(text, 0, 0) };
+
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']');
+    const host = close < 0 ? '' : text.slice(1, close);
+    if (close < 0 || !isIPv6(host) || host.includes('%')) {
+      throw new InvalidValueError(`invalid IPv6 address in listen address '${text}'`, LISTEN_HINT, 1);
+    }
+    if (text[close + 1] !== ':') throw new InvalidValueError(`missing port in listen address '${text}'`, LISTEN_HINT, close + 1);
+    return { host: host.toLowerCase(), port: parsePort(text.slice(close + 2), 0, close + 2) };
+  }
+
+  const colon = text.lastIndexOf(':');
+  if (colon < 0) throw new InvalidValueError(`missing port in listen address '${text}'`, LISTEN_HINT, text.length);
+  const host = text.slice(0, colon);
+  if (host.includes(':')) {
+    throw new InvalidValueError(`invalid listen address '${text}'`, 'an IPv6 address needs brackets, e.g. [::1]:8080');
+  }
+  if (host !== '' && !isIPv4(host) && !isHostName(host)) {
+    throw new InvalidValueError(`invalid host '${host}' in listen address`, LISTEN_HINT);
+  }
+  return { host: host === '' ? '0.0.0.0' : host.toLowerCase(), port: parsePort(text.slice(colon + 1), 0, colon + 1) };
+}
+
+/**
+ * Parses a TCP port in `min..65535`.
+ * @param offset where the port starts in the whole value, for the error's column.
+ */
+export function parsePort(text: string, min: number, offset: number): number {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(port >= min && port <= 65_535)) {
+    throw new InvalidValueError(`invalid port '${text}'`, `expected a number from ${min} to 65535`, offset);
+  }
+  return port;
+}
+
+/**
+ * True for a DNS host name (RFC 1123 section 2.1 labels of letters, digits and `-`, plus `_` as
+ * container service names use), at most 253 characters. A name whose last label is all digits is
+ * refused: resolvers read `1.2.3` as an IPv4 shorthand, so it is a mistyped address.
+ */
+export function isHostName(text: string): boolean {
+  if (text.length === 0 || text.length > 253) return false;
+  const labels = text.split('.');
+  if (/^\d+$/.test(labels[labels.length - 1] ?? '')) return false;
+  return labels.every((label) => /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(label));
+}
+
+// ---- CIDR lists ------------------------------------------------------------------------------------
+
+const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1';
+
+/**
+ * Parses a comma-separated list of IPv4/IPv6 addresses and CIDR networks for `trusted_proxies`.
+ * A bare address is a /32 (IPv4) or /128 (IPv6) network. Host bits below the prefix are cleared
+ * (`10.1.2.3/8` is `10.0.0.0/8`, as nginx's `set_real_ip_from` does). An empty text is an empty list.
+ *
+ * @returns networks in written order, `source` keeping each item as written.
+ * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, empty item.
+ */
+export function parseCidrList(text: string): Cidr[] {
+  if (text.trim() === '') return [];
+  const networks: Cidr[] = [];
+  let itemStart = 0;
+  for (const rawItem of text.split(',')) {
+    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
+    itemStart += rawItem.length + 1;
+    const item = rawItem.trim();
+    if (item === '') throw new InvalidValueError('empty item in address list', CIDR_HINT, offset);
+    networks.push(parseCidr(item, offset));
+  }
+  return networks;
+}
+
+function parseCidr(item: string, offset: number): Cidr {
+  const slash = item.indexOf('/');
+  const address = slash < 0 ? item : item.slice(0, slash);
+  const family = isIPv4(address) ? 4 : isIPv6(address) && !address.includes('%') ? 6 : undefined;
+  if (family === undefined) throw new InvalidValueError(`invalid IP address '${address}'`, CIDR_HINT, offset);
+  const bits = family === 4 ? 32 : 128;
+  const prefixText = slash < 0 ? String(bits) : item.slice(slash + 1);
+  const prefixLength = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+  if (!(prefixLength <= bits)) {
+    throw new InvalidValueError(`invalid prefix length '/${prefixText}'`, `expected /0 to /${bits} for IPv${family}`, offset + slash);
+  }
+  const bytes = family === 4 ? ipv4Bytes(address) : ipv6Bytes(address);
+  clearHostBits(bytes, prefixLength);
+  return { family, bytes, prefixLength, source: item };
+}
+
+/** `10.1.2.3` → [10, 1, 2, 3]. The text must be a valid IPv4 address (`isIPv4`). */
+export function ipv4Bytes(text: string): Uint8Array {
+  return Uint8Array.from(text.split('.').map(Number));
+}
+
+/**
+ * `2001:db8::1` → its 16 bytes (RFC 4291 section 2.2: `::` stands for enough zero groups to make
+ * eight; the last 32 bits may be written as an IPv4 address). The text must satisfy `isIPv6`.
+ */
+export function ipv6Bytes(text: string): Uint8Array {
+  let hex = text.toLowerCase();
+  const lastColon = hex.lastIndexOf(':');
+  const tail = hex.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const [a = 0, b = 0, c = 0, d = 0] = ipv4Bytes(tail);
+    hex = `${hex.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', rest] = hex.split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = rest === undefined || rest === '' ? [] : rest.split(':');
+  const zeros = Array<string>(8 - headGroups.length - tailGroups.length).fill('0');
+  const groups = rest === undefined ? headGroups : [...headGroups, ...zeros, ...tailGroups];
+  const bytes = new Uint8Array(16);
+  groups.forEach((group, i) => {
+    const value = parseInt(group, 16);
+    bytes[i * 2] = value >> 8;
+    bytes[i * 2 + 1] = value & 0xff;
+  });
+  return bytes;
+}
+
+function clearHostBits(bytes: Uint8Array, prefixLength: number): void {
+  for (let i = 0; i < bytes.length; i++) {
+    const networkBits = Math.min(8, Math.max(0, prefixLength - i * 8));
+    bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - networkBits)) & 0xff);
+  }
+}
+
+// ---- status ranges ---------------------------------------------------------------------------------
+
+const STATUS_HINT = 'expected statuses or ranges from 100 to 599, e.g. 200-399 or 200,204,300-399';
+
+/**
+ * Parses HTTP status ranges for `health_status`: comma-separated statuses (`204`) and inclusive
+ * ranges (`200-399`), each within 100..599 (RFC 9110 section 15), a range's start not after its end.
+ *
+ * @returns ranges in written order; a single status `s` becomes `{ from: s, to: s }`.
+ * @throws InvalidValueError pointing at the bad item.
+ */
+export function parseStatusRanges(text: string): StatusRange[] {
+  const ranges: StatusRange[] = [];
+  let itemStart = 0;
+  for (const rawItem of text.split(',')) {
+    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
+    itemStart += rawItem.length + 1;
+    const item = rawItem.trim();
+    const match = /^(\d{3})(?:-(\d{3}))?$/.exec(item);
+    const from = Number(match?.[1]);
+    const to = Number(match?.[2] ?? match?.[1]);
+    if (match === null || !(from >= 100 && to <= 599 && from <= to)) {
+      throw new InvalidValueError(`invalid status range '${item}'`, STATUS_HINT, offset);
+    }
+    ranges.push({ from, to });
+  }
+  return ranges;
+}
+
+// ---- formatting back, for --check ------------------------------------------------------------------
+
+/** 500 → `500ms`, 3000 → `3s`, 90 000 → `90s`, 60 000 → `1m`, 3 600 000 → `1h`, 0 → `0s`. */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
+}
+
+/** 16384 → `16k`, 1048576 → `1m`, 1000 → `1000`, 0 → `0`. */
+export function formatSize(bytes: number): string {
+  if (bytes === 0) return '0';
+  if (bytes % 1024 ** 3 === 0) return `${bytes / 1024 ** 3}g`;
+  if (bytes % 1024 ** 2 === 0) return `${bytes / 1024 ** 2}m`;
+  if (bytes % 1024 === 0) return `${bytes / 1024}k`;
+  return String(bytes);
+}
+
+/** `{ host: '::', port: 80 }` → `[::]:80`; `{ host: '0.0.0.0', port: 8080 }` → `0.0.0.0:8080`. */
+export function formatListenAddress(address: ListenAddress): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}

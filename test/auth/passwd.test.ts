@@ -52,7 +52,7 @@ describe('runPasswd', () => {
 });
 
 /** A fake terminal: a stream with isTTY and a recorded setRawMode. */
-function fakeTerminal(): { input: PasswordInput; rawModes: boolean[]; prompt: { text: string; write(text: string): void } } {
+function fakeTerminal(): { input: PassThrough & PasswordInput; rawModes: boolean[]; prompt: { text: string; write(text: string): void } } {
   const rawModes: boolean[] = [];
   const input = Object.assign(new PassThrough(), {
     isTTY: true,

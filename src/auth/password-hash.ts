@@ -119,6 +119,15 @@ export function parsePasswordHash(text: string): PasswordHash | string {
 }
 
 /**
+ * `parsePasswordHash` for validators that only want the reason: undefined when `text` is a valid
+ * hash, else the one-line reason. Fits the config loader's `validateAuthHash` option.
+ */
+export function validatePasswordHash(text: string): string | undefined {
+  const hash = parsePasswordHash(text);
+  return typeof hash === 'string' ? hash : undefined;
+}
+
+/**
  * True when `password` derives the same key as `hash` (compared with `crypto.timingSafeEqual`).
  * Synchronous: blocks the calling thread for the whole scrypt run (about 50 ms with the defaults), so
  * the request path uses `verifyPasswordAsync` instead; this one is for the CLI and tests.

@@ -10,6 +10,7 @@ import {
   DEFAULT_SCRYPT_PARAMETERS,
   hashPassword,
   parsePasswordHash,
+  validatePasswordHash,
   verifyPassword,
   verifyPasswordAsync,
   type PasswordHash,
@@ -109,6 +110,11 @@ describe('parsePasswordHash', () => {
     [`$scrypt$N=16384,r=8,p=1$${salt}$${key.slice(0, 20)}`, 'key must be 16..64 bytes, got 15'],
     [`$scrypt$N=16384,r=8,p=1$${salt}$${key} `, 'key is not canonical'],
   ];
+  it('validatePasswordHash gives undefined for a good hash and the same reason for a bad one', () => {
+    assert.equal(validatePasswordHash(good), undefined, `got "${validatePasswordHash(good)}", want undefined`);
+    assert.equal(validatePasswordHash('123'), parsePasswordHash('123'), 'got another reason than parsePasswordHash');
+  });
+
   for (const [input, reason] of malformed) {
     it(`rejects ${JSON.stringify(input)} with "…${reason}…"`, () => {
       const result = parsePasswordHash(input);

@@ -4,11 +4,37 @@
  * shared; this object holds what changes while the proxy runs: active requests, effective weight,
  * health and passive-failure accounting. Counters change only through small methods that refuse to go
  * below zero and report whether a state *changed*, so logs fire on transitions only.
+ *
+ * Passive health (SPEC 4) lives here per upstream; the route-level rules (a lone upstream is never
+ * ejected, all failed → reset) live in `upstream-pool.ts`, which is what the request path calls.
  */
 import type { UpstreamConfig } from '../config/config.js';
 
 /** Active health state (SPEC 4): UP until `health_fall` consecutive failed probes, then DOWN until `health_rise` successes. */
 export type HealthState = 'up' | 'down';
+
+/** The route's passive-health knobs (SPEC 1.2 `max_fails`, `fail_timeout`, `fail_factor`). */
+export interface PassiveHealthParams {
+  /** Failures within `failTimeoutMs` that eject the upstream; 0 disables passive health. */
+  readonly maxFails: number;
+  /** Length of the counting window and of the ejection, ms. */
+  readonly failTimeoutMs: number;
+  /** Each failure costs max(1, floor(weight / failFactor)) effective weight. At least 1. */
+  readonly failFactor: number;
+}
+
+/** The last active health probe, as the status page and `/status.json` show it. */
+export interface ProbeRecord {
+  readonly ok: boolean;
+  /** HTTP status of the probe's response, when one arrived. */
+  readonly status?: number;
+  /** Time from sending the probe to its response head (or its failure), ms. */
+  readonly latencyMs: number;
+  /** One-line reason for a failed probe: `connect ECONNREFUSED`, `timeout after 2000ms`, `status 500`. */
+  readonly error?: string;
+  /** Clock time (ms, the checker's `now()`) when the result arrived. */
+  readonly atMs: number;
+}
 
 export class Upstream {
   // identity
@@ -26,10 +52,18 @@ export class Upstream {
 
   // health
   healthState: HealthState = 'up';
+  /** The last active probe, undefined until the first one (or when `health_check` is off). */
+  lastProbe: ProbeRecord | undefined = undefined;
   /** Clock time (ms) until which the upstream is passively ejected; 0 = not ejected. */
   ejectedUntilMs = 0;
   /** Set by the admin `drain` action: no new requests, in-flight ones finish. */
   isDraining = false;
+
+  // passive failure accounting (see recordFailure)
+  /** Failures counted in the current window; 0 when no window is open. */
+  recentFailures = 0;
+  /** Clock time (ms) when the current counting window closes (first failure + fail_timeout). */
+  failureWindowEndMs = 0;
 
   // totals, for logs, status and metrics
   requestsTotal = 0;
@@ -51,7 +85,12 @@ export class Upstream {
    * `nowMs`, not draining. The single availability predicate every strategy goes through.
    */
   isAvailable(nowMs: number): boolean {
-    return !this.config.isDown && this.healthState === 'up' && nowMs >= this.ejectedUntilMs && !this.isDraining;
+    return !this.config.isDown && this.healthState === 'up' && !this.isEjected(nowMs) && !this.isDraining;
+  }
+
+  /** True while passive health keeps this upstream out (SPEC 4), i.e. `nowMs < ejectedUntilMs`. */
+  isEjected(nowMs: number): boolean {
+    return nowMs < this.ejectedUntilMs;
   }
 
   /**
@@ -60,6 +99,11 @@ export class Upstream {
    */
   regainWeight(): void {
     if (this.effectiveWeight < this.config.weight) this.effectiveWeight++;
+  }
+
+  /** Restores the full configured weight at once: what a successful active probe does (SPEC 4). */
+  restoreWeight(): void {
+    this.effectiveWeight = this.config.weight;
   }
 
   /**
@@ -75,5 +119,86 @@ export class Upstream {
       isEnded = true;
       if (this.activeRequests > 0) this.activeRequests--;
     };
+  }
+
+  /**
+   * Passive health: records one failed attempt (connect error, timeout, reset) at `nowMs` and
+   * reports whether this failure ejected the upstream. Call it through `UpstreamPool.recordFailure`,
+   * which adds the route-level rules.
+   *
+   * Steps:
+   * 1. `failuresTotal++` (always, for metrics).
+   * 2. With `maxFails = 0` passive health is off: stop here (nginx guards the rest with
+   *    `if (peer->max_fails)` too, weight degradation included).
+   * 3. Weight degradation: `effectiveWeight -= max(1, floor(weight / failFactor))`, floor 0.
+   *    weight 5, fail_factor 5 → 5 − 1 = 4; weight 10, fail_factor 5 → 10 − 2 = 8.
+   *    (nginx subtracts `weight / max_fails`; SPEC 4 keeps the tutorial's FailFactor, and the
+   *    max(1, …) makes every failure count even when weight < fail_factor.)
+   * 4. While already ejected, stop: failures of requests still in flight neither extend the
+   *    ejection nor start a new window.
+   * 5. Counting window: the first failure opens a window of `failTimeoutMs`; failures inside it
+   *    add up, whatever successes happen in between (successes do not reset the count); a failure
+   *    after the window closed forgets the old ones and opens a new window.
+   * 6. The `maxFails`-th failure inside one window ejects the upstream until
+   *    `nowMs + failTimeoutMs` and closes the window, so it comes back with a clean count.
+   *
+   * Worked example, max_fails 3, fail_timeout 10 000 ms (the test fixture):
+   *   t=0 fail → 1 (window until 10 000); t=1 ok; t=2 ok; t=3 fail → 2; t=4 ok; t=5 fail → 3 → ejected
+   *   until 10 005. With t=0 fail, t=10 000 fail (window closed: count restarts at 1), t=10 001 fail → 2:
+   *   not ejected.
+   *
+   * Why a window from the first failure: it is what SPEC 4 and nginx's documentation say ("the number
+   * of unsuccessful attempts … that should happen in the duration set by fail_timeout") and it needs
+   * only the clock. nginx's source is looser: it stamps `checked` on every failure and clears `fails`
+   * only on a success after fail_timeout, so failures spaced 9 s apart also add up there. Ours ejects
+   * only when nginx would too. After an ejection nginx keeps `fails` and re-ejects on a single new
+   * failure; ours starts a fresh count (simpler to explain; the weight degradation still applies).
+   *
+   * @param nowMs clock time, ms (the same clock as `isAvailable`).
+   * @returns `{ ejected: true }` exactly when this failure started an ejection.
+   */
+  recordFailure(nowMs: number, params: PassiveHealthParams): { ejected: boolean } {
+    this.failuresTotal++;
+    if (params.maxFails <= 0) return { ejected: false };
+
+    const weightLoss = Math.max(1, Math.floor(this.config.weight / params.failFactor));
+    this.effectiveWeight = Math.max(0, this.effectiveWeight - weightLoss);
+
+    if (this.isEjected(nowMs)) return { ejected: false };
+
+    if (this.recentFailures === 0 || nowMs >= this.failureWindowEndMs) {
+      this.recentFailures = 0;
+      this.failureWindowEndMs = nowMs + params.failTimeoutMs;
+    }
+    this.recentFailures++;
+    if (this.recentFailures < params.maxFails) return { ejected: false };
+
+    this.ejectedUntilMs = nowMs + params.failTimeoutMs;
+    this.recentFailures = 0;
+    this.failureWindowEndMs = 0;
+    return { ejected: true };
+  }
+
+  /**
+   * Passive health: records a successful attempt at `nowMs`. As nginx ("mark peer live if check
+   * passed"), a success clears the failure count only once `fail_timeout` has passed since the window
+   * opened; a success inside the window changes nothing, so failures are not required to be
+   * consecutive. Effective weight is not touched here: it climbs back by one per pick.
+   */
+  recordSuccess(nowMs: number): void {
+    if (this.recentFailures > 0 && nowMs >= this.failureWindowEndMs) {
+      this.recentFailures = 0;
+      this.failureWindowEndMs = 0;
+    }
+  }
+
+  /**
+   * Forgets passive failures and ends any ejection at once ("mark them as live for quick recovery",
+   * nginx). Used by `UpstreamPool` when every upstream of a route has failed. Weight is left as is.
+   */
+  resetFailures(): void {
+    this.recentFailures = 0;
+    this.failureWindowEndMs = 0;
+    this.ejectedUntilMs = 0;
   }
 }

@@ -13,6 +13,7 @@ import { rawErrorResponse, sendErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
+import { handleUpgrade } from './upgrade-tunnel.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -56,6 +57,7 @@ export class ProxyServer {
     });
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
     this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
+    this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this.#context, clientReq, socket, head));
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket));
   }
 

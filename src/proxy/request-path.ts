@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type http from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -186,7 +186,7 @@ async function sendWithStaleRetry(
   clientReq: IncomingMessage,
   target: string,
   headers: string[],
-  body: NodeJS.ReadableStream | undefined,
+  body: Readable | undefined,
   route: Route,
   onAttempt: (attempt: UpstreamAttempt) => void,
 ): Promise<IncomingMessage> {
@@ -197,7 +197,7 @@ async function sendWithStaleRetry(
       method: clientReq.method ?? 'GET',
       target,
       headers,
-      body: body as never,
+      body,
       connectTimeoutMs: route.config.connectTimeoutMs,
       readTimeoutMs: route.config.readTimeoutMs,
     });
@@ -243,7 +243,7 @@ function pairs(raw: readonly string[]): [string, string][] {
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
-function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): NodeJS.ReadableStream {
+function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): Readable {
   if (maxBodySize === 0) return clientReq;
   let received = 0;
   const limiter = new Transform({
@@ -254,6 +254,7 @@ function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): NodeJS.
     },
   });
   clientReq.on('error', (error) => limiter.destroy(error));
+  limiter.on('error', () => {}); // read by the upstream attempt through `errored`, whenever it happens
   return clientReq.pipe(limiter);
 }
 

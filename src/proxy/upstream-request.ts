@@ -97,7 +97,11 @@ export function sendUpstreamRequest(options: UpstreamRequestOptions): UpstreamAt
         request.end();
         return;
       }
+      const bodyFailure = (error: Error): RequestError =>
+        error instanceof RequestError ? error : new UpstreamResetError(`request body: ${error.message}`);
+      if (options.body.errored) return fail(bodyFailure(options.body.errored)); // e.g. over max_body_size already
       progress.hasStreamedBody = true;
+      options.body.once('error', (error) => fail(bodyFailure(error)));
       options.body.pipe(request);
     };
 

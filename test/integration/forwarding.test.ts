@@ -168,7 +168,7 @@ test('trailers are forwarded; Expect: 100-continue gets a 100 before the body is
   socket.write('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n');
   await new Promise((r) => socket.once('data', r));
   assert.match(Buffer.concat(received).toString(), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
-  socket.end('abcd');
+  socket.write('abcd');
   await new Promise((r) => socket.once('close', r));
   assert.match(Buffer.concat(received).toString(), /got 4 bytes/);
 });

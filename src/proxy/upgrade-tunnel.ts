@@ -1,0 +1,233 @@
+/**
+ * Upgrade tunnelling (SPEC 5; RFC 9110 §7.8 Upgrade, RFC 6455 §4 for WebSocket): a request that asks
+ * to switch protocols is routed and balanced like any other and sent upstream with its
+ * `Connection: upgrade` and `Upgrade` headers — the one exception to hop-by-hop removal. Then:
+ *
+ *   - upstream answers 101: write the 101 head to the client, pass on the bytes that came with
+ *     either handshake, and join the two raw sockets both ways. Half-close travels across (a FIN
+ *     from one side ends the other side's writing half only); `read_timeout` is the idle limit. The
+ *     tunnel counts as an active request until both sockets are closed.
+ *   - upstream answers anything else: relay that response on the raw client socket, then close both
+ *     connections (nginx does the same: an upgrade request's connection is not reused).
+ *   - the upstream connection fails: 502/504 like any request, with retries for connect failures.
+ */
+import http from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import net from 'node:net';
+import type { Socket } from 'node:net';
+import { STATUS_CODES } from 'node:http';
+import { hashKeyFor } from '../balancer/registry.js';
+import { NoUpstreamError, RequestError, UpstreamTimeoutError } from '../errors.js';
+import type { Upstream } from '../upstream/upstream.js';
+import type { AttemptLog } from './access-log.js';
+import { isTrustedProxy, normalizeClientIp } from './client-address.js';
+import { rawErrorResponse } from './error-response.js';
+import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
+import type { ProxyContext } from './request-path.js';
+import { classifyError } from './upstream-request.js';
+import type { Route } from './route.js';
+
+/** Handles the server's `upgrade` event. Never throws. */
+export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage, clientSocket: Socket, clientHead: Buffer): void {
+  const startedAt = context.now();
+  const clientIp = normalizeClientIp(clientSocket.remoteAddress);
+  const attempts: AttemptLog[] = [];
+  let route: Route | undefined;
+  let status = 0;
+  const tunnel = { bytesFromClient: 0, bytesFromUpstream: 0 };
+  let isTunnel = false;
+  clientSocket.on('error', () => {});
+
+  const log = (): void =>
+    context.accessLog.write({
+      time: new Date(),
+      clientIp,
+      user: undefined,
+      method: clientReq.method ?? '-',
+      target: clientReq.url ?? '-',
+      httpVersion: clientReq.httpVersion,
+      status,
+      bytesSent: isTunnel ? tunnel.bytesFromUpstream : 0,
+      referer: clientReq.headers.referer,
+      userAgent: clientReq.headers['user-agent'],
+      route: route?.name,
+      attempts,
+      durationMs: context.now() - startedAt,
+      ...(isTunnel ? { tunnel } : {}),
+    });
+  const refuse = (code: number, extra = ''): void => {
+    status = code;
+    clientSocket.end(rawErrorResponse(code).replace('\r\n\r\n', `${extra}\r\n\r\n`));
+    log();
+  };
+
+  // 1. Route.
+  const match = context.router.match(clientReq.headers.host, clientReq.url ?? '/');
+  if (match === undefined) return refuse(404);
+  route = match.route;
+  const selected = route;
+
+  // 2. Attempts: a new connection each (an upgraded connection is never pooled).
+  const tried = new Set<Upstream>();
+  const pickContext = { clientIp, hashKey: hashKeyFor(selected.config, clientIp, clientReq.url ?? '/', clientReq.headers), tried };
+  const isTrustedPeer = isTrustedProxy(clientIp, context.server.trustedProxies);
+  let clientGone = false;
+  clientSocket.once('close', () => {
+    clientGone = true;
+  });
+
+  const attempt = (number: number, lastError: RequestError): void => {
+    const upstream = number <= 1 + selected.config.retries ? selected.balancer.pick(pickContext) : undefined;
+    if (upstream === undefined || clientGone) {
+      const extra = lastError instanceof NoUpstreamError ? `\r\nRetry-After: ${selected.retryAfterSeconds}` : '';
+      if (!clientGone) refuse(lastError.status, extra);
+      return;
+    }
+    tried.add(upstream);
+    const attemptLog: AttemptLog = { upstream: upstream.config.hostHeader };
+    attempts.push(attemptLog);
+    const endActiveRequest = upstream.beginRequest();
+    let isConnected = false;
+
+    const upstreamReq = http.request({
+      host: upstream.config.host,
+      port: upstream.config.port,
+      method: clientReq.method,
+      path: match.upstreamTarget,
+      setHost: false,
+      headers: buildUpstreamRequestHeaders(clientReq.rawHeaders, {
+        clientIp,
+        isTrustedPeer,
+        preserveHost: selected.config.preserveHost,
+        upstreamHost: upstream.config.hostHeader,
+        isUpgrade: true,
+        dropAuthorization: selected.config.authBasic !== undefined && !selected.config.authForward,
+      }),
+      // allowHalfOpen: a FIN from the upstream must not end our writing half towards it.
+      createConnection: (options) => net.connect({ ...(options as net.NetConnectOpts), allowHalfOpen: true }),
+      agent: false,
+    });
+    const connectTimer = setTimeout(
+      () => upstreamReq.destroy(new UpstreamTimeoutError(`connect to ${upstream.origin} timed out`, 'connect')),
+      selected.config.connectTimeoutMs,
+    );
+    upstreamReq.once('socket', (socket: Socket) =>
+      socket.once('connect', () => {
+        isConnected = true;
+        clearTimeout(connectTimer);
+      }),
+    );
+    upstreamReq.setTimeout(selected.config.readTimeoutMs, () =>
+      upstreamReq.destroy(new UpstreamTimeoutError(`${upstream.origin} sent nothing for ${selected.config.readTimeoutMs}ms`, 'read')),
+    );
+    const onClientGone = (): void => {
+      upstreamReq.destroy();
+    };
+    clientSocket.once('close', onClientGone);
+
+    upstreamReq.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(connectTimer);
+      clientSocket.off('close', onClientGone);
+      endActiveRequest();
+      if (isTunnel || status !== 0) return;
+      const failure = classifyError(error, upstream.config, { isConnected, hasStreamedBody: false, isReusedSocket: false });
+      attemptLog.error = failure.code;
+      selected.recordFailure(upstream);
+      // The handshake is a bodiless GET: safe to send elsewhere unless it may have reached the upstream.
+      const isRetryable = !isConnected || !(failure instanceof UpstreamTimeoutError);
+      if (isRetryable && !clientGone) attempt(number + 1, failure);
+      else if (!clientGone) refuse(failure.status);
+    });
+
+    // Not a 101: relay it as a normal response on the raw socket, then close.
+    upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
+      clearTimeout(connectTimer);
+      clientSocket.off('close', onClientGone);
+      attemptLog.status = upstreamRes.statusCode;
+      selected.recordSuccess(upstream);
+      status = upstreamRes.statusCode ?? 502;
+      clientSocket.write(serializeHead(upstreamRes, buildClientResponseHeaders(upstreamRes.rawHeaders).concat('Connection', 'close')));
+      upstreamRes.pipe(clientSocket);
+      upstreamRes.once('close', () => {
+        if (!upstreamRes.complete) clientSocket.destroy();
+        endActiveRequest();
+        log();
+      });
+      upstreamRes.on('error', () => clientSocket.destroy());
+    });
+
+    // 101: join the sockets.
+    upstreamReq.on('upgrade', (upstreamRes: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
+      clearTimeout(connectTimer);
+      clientSocket.off('close', onClientGone);
+      attemptLog.status = 101;
+      selected.recordSuccess(upstream);
+      status = 101;
+      isTunnel = true;
+      clientSocket.write(serializeHead(upstreamRes, upstreamRes.rawHeaders));
+      joinSockets(clientSocket, upstreamSocket, clientHead, upstreamHead, selected.config.readTimeoutMs, tunnel, () => {
+        endActiveRequest();
+        log();
+      });
+    });
+    upstreamReq.end();
+  };
+  attempt(1, new NoUpstreamError(`no upstream available for route ${selected.name}`));
+}
+
+/** The status line and headers of `res`, with `headers` in place of its own, as one latin1 string. */
+function serializeHead(res: IncomingMessage, headers: readonly string[]): string {
+  let head = `HTTP/1.1 ${res.statusCode} ${res.statusMessage || STATUS_CODES[res.statusCode ?? 0] || ''}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return head + '\r\n';
+}
+
+/**
+ * Pipes `a` ↔ `b` with backpressure. `end` crosses over as a half-close; an error or an idle
+ * `timeoutMs` on either side destroys both. `onClosed` runs once, when both are closed.
+ */
+function joinSockets(
+  clientSocket: Socket,
+  upstreamSocket: Socket,
+  clientHead: Buffer,
+  upstreamHead: Buffer,
+  timeoutMs: number,
+  counts: { bytesFromClient: number; bytesFromUpstream: number },
+  onClosed: () => void,
+): void {
+  upstreamSocket.on('error', () => {});
+  const destroyBoth = (): void => {
+    clientSocket.destroy();
+    upstreamSocket.destroy();
+  };
+  clientSocket.on('error', destroyBoth);
+  upstreamSocket.on('error', destroyBoth);
+  for (const socket of [clientSocket, upstreamSocket]) {
+    socket.setTimeout(timeoutMs, destroyBoth);
+    socket.setNoDelay(true);
+  }
+  if (upstreamHead.length > 0) {
+    counts.bytesFromUpstream += upstreamHead.length;
+    clientSocket.write(upstreamHead);
+  }
+  if (clientHead.length > 0) {
+    counts.bytesFromClient += clientHead.length;
+    upstreamSocket.write(clientHead);
+  }
+  clientSocket.on('data', (chunk: Buffer) => {
+    counts.bytesFromClient += chunk.length;
+  });
+  upstreamSocket.on('data', (chunk: Buffer) => {
+    counts.bytesFromUpstream += chunk.length;
+  });
+  clientSocket.pipe(upstreamSocket);
+  upstreamSocket.pipe(clientSocket);
+  let openCount = 2;
+  const onClose = (): void => {
+    if (--openCount === 0) onClosed();
+    else destroyBoth(); // one side fully closed: nothing can cross any more
+  };
+  clientSocket.once('close', onClose);
+  upstreamSocket.once('close', onClose);
+  clientSocket.resume();
+}

@@ -4,7 +4,7 @@
  * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout.
  */
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../config/load-config.js';
+import { loadConfigFile } from './load-config-file.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
@@ -31,20 +31,20 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(`${VERSION}\n`);
         return 0;
       case 'check': {
-        const config = loadConfig(command.configFile);
+        const config = loadConfigFile(command.configFile);
         process.stdout.write(describeConfig(config));
         process.stdout.write(`configuration file ${command.configFile} is valid\n`);
         return 0;
       }
       case 'run': {
-        const config = loadConfig(command.configFile);
+        const config = loadConfigFile(command.configFile);
         const running = await startProxy(config, log);
         return await waitForShutdown([running], log);
       }
       case 'demo':
         return await runDemo(command.configFile, command.user, log);
       case 'simulate': {
-        const config = loadConfig(command.configFile);
+        const config = loadConfigFile(command.configFile);
         process.stdout.write(
           runSimulate(config, command.route, {
             n: command.n,

@@ -3,12 +3,12 @@
  * behind Basic auth, web2 on :9002, and the proxy with `env.ini` in front of them — so
  * `curl -u tom:123 localhost:8080/a` and `curl localhost:8080/b` work right away.
  */
-import { loadConfig } from '../config/load-config.js';
+import { loadConfigFile } from './load-config-file.js';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
 
 export async function runDemo(configFile: string, credentials: string, log: (line: string) => void): Promise<number> {
-  const config = loadConfig(configFile);
+  const config = loadConfigFile(configFile);
   const web1 = await startDemoBackend({ name: 'web1', port: 9001, credentials });
   const web2 = await startDemoBackend({ name: 'web2', port: 9002 });
   log(`web1 listening on 127.0.0.1:9001 (Basic auth ${credentials.slice(0, credentials.indexOf(':'))}:***)`);

@@ -29,21 +29,24 @@ export function errorText(status: number): string {
 /**
  * Sends `status` with its one-line body (`text\n`). Extra headers as a flat raw list.
  * `shouldClose` adds `Connection: close` so node closes the socket after the response.
+ * Returns the body bytes written (for the access log).
  */
 export function sendErrorResponse(
   clientRes: ServerResponse,
   status: number,
   options: { extraHeaders?: readonly string[]; shouldClose?: boolean; text?: string } = {},
-): void {
+): number {
   if (clientRes.headersSent || clientRes.destroyed) {
     clientRes.destroy();
-    return;
+    return 0;
   }
   const body = `${options.text ?? errorText(status)}\n`;
   const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(options.extraHeaders ?? [])];
   if (options.shouldClose === true) headers.push('Connection', 'close');
   clientRes.writeHead(status, headers);
-  clientRes.end(clientRes.req.method === 'HEAD' ? undefined : body);
+  const isHead = clientRes.req.method === 'HEAD';
+  clientRes.end(isHead ? undefined : body);
+  return isHead ? 0 : Buffer.byteLength(body);
 }
 
 /**

@@ -14,6 +14,7 @@ import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
+import { HealthChecker } from '../health/health-checker.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -26,17 +27,23 @@ export class ProxyServer {
   readonly config: Config;
   readonly routes: readonly Route[];
   readonly server: http.Server;
+  /** Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen(). */
+  readonly healthChecker: HealthChecker;
   readonly #agent: http.Agent;
   readonly #accessLog: AccessLog;
   readonly #context: ProxyContext;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.config = config;
-    const deps: RuntimeDeps = { now: () => performance.now(), random: Math.random, ...options.deps };
+    const deps: RuntimeDeps = { now: () => performance.now(), random: Math.random, log: (line) => process.stderr.write(`${line}\n`), ...options.deps };
     this.routes = config.routes.map((routeConfig) => new Route(routeConfig, deps));
     // Keep-alive pool to the upstreams. Idle sockets are closed after 4 s, before the 5 s idle
     // limit of node servers (and most others), so we rarely write into a socket being closed.
     this.#agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo', timeout: 4000 });
+    this.healthChecker = new HealthChecker({
+      routes: this.routes.map((route) => ({ route: route.config, upstreams: route.upstreams })),
+      log: deps.log,
+    });
     this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat);
     this.#context = {
       server: config.server,
@@ -70,6 +77,7 @@ export class ProxyServer {
         resolve();
       });
     });
+    this.healthChecker.start();
     return (this.server.address() as AddressInfo).port;
   }
 
@@ -79,6 +87,7 @@ export class ProxyServer {
    * Resolves true when everything finished in time.
    */
   async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
+    this.healthChecker.stop();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.

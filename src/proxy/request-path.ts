@@ -2,7 +2,8 @@
  * The request path: everything that happens to one client request, top to bottom, as one checklist
  * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
  *
- *   1. route the request (router.ts)                                  → 404 when nothing matches
+ *   1. route the request (router.ts)                                  → 404 when nothing matches,
+ *      and check the route's own Basic auth (route.ts)                → 401
  *   2. check the body limit against Content-Length                    → 413
  *   3. build the upstream header list (forward-headers.ts)
  *   4. attempt loop: pick an upstream (balancer), send (upstream-request.ts), and on failure ask the
@@ -23,7 +24,7 @@ import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } 
 import type { Upstream } from '../upstream/upstream.js';
 import type { AccessLog, AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
-import { errorText, sendErrorResponse } from './error-response.js';
+import { sendErrorResponse } from './error-response.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
 import type { Route } from './route.js';
 import type { Router } from './router.js';
@@ -63,7 +64,7 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
   clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
   proxyRequest(context, clientReq, clientRes, exchange).catch((error: unknown) => {
     process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
-    if (!clientRes.headersSent) sendErrorResponse(clientRes, 502, { shouldClose: true });
+    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     else clientRes.destroy();
   });
 }
@@ -72,17 +73,24 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   // 1. Route.
   const match = context.router.match(clientReq.headers.host, clientReq.url ?? '/');
   if (match === undefined) {
-    sendErrorResponse(clientRes, 404);
+    exchange.bytesSent = sendErrorResponse(clientRes, 404);
     return;
   }
   const route = match.route;
   exchange.route = route;
 
+  // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
+  if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
+    if (clientRes.destroyed) return;
+    exchange.bytesSent = sendErrorResponse(clientRes, 401, { extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
+    return;
+  }
+
   // 2. Body limit, as far as Content-Length tells it (chunked bodies are counted while streaming).
   const maxBodySize = context.server.maxBodySize;
   const contentLength = Number(clientReq.headers['content-length'] ?? 0);
   if (maxBodySize > 0 && contentLength > maxBodySize) {
-    sendErrorResponse(clientRes, 413, { shouldClose: true });
+    exchange.bytesSent = sendErrorResponse(clientRes, 413, { shouldClose: true });
     return;
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
@@ -123,7 +131,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   };
   let lastError: RequestError = new NoUpstreamError(`no upstream available for route ${route.name}`);
   for (let attempt = 1; attempt <= 1 + route.config.retries && !isClientGone; attempt++) {
-    const upstream = route.balancer.pick(pickContext);
+    const upstream = route.pick(pickContext);
     if (upstream === undefined) break;
     const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt) : undefined;
     tried.add(upstream);
@@ -143,7 +151,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
       attemptLog.error = failure.code;
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
-        sendErrorResponse(clientRes, 413, { shouldClose: true });
+        exchange.bytesSent = sendErrorResponse(clientRes, 413, { shouldClose: true });
         return;
       }
       route.recordFailure(upstream);
@@ -172,7 +180,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   }
   if (isClientGone) return;
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
-  sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && (current?.progress.hasStreamedBody ?? false) });
+  exchange.bytesSent = sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && (current?.progress.hasStreamedBody ?? false) });
 }
 
 /**

@@ -66,6 +66,18 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   if (match === undefined) return refuse(404);
   route = match.route;
   const selected = route;
+  if (selected.authenticator !== undefined) {
+    const authenticator = selected.authenticator;
+    authenticator.check(clientReq.headers.authorization).then(
+      (isAllowed) => (isAllowed ? forward() : refuse(401, `\r\nWWW-Authenticate: ${authenticator.challenge()}`)),
+      () => refuse(500),
+    );
+  } else {
+    forward();
+  }
+  function forward(): void {
+    attempt(1, new NoUpstreamError(`no upstream available for route ${selected.name}`));
+  }
 
   // 2. Attempts: a new connection each (an upgraded connection is never pooled).
   const tried = new Set<Upstream>();
@@ -77,7 +89,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   });
 
   const attempt = (number: number, lastError: RequestError): void => {
-    const upstream = number <= 1 + selected.config.retries ? selected.balancer.pick(pickContext) : undefined;
+    const upstream = number <= 1 + selected.config.retries ? selected.pick(pickContext) : undefined;
     if (upstream === undefined || clientGone) {
       const extra = lastError instanceof NoUpstreamError ? `\r\nRetry-After: ${selected.retryAfterSeconds}` : '';
       if (!clientGone) refuse(lastError.status, extra);
@@ -172,7 +184,6 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
     });
     upstreamReq.end();
   };
-  attempt(1, new NoUpstreamError(`no upstream available for route ${selected.name}`));
 }
 
 /** The status line and headers of `res`, with `headers` in place of its own, as one latin1 string. */

@@ -8,7 +8,7 @@ import { loadConfigFile } from './load-config-file.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
-import { startProxy, waitForShutdown } from './run-proxy.js';
+import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import { runDemo } from './run-demo.js';
 import { runSimulate } from './simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
@@ -39,6 +39,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'run': {
         const config = loadConfigFile(command.configFile);
         const running = await startProxy(config, log);
+        reloadOnHangup(running.proxy, command.configFile, log);
         return await waitForShutdown([running], log);
       }
       case 'demo':

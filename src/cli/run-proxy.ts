@@ -5,12 +5,34 @@
  */
 import type { Config } from '../config/config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
+import { loadConfigFile } from './load-config-file.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
   readonly proxy: ProxyServer;
   readonly port: number;
   stop(): Promise<boolean>;
+}
+
+/**
+ * SIGHUP: reload the config file (SPEC-style operations, nginx `-s reload`). A file that fails to
+ * load is rejected with its file:line:column and the running config keeps serving.
+ */
+export function reloadOnHangup(proxy: ProxyServer, configFile: string, log: (line: string) => void): () => void {
+  const onHangup = (): void => {
+    let config: Config;
+    try {
+      config = loadConfigFile(configFile);
+    } catch (error) {
+      log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
+      return;
+    }
+    const summary = proxy.reload(config);
+    log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
+    for (const warning of summary.warnings) log(`reload: ${warning}`);
+  };
+  process.on('SIGHUP', onHangup);
+  return () => process.off('SIGHUP', onHangup);
 }
 
 /** Starts the proxy for `config` and logs where it listens. */

@@ -35,8 +35,10 @@ import type { ServerConfig } from '../config/config.js';
 
 /** What the request path needs from the running proxy. */
 export interface ProxyContext {
-  readonly server: ServerConfig;
-  readonly router: Router<Route>;
+  /** Swapped by a reload (only `trusted_proxies` changes take effect without a restart). */
+  server: ServerConfig;
+  /** Swapped by a reload. */
+  router: Router<Route>;
   readonly agent: http.Agent;
   readonly accessLog: AccessLog;
   /** High-resolution clock in ms (durations). */

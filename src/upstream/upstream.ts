@@ -38,7 +38,8 @@ export interface ProbeRecord {
 
 export class Upstream {
   // identity
-  readonly config: UpstreamConfig;
+  /** Replaced only by `reconfigure` (reload keeps the runtime state of an unchanged address). */
+  config: UpstreamConfig;
   /** Name of the route this upstream belongs to, for logs. */
   readonly routeName: string;
 
@@ -73,6 +74,18 @@ export class Upstream {
     this.config = config;
     this.routeName = routeName;
     this.effectiveWeight = config.weight;
+  }
+
+  /**
+   * Takes the config of the same address from a reloaded file (weight, backup, down may differ).
+   * Counters, health and in-flight accounting stay; effective weight is capped at the new weight,
+   * or set to it when the weight changed.
+   */
+  reconfigure(config: UpstreamConfig): void {
+    if (config.origin !== this.config.origin) throw new Error(`reconfigure: ${config.origin} is not ${this.config.origin}`);
+    const hasWeightChanged = config.weight !== this.config.weight;
+    this.config = config;
+    this.effectiveWeight = hasWeightChanged ? config.weight : Math.min(this.effectiveWeight, config.weight);
   }
 
   /** `http://host:port`. */

@@ -37,3 +37,24 @@ export interface Balancer {
    */
   describeState(): readonly Readonly<Record<string, number | string>>[];
 }
+
+/**
+ * The one availability predicate every strategy goes through for one pick (Caddy's `available()`):
+ * the upstream is available at `nowMs` (health UP, not `down`, not ejected, not draining, see
+ * `Upstream.isAvailable`) and this request has not tried it yet. Build it once per pick.
+ */
+export function availableFor(context: PickContext, nowMs: number): AvailabilityPredicate {
+  return (upstream) => upstream.isAvailable(nowMs) && !context.tried.has(upstream);
+}
+
+/** What a strategy is built from besides its upstreams: injected randomness and clock, route options. */
+export interface StrategyOptions {
+  /** Uniform in [0, 1), like Math.random. Injected so tests are exact. */
+  readonly random: () => number;
+  /** Clock in ms (Date.now by default), for passive ejection deadlines. */
+  readonly now: () => number;
+  /** `hash` of the route: text → unsigned 32-bit integer (crc32 or fnv1a). */
+  readonly hash: (text: string) => number;
+  /** `virtual_nodes` of the route: ring points per unit of weight (consistent-hash). */
+  readonly virtualNodes: number;
+}

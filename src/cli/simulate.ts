@@ -1,0 +1,116 @@
+/**
+ * `node dist/main.js simulate ROUTE [-n N] [--client-ip IP] [--key K]` (SPEC 2): runs a route's
+ * balancer N times on fresh upstream state, without sending traffic, and prints every decision with
+ * the strategy's state before and after it, then the distribution — so a learner can watch smooth
+ * weighted round robin's current weights move, or a hash ring keep a key in place, step by step.
+ *
+ * Upstreams are labelled a, b, c, … in config order, as in the SPEC's sequences (`a a b a c a a`).
+ * Nothing is dispatched, so active requests stay 0 (least-connections then shows its round-robin
+ * tie order) and effective weights stay at their configured values; `down` upstreams are skipped.
+ */
+import type { Config, RouteConfig } from '../config/config.js';
+import { UsageError } from '../errors.js';
+import { createBalancer } from '../balancer/registry.js';
+import { Upstream } from '../upstream/upstream.js';
+
+export interface SimulateOptions {
+  /** Number of picks. */
+  readonly n: number;
+  /** Client IP for ip-hash (and the default key). Default `127.0.0.1`. */
+  readonly clientIp?: string;
+  /** Hash key for consistent-hash. Default: the client IP. */
+  readonly key?: string;
+  /** Uniform in [0, 1), for the random strategies. Default Math.random. */
+  readonly random?: () => number;
+}
+
+/**
+ * The text `simulate` prints: a header naming the upstreams, a table (step, state before, pick, state
+ * after), the pick sequence, and the distribution (count and percent per upstream). Ends with `\n`.
+ *
+ * @throws UsageError when `routeName` is not a route of `config` (the message lists the routes), or
+ *   when `n` is not a non-negative integer
+ */
+export function runSimulate(config: Config, routeName: string, options: SimulateOptions): string {
+  const route = config.routes.find((candidate) => candidate.name === routeName);
+  if (route === undefined) {
+    const names = config.routes.map((candidate) => candidate.name).join(', ');
+    throw new UsageError(`unknown route '${routeName}' (routes: ${names === '' ? 'none' : names})`);
+  }
+  if (!Number.isInteger(options.n) || options.n < 0) throw new UsageError(`-n must be a whole number >= 0, got ${options.n}`);
+  const clientIp = options.clientIp ?? '127.0.0.1';
+  const upstreams = route.upstreams.map((upstreamConfig) => new Upstream(upstreamConfig, route.name));
+  const balancer = createBalancer(route, upstreams, { random: options.random ?? Math.random, now: () => 0 });
+  const labels = upstreams.map((_, i) => labelFor(i, upstreams.length));
+  const context = { clientIp, hashKey: options.key ?? clientIp, tried: new Set<Upstream>() };
+
+  const describe = (): string =>
+    balancer
+      .describeState()
+      .map((state, i) => `${labels[i]}{${Object.entries(state).map(([key, value]) => `${key}=${value}`).join(',')}}`)
+      .join(' ');
+
+  const rows: string[][] = [['step', 'state before', 'pick', 'state after']];
+  const sequence: string[] = [];
+  const counts = new Map<Upstream | undefined, number>();
+  for (let step = 1; step <= options.n; step++) {
+    const before = describe();
+    const picked = balancer.pick(context);
+    const label = picked === undefined ? '-' : labels[upstreams.indexOf(picked)]!;
+    rows.push([String(step), before, label, describe()]);
+    sequence.push(label);
+    counts.set(picked, (counts.get(picked) ?? 0) + 1);
+  }
+
+  const lines = [
+    `route ${route.name}: ${route.strategy}, ${options.n} picks, client IP ${clientIp}, key ${context.hashKey}`,
+    ...upstreamLines(route, labels),
+    '',
+    ...formatTable(rows, [true, false, false, false]),
+    '',
+    `sequence: ${sequence.join(' ')}`,
+    '',
+    'distribution:',
+    ...formatTable(
+      [
+        ...upstreams.map((upstream, i) => distributionRow(labels[i]!, upstream.origin, counts.get(upstream) ?? 0, options.n)),
+        ...(counts.has(undefined) ? [distributionRow('-', '(none available)', counts.get(undefined)!, options.n)] : []),
+      ],
+      [false, false, true, true],
+    ).map((line) => `  ${line}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** a, b, …, z for up to 26 upstreams; u1, u2, … beyond. */
+function labelFor(index: number, count: number): string {
+  return count <= 26 ? String.fromCharCode(97 + index) : `u${index + 1}`;
+}
+
+function upstreamLines(route: RouteConfig, labels: readonly string[]): string[] {
+  return formatTable(
+    route.upstreams.map((upstream, i) => [
+      labels[i]!,
+      upstream.origin,
+      [`weight=${upstream.weight}`, upstream.isBackup ? 'backup' : '', upstream.isDown ? 'down' : ''].filter(Boolean).join(' '),
+    ]),
+    [false, false, false],
+  ).map((line) => `  ${line}`);
+}
+
+function distributionRow(label: string, origin: string, count: number, total: number): string[] {
+  const percent = total === 0 ? 0 : (100 * count) / total;
+  return [label, origin, String(count), `${percent.toFixed(2)}%`];
+}
+
+/** Columns padded to their widest cell, separated by two spaces; `isRight[c]` right-aligns column c. */
+function formatTable(rows: readonly (readonly string[])[], isRight: readonly boolean[]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, c) => (widths[c] = Math.max(widths[c] ?? 0, cell.length)));
+  return rows.map((row) =>
+    row
+      .map((cell, c) => (isRight[c] === true ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd(),
+  );
+}

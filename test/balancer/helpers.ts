@@ -1,0 +1,135 @@
+/**
+ * Test fixtures for the balancer tests: RouteConfig / UpstreamConfig objects built directly (no
+ * config loader), a seeded PRNG to inject as `random`, and small helpers to run picks.
+ */
+import type { HashKey, HashName, RouteConfig, StrategyName, UpstreamConfig } from '../../src/config/config.js';
+import type { Balancer, PickContext } from '../../src/balancer/balancer.js';
+import { Upstream } from '../../src/upstream/upstream.js';
+
+const PLACE = { file: 'test.ini', line: 1, column: 1 };
+
+export interface UpstreamSpec {
+  readonly weight?: number;
+  readonly isBackup?: boolean;
+  readonly isDown?: boolean;
+}
+
+/** An UpstreamConfig for `http://127.0.0.1:PORT`. */
+export function upstreamConfig(port: number, spec: UpstreamSpec = {}): UpstreamConfig {
+  return {
+    url: `http://127.0.0.1:${port}`,
+    origin: `http://127.0.0.1:${port}`,
+    host: '127.0.0.1',
+    port,
+    hostHeader: `127.0.0.1:${port}`,
+    path: undefined,
+    weight: spec.weight ?? 1,
+    isBackup: spec.isBackup ?? false,
+    isDown: spec.isDown ?? false,
+    place: PLACE,
+  };
+}
+
+export interface RouteSpec {
+  readonly name?: string;
+  readonly strategy: StrategyName;
+  /** One spec per upstream, ports 9001, 9002, … in order. */
+  readonly upstreams: readonly UpstreamSpec[];
+  readonly hash?: HashName;
+  readonly hashKey?: HashKey;
+  readonly virtualNodes?: number;
+}
+
+/** A RouteConfig with SPEC 1.2 defaults for everything the balancer does not read. */
+export function routeConfig(spec: RouteSpec): RouteConfig {
+  const upstreams = spec.upstreams.map((upstream, i) => upstreamConfig(9001 + i, upstream));
+  return {
+    name: spec.name ?? 'r',
+    path: { kind: 'prefix', prefix: '/' },
+    host: undefined,
+    upstreams,
+    passPath: undefined,
+    strategy: spec.strategy,
+    hash: spec.hash ?? 'crc32',
+    hashKey: spec.hashKey ?? { kind: 'client_ip' },
+    virtualNodes: spec.virtualNodes ?? 160,
+    preserveHost: true,
+    connectTimeoutMs: 5000,
+    readTimeoutMs: 60000,
+    retries: upstreams.length - 1,
+    maxFails: 1,
+    failTimeoutMs: 10000,
+    failFactor: 5,
+    health: {
+      isEnabled: false,
+      method: 'HEAD',
+      path: '/',
+      intervalMs: 3000,
+      timeoutMs: 2000,
+      fall: 3,
+      rise: 2,
+      statuses: [{ from: 200, to: 399 }],
+    },
+    authBasic: undefined,
+    authUsers: [],
+    authForward: false,
+    trace: false,
+    place: PLACE,
+  };
+}
+
+/** Runtime upstreams for a route, in config order. */
+export function upstreamsOf(route: RouteConfig): Upstream[] {
+  return route.upstreams.map((config) => new Upstream(config, route.name));
+}
+
+/** Weights as a list of bare upstream specs: weights(5, 1, 1). */
+export function weights(...values: number[]): UpstreamSpec[] {
+  return values.map((weight) => ({ weight }));
+}
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1), so random strategies are reproducible. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A `random` that replays the given values in a loop. */
+export function scriptedRandom(values: readonly number[]): () => number {
+  let i = 0;
+  return () => values[i++ % values.length]!;
+}
+
+/** A pick context; a fresh empty `tried` set unless given. */
+export function contextFor(overrides: Partial<PickContext> = {}): PickContext {
+  const clientIp = overrides.clientIp ?? '127.0.0.1';
+  return { clientIp, hashKey: overrides.hashKey ?? clientIp, tried: overrides.tried ?? new Set() };
+}
+
+/** Letters for upstreams by index (a, b, c, …), as in the SPEC's sequences. */
+export function labelOf(upstreams: readonly Upstream[], upstream: Upstream | undefined): string {
+  return upstream === undefined ? '-' : String.fromCharCode(97 + upstreams.indexOf(upstream));
+}
+
+/** `count` picks as a space-separated label string: "a a b a c a a". */
+export function pickSequence(balancer: Balancer, upstreams: readonly Upstream[], count: number, context = contextFor()): string {
+  const labels: string[] = [];
+  for (let i = 0; i < count; i++) labels.push(labelOf(upstreams, balancer.pick(context)));
+  return labels.join(' ');
+}
+
+/** Picks per upstream over `count` picks, in upstream order (undefined picks are not counted). */
+export function pickCounts(balancer: Balancer, upstreams: readonly Upstream[], count: number, nextContext: (i: number) => PickContext = () => contextFor()): number[] {
+  const counts = upstreams.map(() => 0);
+  for (let i = 0; i < count; i++) {
+    const picked = balancer.pick(nextContext(i));
+    if (picked !== undefined) counts[upstreams.indexOf(picked)]!++;
+  }
+  return counts;
+}

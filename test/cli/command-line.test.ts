@@ -1,0 +1,101 @@
+/**
+ * The command line as a user runs it (SPEC 2): `node dist/main.js` after `npm run build`.
+ * Exit codes 0/1/2, `--check` summaries and errors with file:line:column, graceful SIGTERM.
+ */
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import { startBackend } from '../helpers/proxy-harness.js';
+
+const root = new URL('../../', import.meta.url).pathname;
+const main = join(root, 'dist/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
+
+before(() => {
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+});
+
+function run(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8', input, timeout: 20_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function configFile(name: string, text: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+test('--check on the tutorial env.ini prints the routes and upstreams and exits 0', () => {
+  const result = run(['--check']);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /\[proxy\.a\] path \/a/);
+  assert.match(result.stdout, /http:\/\/localhost:9001/);
+  assert.match(result.stdout, /http:\/\/localhost:9002/);
+});
+
+test('--check on a broken file exits 1 with file:line:column and a suggestion', () => {
+  const file = configFile('broken.ini', '[proxy.a]\npath = /a\npas = http://localhost:9001\n');
+  const result = run(['--check', '--config', file]);
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:3:1: .*'pas'.*did you mean 'pass'`));
+});
+
+test('a missing config file exits 1 with a clear message', () => {
+  const result = run(['--config', join(dir, 'nope.ini')]);
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /nope\.ini/);
+});
+
+test('--help and --version exit 0; an unknown option exits 2 with the usage', () => {
+  assert.equal(run(['--help']).status, 0);
+  assert.match(run(['--help']).stdout, /Usage:/);
+  const version = run(['--version']);
+  assert.equal(version.status, 0);
+  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  const bad = run(['--frobnicate']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown option '--frobnicate'/);
+  assert.equal(run(['simulate']).status, 2);
+});
+
+test('SIGTERM lets an in-flight request finish, then exits 0', async (t) => {
+  let release: (() => void) | undefined;
+  const backend = await startBackend((_req, res) => {
+    release = () => res.end('finished');
+  });
+  t.after(() => backend.close());
+  const file = configFile('run.ini', `[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[proxy.a]\npath = /\npass = ${backend.url}\n`);
+  const child = spawn(process.execPath, [main, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let stderr = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on [^\s]+:(\d+)/.exec(stderr);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once('exit', () => reject(new Error(`exited early: ${stderr}`)));
+  });
+  const response = new Promise<string>((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
+  while (release === undefined) await new Promise((r) => setTimeout(r, 10));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(child.exitCode, null, 'the proxy must wait for the in-flight request');
+  release();
+  assert.equal(await response, 'finished');
+  assert.equal(await exited, 0);
+});

@@ -34,7 +34,6 @@ import { parseIni, placeInValue, type IniEntry, type IniSection } from './ini-pa
 import { parsePassLine } from './pass-line.js';
 import {
   InvalidValueError,
-  didYouMean,
   isHostName,
   parseBoolean,
   parseChoice,
@@ -238,16 +237,16 @@ function rejectSection(section: IniSection): never {
 
 /** Runs the reader of `entry.key`, or fails with a did-you-mean among the keys of this section. */
 function readKey<T>(keys: Readonly<Record<string, KeyReader<T>>>, target: T, entry: IniEntry, section: IniSection): void {
-  const reader = keys[entry.key];
+  const reader = Object.hasOwn(keys, entry.key) ? keys[entry.key] : undefined; // not `constructor` of Object.prototype
   if (reader !== undefined) {
     reader(target, entry);
     return;
   }
   const suggestion = suggest(entry.key, Object.keys(keys));
   const homes = [
-    ...(entry.key in SERVER_KEYS ? ['[server]'] : []),
-    ...(entry.key in ADMIN_KEYS ? ['[admin]'] : []),
-    ...(entry.key in ROUTE_KEYS ? ['[proxy] or a [proxy.NAME] route'] : []),
+    ...(Object.hasOwn(SERVER_KEYS, entry.key) ? ['[server]'] : []),
+    ...(Object.hasOwn(ADMIN_KEYS, entry.key) ? ['[admin]'] : []),
+    ...(Object.hasOwn(ROUTE_KEYS, entry.key) ? ['[proxy] or a [proxy.NAME] route'] : []),
   ];
   const note =
     suggestion !== undefined
@@ -511,7 +510,12 @@ function parseHashKey(text: string): HashKey {
     if (!TOKEN.test(name)) throw new InvalidValueError(`invalid ${kind} name '${name}'`, 'expected a token, e.g. header:x-user-id', colon + 1);
     return kind === 'header' ? { kind, name: name.toLowerCase() } : { kind, name };
   }
-  throw new InvalidValueError(`unknown hash key '${text}'`, didYouMean(kind, ['client_ip', 'uri', 'header:NAME', 'cookie:NAME']));
+  const suggestion = suggest(kind, ['client_ip', 'uri', 'header', 'cookie']);
+  const note =
+    suggestion === undefined
+      ? 'expected client_ip, uri, header:NAME or cookie:NAME'
+      : `did you mean '${suggestion === 'header' || suggestion === 'cookie' ? `${suggestion}:NAME` : suggestion}'?`;
+  throw new InvalidValueError(`unknown hash key '${text}'`, note);
 }
 
 /** RFC 9110 section 5.6.2 `token`: what a method or a header name is made of. */

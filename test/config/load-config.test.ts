@@ -1,0 +1,541 @@
+/**
+ * The config loader (SPEC 1.2): the tutorial's file, every default, [proxy] inheritance, pass lines,
+ * the checks across keys, and every kind of value error with its exact place and message.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { Config, RouteConfig } from '../../src/config/config.js';
+import { ROUTE_DEFAULTS, SERVER_DEFAULTS, loadConfig, parseConfig, type LoadConfigOptions } from '../../src/config/load-config.js';
+import { ConfigFileError, ConfigSyntaxError, ConfigValueError } from '../../src/errors.js';
+
+const TUTORIAL = `[proxy]
+
+[proxy.a]
+path=/a
+pass=http://localhost:9001
+
+[proxy.b]
+path=/b
+pass=http://localhost:9002
+`;
+
+const ROUTE = '[proxy.a]\npath = /a\npass = http://127.0.0.1:9001\n';
+
+function route(config: Config, name: string): RouteConfig {
+  const found = config.routes.find((r) => r.name === name);
+  assert.ok(found, `got no route ${name}, want one`);
+  return found;
+}
+
+/** The message of the ConfigValueError (or ConfigSyntaxError) that `text` raises. */
+function errorMessage(text: string, options?: LoadConfigOptions): string {
+  try {
+    parseConfig(text, 'env.ini', options);
+  } catch (error) {
+    if (error instanceof ConfigValueError || error instanceof ConfigSyntaxError) return error.message;
+    throw error;
+  }
+  assert.fail(`got a config, want an error for:\n${text}`);
+}
+
+function assertError(text: string, message: string, options?: LoadConfigOptions): void {
+  const got = errorMessage(text, options);
+  assert.equal(got, message, `got ${JSON.stringify(got)}, want ${JSON.stringify(message)}`);
+}
+
+describe("the tutorial's file", () => {
+  it('loads unchanged into two prefix routes with one upstream each', () => {
+    const config = parseConfig(TUTORIAL, 'env.ini');
+    assert.deepEqual(
+      config.routes.map((r) => [r.name, r.path, r.upstreams.map((u) => u.origin), r.passPath, r.retries]),
+      [
+        ['a', { kind: 'prefix', prefix: '/a' }, ['http://localhost:9001'], undefined, 0],
+        ['b', { kind: 'prefix', prefix: '/b' }, ['http://localhost:9002'], undefined, 0],
+      ],
+    );
+    assert.deepEqual(config.server, SERVER_DEFAULTS);
+    assert.equal(config.admin, undefined);
+    assert.equal(config.file, 'env.ini');
+  });
+
+  it('is what /work/main/env.ini holds, and that file loads from disk', () => {
+    const file = fileURLToPath(new URL('../../env.ini', import.meta.url));
+    const config = loadConfig(file);
+    assert.deepEqual(config.routes.map((r) => r.upstreams[0]?.url), ['http://localhost:9001', 'http://localhost:9002']);
+    assert.deepEqual(config.server.listen, { host: '0.0.0.0', port: 8080 });
+  });
+
+  it('loads the same with a BOM and CRLF line ends', () => {
+    const plain = parseConfig(TUTORIAL, 'env.ini');
+    const windows = parseConfig('\uFEFF' + TUTORIAL.replaceAll('\n', '\r\n'), 'env.ini');
+    assert.deepEqual(windows, plain);
+  });
+
+  it('is deeply frozen', () => {
+    const config = parseConfig(TUTORIAL, 'env.ini');
+    assert.ok(Object.isFrozen(config), 'got a mutable config, want frozen');
+    assert.ok(Object.isFrozen(config.routes), 'got mutable routes');
+    assert.ok(Object.isFrozen(config.routes[0]?.upstreams[0]), 'got a mutable upstream');
+    assert.ok(Object.isFrozen(config.routes[0]?.health.statuses[0]), 'got a mutable status range');
+    assert.ok(Object.isFrozen(config.server.listen), 'got a mutable listen address');
+  });
+});
+
+describe('defaults', () => {
+  it('fills every [server] key (SPEC 1.2)', () => {
+    assert.deepEqual(parseConfig(ROUTE, 'env.ini').server, {
+      listen: { host: '0.0.0.0', port: 8080 },
+      accessLog: 'stdout',
+      accessLogFormat: 'combined',
+      trustedProxies: [],
+      headerTimeoutMs: 10_000,
+      requestTimeoutMs: 60_000,
+      keepaliveTimeoutMs: 5_000,
+      maxHeaderSize: 16_384,
+      maxBodySize: 0,
+      shutdownTimeoutMs: 10_000,
+      workers: 1,
+    });
+  });
+
+  it('fills every route key (SPEC 1.2)', () => {
+    const { upstreams, place, ...rest } = route(parseConfig(ROUTE, 'env.ini'), 'a');
+    assert.equal(upstreams.length, 1);
+    assert.deepEqual(place, { file: 'env.ini', line: 1, column: 1 });
+    assert.deepEqual(rest, {
+      name: 'a',
+      path: { kind: 'prefix', prefix: '/a' },
+      host: undefined,
+      passPath: undefined,
+      strategy: 'round-robin',
+      hash: 'crc32',
+      hashKey: { kind: 'client_ip' },
+      virtualNodes: 160,
+      preserveHost: true,
+      connectTimeoutMs: 5_000,
+      readTimeoutMs: 60_000,
+      retries: 0,
+      maxFails: 1,
+      failTimeoutMs: 10_000,
+      failFactor: 5,
+      health: {
+        isEnabled: false,
+        method: 'HEAD',
+        path: '/',
+        intervalMs: 3_000,
+        timeoutMs: 2_000,
+        fall: 3,
+        rise: 2,
+        statuses: [{ from: 200, to: 399 }],
+      },
+      authBasic: undefined,
+      authUsers: [],
+      authForward: false,
+      trace: false,
+    });
+    assert.equal(ROUTE_DEFAULTS.virtualNodes, 160);
+  });
+
+  it('defaults retries to the number of pass lines minus one', () => {
+    const config = parseConfig('[proxy.a]\npath=/\npass=http://a\npass=http://b backup\npass=http://c down\n', 'env.ini');
+    assert.equal(route(config, 'a').retries, 2, `got ${route(config, 'a').retries}, want 2`);
+  });
+
+  it('leaves admin off without [admin] listen', () => {
+    assert.equal(parseConfig('[admin]\n' + ROUTE, 'env.ini').admin, undefined);
+  });
+});
+
+describe('every key, set', () => {
+  const FULL = `
+[server]
+listen = 127.0.0.1:0
+access_log = /var/log/proxy.log
+access_log_format = json
+trusted_proxies = 10.0.0.0/8, ::1
+header_timeout = 2s
+request_timeout = 0
+keepalive_timeout = 500ms
+max_header_size = 8k
+max_body_size = 1m
+shutdown_timeout = 1m
+workers = auto
+
+[admin]
+listen = [::1]:9090
+token = s3cret-token
+
+[proxy.api]
+path = ~* ^/API/v[0-9]+/
+host = *.Example.com
+pass = http://[::1]:9001/v1 weight=3
+pass = http://10.0.0.2/v1 backup
+pass = http://web3.internal:8080/v1 down
+strategy = consistent-hash
+hash = fnv1a
+hash_key = header:X-User-ID
+virtual_nodes = 40
+preserve_host = off
+connect_timeout = 1.5s
+read_timeout = 2m
+retries = 1
+max_fails = 0
+fail_timeout = 30s
+fail_factor = 2
+health_check = on
+health_method = GET
+health_path = /healthz?full=1
+health_interval = 10s
+health_timeout = 1s
+health_fall = 5
+health_rise = 4
+health_status = 200,204,300-399
+auth_basic = "Staff only"
+auth_user = tom:HASH1
+auth_user = ann:HASH2
+auth_forward = yes
+trace = true
+`;
+
+  it('reads [server] and [admin]', () => {
+    const config = parseConfig(FULL, 'env.ini');
+    const { trustedProxies, ...server } = config.server;
+    assert.deepEqual(server, {
+      listen: { host: '127.0.0.1', port: 0 },
+      accessLog: '/var/log/proxy.log',
+      accessLogFormat: 'json',
+      headerTimeoutMs: 2_000,
+      requestTimeoutMs: 0,
+      keepaliveTimeoutMs: 500,
+      maxHeaderSize: 8_192,
+      maxBodySize: 1_048_576,
+      shutdownTimeoutMs: 60_000,
+      workers: 'auto',
+    });
+    assert.deepEqual(trustedProxies.map((n) => n.source), ['10.0.0.0/8', '::1']);
+    assert.deepEqual(config.admin, { listen: { host: '::1', port: 9090 }, token: 's3cret-token' });
+  });
+
+  it('reads every route key', () => {
+    const api = route(parseConfig(FULL, 'env.ini'), 'api');
+    assert.equal(api.path.kind, 'regex');
+    assert.ok(api.path.kind === 'regex' && api.path.regex.test('/api/v2/x') && api.path.source === '^/API/v[0-9]+/');
+    assert.deepEqual(api.host, { kind: 'wildcard', suffix: '.example.com' });
+    assert.equal(api.passPath, '/v1');
+    assert.deepEqual(
+      api.upstreams.map((u) => [u.origin, u.host, u.port, u.hostHeader, u.path, u.weight, u.isBackup, u.isDown]),
+      [
+        ['http://[::1]:9001', '::1', 9001, '[::1]:9001', '/v1', 3, false, false],
+        ['http://10.0.0.2:80', '10.0.0.2', 80, '10.0.0.2', '/v1', 1, true, false],
+        ['http://web3.internal:8080', 'web3.internal', 8080, 'web3.internal:8080', '/v1', 1, false, true],
+      ],
+    );
+    const { upstreams, path, host, passPath, place, health, authUsers, ...rest } = api;
+    assert.deepEqual(rest, {
+      name: 'api',
+      strategy: 'consistent-hash',
+      hash: 'fnv1a',
+      hashKey: { kind: 'header', name: 'x-user-id' },
+      virtualNodes: 40,
+      preserveHost: false,
+      connectTimeoutMs: 1_500,
+      readTimeoutMs: 120_000,
+      retries: 1,
+      maxFails: 0,
+      failTimeoutMs: 30_000,
+      failFactor: 2,
+      authBasic: 'Staff only',
+      authForward: true,
+      trace: true,
+    });
+    assert.deepEqual(health, {
+      isEnabled: true,
+      method: 'GET',
+      path: '/healthz?full=1',
+      intervalMs: 10_000,
+      timeoutMs: 1_000,
+      fall: 5,
+      rise: 4,
+      statuses: [
+        { from: 200, to: 200 },
+        { from: 204, to: 204 },
+        { from: 300, to: 399 },
+      ],
+    });
+    const lineOf = (text: string): number => FULL.split('\n').indexOf(text) + 1;
+    assert.deepEqual(authUsers.map((u) => [u.name, u.hash, u.place.line, u.place.column]), [
+      ['tom', 'HASH1', lineOf('auth_user = tom:HASH1'), 13],
+      ['ann', 'HASH2', lineOf('auth_user = ann:HASH2'), 13],
+    ]);
+  });
+
+  it('reads hash_key cookie:NAME (case kept), uri and exact hosts', () => {
+    const config = parseConfig(
+      '[proxy.a]\npath=/a\nhost=API.example.com\npass=http://a\nhash_key=cookie:SessionId\n[proxy.b]\npath=/b\nhost=[::1]\npass=http://b\nhash_key=uri\n',
+      'env.ini',
+    );
+    assert.deepEqual(route(config, 'a').hashKey, { kind: 'cookie', name: 'SessionId' });
+    assert.deepEqual(route(config, 'a').host, { kind: 'exact', host: 'api.example.com' });
+    assert.deepEqual(route(config, 'b').hashKey, { kind: 'uri' });
+    assert.deepEqual(route(config, 'b').host, { kind: 'exact', host: '[::1]' });
+  });
+
+  it('compiles ~ as case-sensitive and ~* as case-insensitive', () => {
+    const config = parseConfig('[proxy.a]\npath=~^/a$\npass=http://a\n[proxy.b]\npath=~* ^/b$\npass=http://b\n', 'env.ini');
+    const a = route(config, 'a').path;
+    const b = route(config, 'b').path;
+    assert.ok(a.kind === 'regex' && a.regex.test('/a') && !a.regex.test('/A'), 'got ~ matching case-insensitively');
+    assert.ok(b.kind === 'regex' && b.regex.test('/B'), 'got ~* not matching /B');
+  });
+});
+
+describe('[proxy] inheritance', () => {
+  it('gives [proxy] settings to every route; a route’s own value wins', () => {
+    const config = parseConfig(
+      '[proxy]\nstrategy = random\nconnect_timeout = 1s\n[proxy.a]\npath=/a\npass=http://a\n[proxy.b]\npath=/b\npass=http://b\nstrategy = ip-hash\n',
+      'env.ini',
+    );
+    assert.deepEqual([route(config, 'a').strategy, route(config, 'b').strategy], ['random', 'ip-hash']);
+    assert.deepEqual([route(config, 'a').connectTimeoutMs, route(config, 'b').connectTimeoutMs], [1_000, 1_000]);
+  });
+
+  it('inherits the pass list, and a route’s own pass lines replace it entirely', () => {
+    const config = parseConfig(
+      '[proxy]\npass=http://x1\npass=http://x2\n[proxy.a]\npath=/a\n[proxy.b]\npath=/b\npass=http://own\n',
+      'env.ini',
+    );
+    assert.deepEqual(route(config, 'a').upstreams.map((u) => u.host), ['x1', 'x2']);
+    assert.equal(route(config, 'a').retries, 1);
+    assert.deepEqual(route(config, 'b').upstreams.map((u) => u.host), ['own']);
+    assert.equal(route(config, 'b').retries, 0);
+  });
+
+  it('lets a route say host = * and auth_basic = off to drop inherited ones', () => {
+    const config = parseConfig(
+      '[proxy]\nhost=example.com\nauth_basic=Realm\nauth_user=tom:H\n[proxy.a]\npath=/a\npass=http://a\n[proxy.b]\npath=/a\npass=http://b\nhost=*\nauth_basic=off\n',
+      'env.ini',
+    );
+    assert.deepEqual(route(config, 'a').host, { kind: 'exact', host: 'example.com' });
+    assert.equal(route(config, 'a').authBasic, 'Realm');
+    assert.deepEqual(route(config, 'a').authUsers.map((u) => u.name), ['tom']);
+    assert.equal(route(config, 'b').host, undefined);
+    assert.equal(route(config, 'b').authBasic, undefined);
+  });
+
+  it('validates [proxy] values even when every route overrides them', () => {
+    assertError(
+      '[proxy]\nread_timeout = soon\n[proxy.a]\npath=/a\npass=http://a\nread_timeout=1s\n',
+      "env.ini:2:16: invalid duration 'soon' for 'read_timeout' (expected e.g. 500ms, 3s, 1m)",
+    );
+  });
+});
+
+describe('pass lines', () => {
+  const pass = (line: string) => route(parseConfig(`[proxy.a]\npath=/a\npass = ${line}\n`, 'env.ini'), 'a').upstreams[0];
+
+  it('reads host, port (default 80), path and flags', () => {
+    assert.deepEqual(pass('http://LocalHost'), {
+      url: 'http://LocalHost',
+      origin: 'http://localhost:80',
+      host: 'localhost',
+      port: 80,
+      hostHeader: 'localhost',
+      path: undefined,
+      weight: 1,
+      isBackup: false,
+      isDown: false,
+      place: { file: 'env.ini', line: 3, column: 8 },
+    });
+    assert.equal(pass('http://a:81/')?.path, '/', 'a path of / is kept');
+    assert.equal(pass('http://a/x/y')?.path, '/x/y');
+    assert.deepEqual(
+      [pass('http://[2001:db8::1]:8080 weight=1000000 down backup')].map((u) => [u?.host, u?.port, u?.hostHeader, u?.weight, u?.isBackup, u?.isDown]),
+      [['2001:db8::1', 8080, '[2001:db8::1]:8080', 1_000_000, true, true]],
+    );
+    assert.deepEqual([pass('"http://a\tweight=2"')?.weight], [2], 'tabs separate flags too');
+  });
+
+  it('requires all pass URLs of a route to agree on the path', () => {
+    assertError(
+      '[proxy.a]\npath=/a\npass=http://a/v1\npass=http://b/v1\npass=http://c\n',
+      'env.ini:5:14: pass URL path (none) differs from \'/v1\' on line 3 (all pass URLs of a route must agree on the path)',
+    );
+    assertError(
+      '[proxy.a]\npath=/a\npass=http://a\npass=http://b/\n',
+      "env.ini:4:14: pass URL path '/' differs from (none) on line 3 (all pass URLs of a route must agree on the path)",
+    );
+  });
+
+  const bad: [string, string, string][] = [
+    ['https', 'https://a:443', "env.ini:3:8: https upstreams are not supported yet: 'https://a:443' (use http://, e.g. a TLS-terminating sidecar next to the upstream)"],
+    ['other scheme', 'ftp://a', "env.ini:3:8: invalid upstream URL 'ftp://a' for 'pass' (expected http://host[:port][/path])"],
+    ['no scheme', 'localhost:9001', "env.ini:3:8: invalid upstream URL 'localhost:9001' for 'pass' (expected http://host[:port][/path])"],
+    ['query', 'http://a/x?y=1', "env.ini:3:18: a pass URL cannot have a query or fragment: 'http://a/x?y=1'"],
+    ['fragment', 'http://a#top', "env.ini:3:16: a pass URL cannot have a query or fragment: 'http://a#top'"],
+    ['user info', 'http://u:p@a', "env.ini:3:15: user info in a pass URL is not supported: 'http://u:p@a'"],
+    ['no host', 'http://:80', "env.ini:3:15: missing host in pass URL 'http://:80' (expected http://host[:port][/path])"],
+    ['bad host', 'http://a_b!c', "env.ini:3:15: invalid host 'a_b!c' in pass URL (expected http://host[:port][/path])"],
+    ['bad IPv6', 'http://[::g]:80', "env.ini:3:16: invalid IPv6 address in pass URL 'http://[::g]:80' (expected http://host[:port][/path])"],
+    ['port 0', 'http://a:0', "env.ini:3:17: invalid port '0' in pass URL (expected 1 to 65535)"],
+    ['port too big', 'http://a:65536/', "env.ini:3:17: invalid port '65536' in pass URL (expected 1 to 65535)"],
+    ['empty port', 'http://[::1]:', "env.ini:3:21: invalid port '' in pass URL (expected 1 to 65535)"],
+    ['non-ASCII path', 'http://a/café', 'env.ini:3:20: pass URL paths must be ASCII: percent-encode other characters (RFC 3986 section 2.1)'],
+    ['weight 0', 'http://a weight=0', "env.ini:3:24: invalid weight '0' for 'pass' (expected a whole number from 1 to 1000000)"],
+    ['weight too big', 'http://a weight=1000001', "env.ini:3:24: invalid weight '1000001' for 'pass' (expected a whole number from 1 to 1000000)"],
+    ['weight not a number', 'http://a weight=2.5', "env.ini:3:24: invalid weight '2.5' for 'pass' (expected a whole number from 1 to 1000000)"],
+    ['misspelt backup', 'http://a bakup', "env.ini:3:17: unknown flag 'bakup' for 'pass' (did you mean 'backup'?)"],
+    ['misspelt weight', 'http://a wieght=2', "env.ini:3:17: unknown flag 'wieght=2' for 'pass' (did you mean 'weight=N'?)"],
+    ['uppercase down', 'http://a DOWN', "env.ini:3:17: unknown flag 'DOWN' for 'pass' (did you mean 'down'?)"],
+    ['unknown flag', 'http://a max_fails=3', "env.ini:3:17: unknown flag 'max_fails=3' for 'pass' (expected weight=N, backup or down)"],
+    ['repeated flag', 'http://a backup backup', "env.ini:3:24: flag 'backup' is repeated in this pass line"],
+    ['empty', '', "env.ini:3:8: 'pass' needs an upstream URL (e.g. pass = http://127.0.0.1:9001)"],
+  ];
+  for (const [name, line, message] of bad) {
+    it(`rejects: ${name}`, () => assertError(`[proxy.a]\npath=/a\npass = ${line}\n`, message));
+  }
+
+  it('rejects the same upstream twice in one route', () => {
+    assertError(
+      '[proxy.a]\npath=/a\npass=http://a:80\npass=http://A\n',
+      'env.ini:4:6: upstream http://a:80 is listed twice (first on line 3; use weight=N to give it more turns)',
+    );
+  });
+});
+
+describe('sections and keys', () => {
+  const cases: [string, string, string][] = [
+    ['misspelt key, did you mean', '[proxy.a]\npath=/a\n  pas=http://a\n', "env.ini:3:3: unknown key 'pas' in [proxy.a] (did you mean 'pass'?)"],
+    ['misspelt key in [proxy]', '[proxy]\nstratgy=random\n', "env.ini:2:1: unknown key 'stratgy' in [proxy] (did you mean 'strategy'?)"],
+    ['misspelt server key', '[server]\nlisen=:80\n', "env.ini:2:1: unknown key 'lisen' in [server] (did you mean 'listen'?)"],
+    ['server key in a route', '[proxy.a]\nworkers=2\n', "env.ini:2:1: unknown key 'workers' in [proxy.a] (it belongs in [server])"],
+    ['listen in a route', '[proxy.a]\nlisten=:80\n', "env.ini:2:1: unknown key 'listen' in [proxy.a] (it belongs in [server] or [admin])"],
+    ['route key in [server]', '[server]\npass=http://a\n', "env.ini:2:1: unknown key 'pass' in [server] (it belongs in [proxy] or a [proxy.NAME] route)"],
+    ['unknown key, nothing close', '[admin]\ncolour=red\n', "env.ini:2:1: unknown key 'colour' in [admin]"],
+    ['a key named like an Object.prototype member', '[proxy.a]\nconstructor=1\n', "env.ini:2:1: unknown key 'constructor' in [proxy.a]"],
+    ['misspelt section', '[sever]\n', 'env.ini:1:2: unknown section [sever] (did you mean [server]?)'],
+    ['misspelt route section', '\n[proxi.api]\n', 'env.ini:2:2: unknown section [proxi.api] (did you mean [proxy.api]?)'],
+    ['unknown section', '[upstream]\n', 'env.ini:1:2: unknown section [upstream] (expected [server], [admin], [proxy] or [proxy.NAME])'],
+    ['child of [server]', '[server.x]\n', 'env.ini:1:2: unknown section [server.x] ([server] has no children; only [proxy.NAME] names a route)'],
+    ['deeper route', '[proxy.a.b]\n', "env.ini:1:9: route names cannot contain '.': [proxy.a.b] (use e.g. [proxy.a-b])"],
+    ['key outside any section', 'listen = :80\n[server]\n', "env.ini:1:1: key 'listen' is outside any section (put it under [server], [admin], [proxy] or a [proxy.NAME] route)"],
+    ['no routes', '[server]\nlisten=:80\n[proxy]\n', 'env.ini:1:1: the config has no routes (add a [proxy.NAME] section with path and pass)'],
+    ['empty file', '', 'env.ini:1:1: the config has no routes (add a [proxy.NAME] section with path and pass)'],
+    ['route without path', '[proxy.a]\npath=/a\npass=http://a\n\n[proxy.web]\npass=http://a\n', "env.ini:5:1: route [proxy.web] has no 'path' (e.g. path = /web)"],
+    ['route without pass', '[proxy.a]\npath=/a\n', "env.ini:1:1: route [proxy.a] has no 'pass' (e.g. pass = http://127.0.0.1:9001)"],
+    ['same prefix and host', `${ROUTE}[proxy.b]\npath=/a\npass=http://b\n`, 'env.ini:4:1: route [proxy.b] has the same path and host as [proxy.a] on line 1 (it could never be chosen)'],
+    ['same regex', '[proxy.a]\npath=~ ^/x\npass=http://a\n[proxy.b]\npath=~  ^/x\npass=http://b\n', 'env.ini:4:1: route [proxy.b] has the same path and host as [proxy.a] on line 1 (it could never be chosen)'],
+    ['token without listen', '[admin]\ntoken=abc\n' + ROUTE, "env.ini:2:1: 'token' needs 'listen' in [admin] (the admin server is off without it)"],
+    ['admin on the proxy port', '[server]\nlisten=:8080\n[admin]\nlisten = 127.0.0.1:8080\n' + ROUTE, "env.ini:4:10: admin 'listen' collides with [server] listen on port 8080"],
+    ['auth_user without auth_basic', '[proxy.a]\npath=/a\npass=http://a\nauth_user=tom:H\n', "env.ini:4:1: 'auth_user' needs 'auth_basic' (the realm) in [proxy.a] or [proxy]"],
+    ['auth_basic without users', '[proxy.a]\npath=/a\npass=http://a\nauth_basic=Realm\n', "env.ini:1:1: route [proxy.a] has 'auth_basic' but no 'auth_user' lines (make one with: node dist/main.js passwd NAME)"],
+    ['auth_user without a colon', '[proxy.a]\nauth_user = tom\n', "env.ini:2:13: invalid auth_user 'tom' (expected name:HASH, from: node dist/main.js passwd NAME)"],
+    ['auth_user with an empty name', '[proxy.a]\nauth_user = :H\n', "env.ini:2:13: invalid auth_user ':H' (expected name:HASH, from: node dist/main.js passwd NAME)"],
+    ['auth_user with an empty hash', '[proxy.a]\nauth_user = tom:\n', "env.ini:2:17: invalid hash for user 'tom' in [proxy.a]: is empty"],
+    ['auth_user twice', '[proxy.a]\nauth_user = tom:A\nauth_user = tom:B\n', "env.ini:3:13: user 'tom' is listed twice (first on line 2)"],
+  ];
+  for (const [name, text, message] of cases) it(name, () => assertError(text, message));
+
+  it('accepts [proxy.NAME] with letters, digits, _ and -', () => {
+    const config = parseConfig('[proxy.Web_2-a]\npath=/\npass=http://a\n', 'env.ini');
+    assert.deepEqual(config.routes.map((r) => r.name), ['Web_2-a']);
+  });
+
+  it('accepts the same prefix on different hosts', () => {
+    const config = parseConfig(`${ROUTE}[proxy.b]\npath=/a\nhost=b.example\npass=http://b\n`, 'env.ini');
+    assert.equal(config.routes.length, 2);
+  });
+
+  it('passes auth_user hashes through the validateAuthHash hook', () => {
+    const options: LoadConfigOptions = { validateAuthHash: (hash) => (hash.startsWith('scrypt$') ? undefined : 'not an scrypt hash') };
+    const text = '[proxy.a]\npath=/a\npass=http://a\nauth_basic=R\nauth_user = tom:scrypt$ok\nauth_user = ann:plain\n';
+    assertError(text, "env.ini:6:17: invalid hash for user 'ann' in [proxy.a]: not an scrypt hash", options);
+    assert.equal(route(parseConfig(text.replace('ann:plain', 'ann:scrypt$2'), 'env.ini', options), 'a').authUsers.length, 2);
+  });
+});
+
+describe('value errors name the key, the value column and what is expected', () => {
+  const at = (key: string, value: string): string => `[proxy.a]\npath=/a\npass=http://a\n${key} = ${value}\n`;
+  const cases: [string, string][] = [
+    [at('connect_timeout', '5x'), "env.ini:4:19: invalid duration '5x' for 'connect_timeout' (expected e.g. 500ms, 3s, 1m)"],
+    [at('read_timeout', '0'), "env.ini:4:16: invalid duration '0' for 'read_timeout' (expected at least 1ms)"],
+    [at('strategy', 'round_robin'), "env.ini:4:12: unknown strategy 'round_robin' for 'strategy' (did you mean 'round-robin'?)"],
+    [at('strategy', 'smooth-weighted-roundrobin'), "env.ini:4:12: unknown strategy 'smooth-weighted-roundrobin' for 'strategy' (did you mean 'smooth-weighted-round-robin'?)"],
+    [at('strategy', 'fastest'), "env.ini:4:12: unknown strategy 'fastest' for 'strategy' (expected one of: random, weighted-random, round-robin, weighted-round-robin, smooth-weighted-round-robin, ip-hash, least-connections, consistent-hash, power-of-two-choices)"],
+    [at('hash', 'md5'), "env.ini:4:8: unknown hash 'md5' for 'hash' (expected one of: crc32, fnv1a)"],
+    [at('hash', 'fnv1'), "env.ini:4:8: unknown hash 'fnv1' for 'hash' (did you mean 'fnv1a'?)"],
+    [at('hash_key', 'heder:x'), "env.ini:4:12: unknown hash key 'heder:x' for 'hash_key' (did you mean 'header:NAME'?)"],
+    [at('hash_key', 'sticky'), "env.ini:4:12: unknown hash key 'sticky' for 'hash_key' (expected client_ip, uri, header:NAME or cookie:NAME)"],
+    [at('hash_key', 'header:'), "env.ini:4:19: invalid header name '' for 'hash_key' (expected a token, e.g. header:x-user-id)"],
+    [at('virtual_nodes', '0'), "env.ini:4:17: invalid number '0' for 'virtual_nodes' (expected a whole number from 1 to 10000)"],
+    [at('virtual_nodes', '10001'), "env.ini:4:17: invalid number '10001' for 'virtual_nodes' (expected a whole number from 1 to 10000)"],
+    [at('preserve_host', 'maybe'), "env.ini:4:17: invalid boolean 'maybe' for 'preserve_host' (expected on/off, true/false, yes/no, 1/0)"],
+    [at('retries', '-1'), "env.ini:4:11: invalid number '-1' for 'retries' (expected a whole number from 0 to 1000)"],
+    [at('fail_factor', '0'), "env.ini:4:15: invalid number '0' for 'fail_factor' (expected a whole number from 1 to 1000000)"],
+    [at('health_fall', '0'), "env.ini:4:15: invalid number '0' for 'health_fall' (expected a whole number from 1 to 1000000)"],
+    [at('health_method', '"GET /"'), "env.ini:4:18: invalid method 'GET /' for 'health_method' (expected e.g. HEAD or GET)"],
+    [at('health_path', 'health'), "env.ini:4:15: invalid path 'health' for 'health_path' (expected a path starting with '/', ASCII without spaces)"],
+    [at('health_status', '200-299,6xx'), "env.ini:4:25: invalid status range '6xx' for 'health_status' (expected statuses or ranges from 100 to 599, e.g. 200-399 or 200,204,300-399)"],
+    [at('auth_basic', '"Ré"'), "env.ini:4:15: invalid realm 'Ré' for 'auth_basic' (expected printable ASCII text, or off)"],
+    [at('host', 'example.com:8080'), "env.ini:4:8: invalid host 'example.com:8080' for 'host' (expected a host name like example.com, *.example.com, or * for any host; no port)"],
+    [at('host', '*.'), "env.ini:4:8: invalid host '*.' for 'host' (expected a host name like example.com, *.example.com, or * for any host)"],
+    ['[proxy.a]\npath = a\n', "env.ini:2:8: invalid path 'a' for 'path' (expected a prefix starting with '/', or ~ REGEX, or ~* REGEX)"],
+    ['[proxy.a]\npath = /a?b\n', "env.ini:2:10: invalid character in path '/a?b' for 'path' (a prefix is ASCII without ? or #; percent-encode other characters)"],
+    ['[proxy.a]\npath = ~* (\n', "env.ini:2:11: invalid regular expression '(' for 'path' (Invalid regular expression: /(/i: Unterminated group)"],
+    ['[proxy.a]\npath = ~*\n', "env.ini:2:10: missing regular expression after '~*' for 'path' (expected e.g. ~ ^/api/v[0-9]+/)"],
+    ['[server]\nlisten = 1.2.3.4:99999\n', "env.ini:2:18: invalid port '99999' for 'listen' (expected a number from 0 to 65535)"],
+    ['[server]\nworkers = 0\n', "env.ini:2:11: invalid number '0' for 'workers' (expected a whole number from 1 to 1024)"],
+    ['[server]\nmax_header_size = 100\n', "env.ini:2:19: invalid size '100' for 'max_header_size' (expected at least 1k)"],
+    ['[server]\nmax_body_size = 1t\n', "env.ini:2:17: invalid size '1t' for 'max_body_size' (expected e.g. 512, 16k, 1m, 1g)"],
+    ['[server]\naccess_log_format = jsonl\n', "env.ini:2:21: unknown access log format 'jsonl' for 'access_log_format' (did you mean 'json'?)"],
+    ['[server]\naccess_log =\n', "env.ini:2:13: empty access log for 'access_log' (expected stdout, stderr, off or a file path)"],
+    ['[server]\ntrusted_proxies = 10.0.0.0/8, 300.1.1.1\n', "env.ini:2:31: invalid IP address '300.1.1.1' for 'trusted_proxies' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)"],
+    ['[admin]\nlisten = :9090\ntoken = "a b"\n', "env.ini:3:10: invalid token for 'token' (expected visible ASCII characters without spaces)"],
+  ];
+  for (const [text, message] of cases) {
+    it(message.split(': ').slice(1).join(': '), () => assertError(text, message));
+  }
+});
+
+describe('loadConfig', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'config-test-'));
+
+  it('reads a file with a BOM and CRLF', () => {
+    const file = join(directory, 'crlf.ini');
+    writeFileSync(file, '\uFEFF' + TUTORIAL.replaceAll('\n', '\r\n'));
+    assert.deepEqual(loadConfig(file).routes, parseConfig(TUTORIAL, file).routes);
+  });
+
+  it('names a missing file clearly', () => {
+    const file = join(directory, 'missing.ini');
+    assert.throws(() => loadConfig(file), (error: unknown) => {
+      assert.ok(error instanceof ConfigFileError, `got ${String(error)}, want a ConfigFileError`);
+      assert.equal(error.message, `config file '${file}' not found (use --config PATH to name another)`);
+      return true;
+    });
+  });
+
+  it('refuses a directory', () => {
+    assert.throws(() => loadConfig(directory), (error: unknown) => {
+      assert.ok(error instanceof ConfigFileError, `got ${String(error)}, want a ConfigFileError`);
+      assert.equal(error.message, `config file '${directory}' is a directory`);
+      return true;
+    });
+  });
+
+  it('points at the first byte that is not UTF-8', () => {
+    const file = join(directory, 'latin1.ini');
+    writeFileSync(file, Buffer.concat([Buffer.from('\uFEFF[proxy.a]\npath=/é'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    assert.throws(() => loadConfig(file), (error: unknown) => {
+      assert.ok(error instanceof ConfigSyntaxError, `got ${String(error)}, want a ConfigSyntaxError`);
+      assert.equal(error.message, `${file}:2:8: invalid UTF-8 byte 0xE9 (the config file must be UTF-8)`);
+      return true;
+    });
+    const firstLine = join(directory, 'first-line.ini');
+    writeFileSync(firstLine, Buffer.concat([Buffer.from('\uFEFFab'), Buffer.from([0xff])]));
+    assert.throws(() => loadConfig(firstLine), { message: `${firstLine}:1:3: invalid UTF-8 byte 0xFF (the config file must be UTF-8)` });
+  });
+});

@@ -47,16 +47,18 @@ export function describeConfig(config: Config): string {
 }
 
 /**
- * The order routes are tried in (SPEC 1.2): regex routes in file order first, then prefix routes,
- * those with a host before host-less ones, longer prefixes before shorter (ties keep file order).
+ * The order routes are tried in (SPEC 1.2), as nginx picks a `server` by name before a `location`:
+ * routes whose `host` is set come first, host-less ones after; within each group, regex routes in
+ * file order, then prefix routes, longer prefixes first (ties keep file order). The router
+ * (src/proxy/router.ts) tries routes in exactly this order, skipping those whose host does not match.
  */
-export function routesInMatchingOrder(routes: readonly RouteConfig[]): RouteConfig[] {
-  const regexRoutes = routes.filter((route) => route.path.kind === 'regex');
+export function routesInMatchingOrder<R extends RouteConfig>(routes: readonly R[]): R[] {
   const prefixLength = (route: RouteConfig): number => (route.path.kind === 'prefix' ? route.path.prefix.length : 0);
-  const prefixRoutes = routes
-    .filter((route) => route.path.kind === 'prefix')
-    .sort((a, b) => Number(b.host !== undefined) - Number(a.host !== undefined) || prefixLength(b) - prefixLength(a));
-  return [...regexRoutes, ...prefixRoutes];
+  const inGroup = (group: readonly R[]): R[] => [
+    ...group.filter((route) => route.path.kind === 'regex'),
+    ...group.filter((route) => route.path.kind === 'prefix').sort((a, b) => prefixLength(b) - prefixLength(a)),
+  ];
+  return [...inGroup(routes.filter((route) => route.host !== undefined)), ...inGroup(routes.filter((route) => route.host === undefined))];
 }
 
 function describeRouteHead(route: RouteConfig): string {

@@ -51,6 +51,8 @@ export interface LoadConfigOptions {
    * message, or undefined when the hash is acceptable. Without it only `name:HASH` is checked.
    */
   readonly validateAuthHash?: (hash: string) => string | undefined;
+  /** Checks the name of an `auth_user` line likewise (src/auth's `checkUserName`). */
+  readonly validateAuthUserName?: (name: string) => string | undefined;
 }
 
 /** Keys that may repeat in a section, each line adding one item (SPEC 1.1). */
@@ -341,6 +343,14 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
     fail(section.place, `route [${section.name}] has no 'pass' (e.g. pass = http://127.0.0.1:9001)`);
   }
 
+  const firstWithPath = upstreams.find((upstream) => upstream.path !== undefined);
+  if (path.kind === 'regex' && firstWithPath !== undefined) {
+    fail(
+      firstWithPath.place,
+      `a pass URL with a path ('${firstWithPath.path}') cannot be used with a regex path in [${section.name}] (nginx refuses it too): drop the path, or use a prefix path`,
+    );
+  }
+
   const authBasic = fields.authBasic ?? undefined;
   const authUsers = fields.authUsers ?? ROUTE_DEFAULTS.authUsers;
   const ownAuthUser = section.entries.find((entry) => entry.key === 'auth_user');
@@ -424,6 +434,8 @@ function checkAuthUsers(users: readonly AuthUser[], section: IniSection, options
   const seen = new Map<string, AuthUser>();
   for (const user of users) {
     const hashPlace = { ...user.place, column: user.place.column + Array.from(user.name).length + 1 };
+    const badName = options.validateAuthUserName?.(user.name);
+    if (badName !== undefined) fail(user.place, `invalid auth_user in [${section.name}]: ${badName}`);
     const problem = user.hash === '' ? 'is empty' : options.validateAuthHash?.(user.hash);
     if (problem !== undefined) fail(hashPlace, `invalid hash for user '${user.name}' in [${section.name}]: ${problem}`);
     const earlier = seen.get(user.name);

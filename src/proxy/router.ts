@@ -12,6 +12,7 @@
  * serve. The bytes forwarded are the client's own unless the route rewrites the prefix.
  */
 import type { RouteConfig } from '../config/config.js';
+import { routesInMatchingOrder } from '../config/describe-config.js';
 
 export interface RouteMatch<R> {
   readonly route: R;
@@ -25,12 +26,12 @@ export interface Routable {
 }
 
 export class Router<R extends Routable> {
-  readonly #hostRoutes: R[];
-  readonly #anyHostRoutes: R[];
+  /** Routes with a host, then host-less ones; each group regex-first (routesInMatchingOrder). */
+  readonly #routes: readonly R[];
 
   constructor(routes: readonly R[]) {
-    this.#hostRoutes = orderForMatching(routes.filter((r) => r.config.host !== undefined));
-    this.#anyHostRoutes = orderForMatching(routes.filter((r) => r.config.host === undefined));
+    const byConfig = new Map(routes.map((route) => [route.config, route]));
+    this.#routes = routesInMatchingOrder(routes.map((route) => route.config)).map((config) => byConfig.get(config)!);
   }
 
   /**
@@ -44,25 +45,10 @@ export class Router<R extends Routable> {
     const query = queryAt < 0 ? '' : target.slice(queryAt);
     const path = removeDotSegments(rawPath);
     const hostName = host === undefined ? undefined : stripPort(host).toLowerCase();
-
-    const route =
-      (hostName === undefined ? undefined : findRoute(this.#hostRoutes, path, hostName)) ??
-      findRoute(this.#anyHostRoutes, path, hostName);
+    const route = findRoute(this.#routes, path, hostName);
     if (route === undefined) return undefined;
     return { route, upstreamTarget: rewritePath(route.config, rawPath, path) + query };
   }
-}
-
-/** Regex routes first in file order, then prefix routes longest first (ties keep file order). */
-function orderForMatching<R extends Routable>(routes: R[]): R[] {
-  const regex = routes.filter((r) => r.config.path.kind === 'regex');
-  const prefix = routes.filter((r) => r.config.path.kind === 'prefix');
-  prefix.sort((a, b) => prefixOf(b).length - prefixOf(a).length);
-  return [...regex, ...prefix];
-}
-
-function prefixOf(route: Routable): string {
-  return route.config.path.kind === 'prefix' ? route.config.path.prefix : '';
 }
 
 function findRoute<R extends Routable>(routes: readonly R[], path: string, hostName: string | undefined): R | undefined {

@@ -22,7 +22,7 @@ describe('describeConfig', () => {
     assert.equal(got, want, `got:\n${got}\nwant:\n${want}`);
   });
 
-  it('lists regex routes first, then host routes, then longer prefixes, with flags and non-defaults', () => {
+  it('lists host routes first, then regex routes, then longer prefixes, with flags and non-defaults', () => {
     const config = parseConfig(
       `
 [server]
@@ -65,12 +65,12 @@ trace = on
       '  keepalive_timeout 0s, max_body_size 1m, trusted_proxies 10.0.0.0/8',
       'admin 127.0.0.1:9090 (no token: read-only)',
       '4 routes, in matching order:',
-      '  [proxy.images] path ~* \\.png$ (regex), any host, round-robin',
-      '      trace on',
-      '      http://img',
       '  [proxy.site] path / (prefix), host *.example.com, round-robin',
       '      health_check HEAD / every 3s (timeout 2s, fall 3, rise 2, status 200-399), auth_basic "Staff" (users: tom)',
       '      http://s',
+      '  [proxy.images] path ~* \\.png$ (regex), any host, round-robin',
+      '      trace on',
+      '      http://img',
       '  [proxy.api] path /api (prefix), any host, consistent-hash',
       '      hash_key header:x-user, connect_timeout 1500ms',
       '      http://a:1',
@@ -90,13 +90,13 @@ trace = on
 });
 
 describe('routesInMatchingOrder', () => {
-  it('keeps regex routes in file order and sorts prefixes by host, then length', () => {
+  it('puts host routes first, then regex routes in file order, then prefixes by length (the router\'s order)', () => {
     const config = parseConfig(
       '[proxy.p1]\npath=/a\npass=http://x\n[proxy.r1]\npath=~ b\npass=http://x\n[proxy.p2]\npath=/a/b\npass=http://x\n' +
         '[proxy.r2]\npath=~ a\npass=http://x\n[proxy.h]\npath=/\nhost=h.example\npass=http://x\n[proxy.p3]\npath=/c\npass=http://x\n',
       'env.ini',
     );
     const names = routesInMatchingOrder(config.routes).map((route) => route.name);
-    assert.deepEqual(names, ['r1', 'r2', 'h', 'p2', 'p1', 'p3'], `got ${names.join(' ')}`);
+    assert.deepEqual(names, ['h', 'r1', 'r2', 'p2', 'p1', 'p3'], `got ${names.join(' ')}`);
   });
 });

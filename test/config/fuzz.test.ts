@@ -46,9 +46,9 @@ health_status = 200,204,300-399
 [proxy.api]
 path = ~* ^/api/v[0-9]+/
 host = *.example.com
-pass = http://[::1]:9001/v1 weight=3
-pass = http://10.0.0.2/v1 backup
-pass = http://web3:8080/v1 down
+pass = http://[::1]:9001 weight=3
+pass = http://10.0.0.2 backup
+pass = http://web3:8080 down
 hash_key = header:x-user
 auth_basic = "Staff ; only"
 auth_user = tom:HASH

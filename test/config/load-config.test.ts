@@ -172,9 +172,9 @@ token = s3cret-token
 [proxy.api]
 path = ~* ^/API/v[0-9]+/
 host = *.Example.com
-pass = http://[::1]:9001/v1 weight=3
-pass = http://10.0.0.2/v1 backup
-pass = http://web3.internal:8080/v1 down
+pass = http://[::1]:9001 weight=3
+pass = http://10.0.0.2 backup
+pass = http://web3.internal:8080 down
 strategy = consistent-hash
 hash = fnv1a
 hash_key = header:X-User-ID
@@ -225,13 +225,13 @@ trace = true
     assert.equal(api.path.kind, 'regex');
     assert.ok(api.path.kind === 'regex' && api.path.regex.test('/api/v2/x') && api.path.source === '^/API/v[0-9]+/');
     assert.deepEqual(api.host, { kind: 'wildcard', suffix: '.example.com' });
-    assert.equal(api.passPath, '/v1');
+    assert.equal(api.passPath, undefined);
     assert.deepEqual(
       api.upstreams.map((u) => [u.origin, u.host, u.port, u.hostHeader, u.path, u.weight, u.isBackup, u.isDown]),
       [
-        ['http://[::1]:9001', '::1', 9001, '[::1]:9001', '/v1', 3, false, false],
-        ['http://10.0.0.2:80', '10.0.0.2', 80, '10.0.0.2', '/v1', 1, true, false],
-        ['http://web3.internal:8080', 'web3.internal', 8080, 'web3.internal:8080', '/v1', 1, false, true],
+        ['http://[::1]:9001', '::1', 9001, '[::1]:9001', undefined, 3, false, false],
+        ['http://10.0.0.2:80', '10.0.0.2', 80, '10.0.0.2', undefined, 1, true, false],
+        ['http://web3.internal:8080', 'web3.internal', 8080, 'web3.internal:8080', undefined, 1, false, true],
       ],
     );
     const { upstreams, path, host, passPath, place, health, authUsers, ...rest } = api;
@@ -427,6 +427,7 @@ describe('sections and keys', () => {
     ['route without path', '[proxy.a]\npath=/a\npass=http://a\n\n[proxy.web]\npass=http://a\n', "env.ini:5:1: route [proxy.web] has no 'path' (e.g. path = /web)"],
     ['route without pass', '[proxy.a]\npath=/a\n', "env.ini:1:1: route [proxy.a] has no 'pass' (e.g. pass = http://127.0.0.1:9001)"],
     ['same prefix and host', `${ROUTE}[proxy.b]\npath=/a\npass=http://b\n`, 'env.ini:4:1: route [proxy.b] has the same path and host as [proxy.a] on line 1 (it could never be chosen)'],
+    ['regex path with a pass path (nginx refuses it)', '[proxy.a]\npath=~ ^/x\npass=http://a/v1\n', "env.ini:3:6: a pass URL with a path ('/v1') cannot be used with a regex path in [proxy.a] (nginx refuses it too): drop the path, or use a prefix path"],
     ['same regex', '[proxy.a]\npath=~ ^/x\npass=http://a\n[proxy.b]\npath=~  ^/x\npass=http://b\n', 'env.ini:4:1: route [proxy.b] has the same path and host as [proxy.a] on line 1 (it could never be chosen)'],
     ['token without listen', '[admin]\ntoken=abc\n' + ROUTE, "env.ini:2:1: 'token' needs 'listen' in [admin] (the admin server is off without it)"],
     ['admin on the proxy port', '[server]\nlisten=:8080\n[admin]\nlisten = 127.0.0.1:8080\n' + ROUTE, "env.ini:4:10: admin 'listen' collides with [server] listen on port 8080"],

@@ -8,6 +8,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
 import { validatePasswordHash } from '../../src/auth/password-hash.js';
+import { checkUserName } from '../../src/auth/basic-auth.js';
 import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
 import { ProxyServer, type ProxyServerOptions } from '../../src/proxy/proxy-server.js';
 
@@ -91,7 +92,7 @@ export interface TestProxy {
 
 /** A proxy from INI text; `[server] listen` is forced to 127.0.0.1:0 and the access log is collected. */
 export async function startTestProxy(ini: string, options: Omit<ProxyServerOptions, 'accessLog'> = {}): Promise<TestProxy> {
-  const config = parseConfig(ini, 'test.ini', { validateAuthHash: validatePasswordHash });
+  const config = parseConfig(ini, 'test.ini', { validateAuthHash: validatePasswordHash, validateAuthUserName: checkUserName });
   const logs: AccessLogRecord[] = [];
   const accessLog: AccessLog = { write: (r) => logs.push(r), close: async () => {} };
   const proxy = new ProxyServer(config, { ...options, accessLog });

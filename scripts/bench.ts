@@ -1,0 +1,340 @@
+/**
+ * `npm run bench` (Step 4): one invocation, one table. A fast static backend, then for each target —
+ * direct to the backend, this project, the minimal node:http proxy (scripts/baseline-proxy.mjs), Go's
+ * httputil.ReverseProxy (GOMAXPROCS=1), nginx with one worker as a proxy — the same workloads from a
+ * load generator in its own process:
+ *
+ *   small   GET, 12-byte responses, 64 connections
+ *   1mib    GET, 1 MiB responses, 16 connections
+ *   post    POST of 64 KiB bodies, 64 connections
+ *
+ * On Linux the proxy under test runs on core 0 (taskset), the backend and the load generator on
+ * core 1. Tools come from Debian's packages when they can be installed (wrk, nginx, golang-go);
+ * peers that cannot be had are skipped with a line saying so, and without wrk the built-in
+ * generator (scripts/load-generator.ts) runs instead. Output: req/s, p50, p99 and the ratio of each
+ * target's req/s to this project's, plus this project's peak RSS, and a check that holds 10,000 idle
+ * keep-alive client connections.
+ *
+ *   npm run bench [-- --duration 8 --write docs/benchmark.md]
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import http from 'node:http';
+
+const root = new URL('../', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string): string => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
+};
+const durationSeconds = Number(option('--duration', '8'));
+const writeTo = option('--write', '');
+const only = option('--only', '');
+const work = mkdtempSync(join(tmpdir(), 'proxy-bench-'));
+chmodSync(work, 0o755); // nginx workers run as an unprivileged user and must read the files
+const children: ChildProcess[] = [];
+const notes: string[] = [];
+
+const PORTS = { backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084 };
+const hasTaskset = process.platform === 'linux' && commandExists('taskset') && cpus().length >= 2;
+const proxyCore = ['taskset', '-c', '0'];
+const helperCore = ['taskset', '-c', '1'];
+
+function commandExists(command: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** Installs Debian packages for the missing tools, when apt-get is there and we are root. */
+function ensureTools(): void {
+  const wanted = [
+    ['wrk', 'wrk'],
+    ['nginx', 'nginx-light'],
+    ['go', 'golang-go'],
+  ].filter(([command]) => !commandExists(command!) && !existsSync('/usr/sbin/nginx'));
+  if (wanted.length === 0 || !commandExists('apt-get') || process.getuid?.() !== 0) return;
+  console.error(`installing ${wanted.map(([, pkg]) => pkg).join(', ')} from Debian's packages...`);
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
+  for (const [, pkg] of wanted) {
+    const result = spawnSync('apt-get', ['install', '-y', '-qq', pkg!], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    if (result.status !== 0) notes.push(`could not install ${pkg} (apt-get exit ${result.status})`);
+  }
+}
+
+function nginxBinary(): string | undefined {
+  if (commandExists('nginx')) return 'nginx';
+  return existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : undefined;
+}
+
+function start(name: string, command: string[], pin: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const argv = hasTaskset ? [...pin, ...command] : command;
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.on('exit', (code) => {
+    if (code !== 0 && code !== null) console.error(`${name} exited with ${code}: ${stderr.slice(-500)}`);
+  });
+  children.push(child);
+  return child;
+}
+
+async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const isOpen = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (isOpen) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function startBackend(): string {
+  const nginx = nginxBinary();
+  writeFileSync(join(work, 'small.txt'), 'hello world\n'); // 12 bytes
+  writeFileSync(join(work, 'big.bin'), Buffer.alloc(1024 * 1024, 'b'));
+  if (nginx !== undefined) {
+    mkdirSync(join(work, 'backend'), { recursive: true });
+    writeFileSync(
+      join(work, 'backend.conf'),
+      `worker_processes 1; daemon off; pid ${work}/backend.pid; error_log ${work}/backend-error.log;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000; client_body_temp_path ${work}/backend;
+  server { listen 127.0.0.1:${PORTS.backend} reuseport backlog=4096;
+    location = /small { alias ${work}/small.txt; }
+    location = /big { alias ${work}/big.bin; }
+    location = /upload { client_max_body_size 1m; client_body_buffer_size 128k; return 200 "uploaded\\n"; }
+  } }`,
+    );
+    start('backend nginx', [nginx, '-c', join(work, 'backend.conf'), '-p', work], helperCore);
+    return 'nginx (1 worker, static files)';
+  }
+  notes.push('nginx not available: the backend is a node:http server');
+  start('backend node', [process.execPath, join(root, 'scripts/static-backend.mjs'), String(PORTS.backend)], helperCore);
+  return 'node:http static server';
+}
+
+function startProject(): ChildProcess {
+  writeFileSync(
+    join(work, 'project.ini'),
+    `[server]\nlisten = 127.0.0.1:${PORTS.project}\naccess_log = off\n[proxy.all]\npath = /\npass = http://127.0.0.1:${PORTS.backend}\n`,
+  );
+  return start('project', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project.ini')], proxyCore);
+}
+
+function startGo(): boolean {
+  if (!commandExists('go')) {
+    notes.push('go not available: Go httputil.ReverseProxy skipped');
+    return false;
+  }
+  writeFileSync(
+    join(work, 'main.go'),
+    `package main
+
+import ("net/http"; "net/http/httputil"; "net/url")
+
+func main() {
+	target, _ := url.Parse("http://127.0.0.1:${PORTS.backend}")
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024}
+	http.ListenAndServe("127.0.0.1:${PORTS.go}", proxy)
+}
+`,
+  );
+  const build = spawnSync('go', ['build', '-o', join(work, 'goproxy'), join(work, 'main.go')], {
+    env: { ...process.env, GOCACHE: join(work, 'gocache'), GOPATH: join(work, 'gopath'), GOFLAGS: '-mod=mod', GO111MODULE: 'off' },
+    encoding: 'utf8',
+  });
+  if (build.status !== 0) {
+    notes.push(`go build failed: ${build.stderr.trim().split('\n')[0]}`);
+    return false;
+  }
+  start('go', [join(work, 'goproxy')], proxyCore, { GOMAXPROCS: '1' });
+  return true;
+}
+
+function startNginxProxy(): boolean {
+  const nginx = nginxBinary();
+  if (nginx === undefined) {
+    notes.push('nginx not available: nginx proxy skipped');
+    return false;
+  }
+  mkdirSync(join(work, 'proxy-tmp'), { recursive: true });
+  writeFileSync(
+    join(work, 'proxy.conf'),
+    `worker_processes 1; daemon off; pid ${work}/proxy.pid; error_log ${work}/proxy-error.log;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000; client_body_temp_path ${work}/proxy-tmp; proxy_temp_path ${work}/proxy-tmp;
+  upstream backend { server 127.0.0.1:${PORTS.backend}; keepalive 256; }
+  server { listen 127.0.0.1:${PORTS.nginx} backlog=4096; client_max_body_size 1m;
+    location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  } }`,
+  );
+  start('nginx proxy', [nginx, '-c', join(work, 'proxy.conf'), '-p', work], proxyCore);
+  return true;
+}
+
+interface Workload {
+  readonly name: string;
+  readonly path: string;
+  readonly connections: number;
+  readonly postBytes?: number;
+}
+const WORKLOADS: readonly Workload[] = [
+  { name: 'small (12 B, 64 conns)', path: '/small', connections: 64 },
+  { name: '1 MiB (16 conns)', path: '/big', connections: 16 },
+  { name: 'POST 64 KiB (64 conns)', path: '/upload', connections: 64, postBytes: 64 * 1024 },
+];
+
+interface Measurement {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly errors: number;
+}
+
+function parseLatency(text: string): number {
+  const m = /([\d.]+)(us|ms|s|m)/.exec(text);
+  if (m === null) throw new Error(`cannot read a latency from '${text}'`);
+  const value = Number(m[1]);
+  return m[2] === 'us' ? value / 1000 : m[2] === 's' ? value * 1000 : m[2] === 'm' ? value * 60_000 : value;
+}
+
+function measure(port: number, workload: Workload, seconds: number): Measurement {
+  const url = `http://127.0.0.1:${port}${workload.path}`;
+  if (commandExists('wrk')) {
+    const wrkArgs = ['-t1', `-c${workload.connections}`, `-d${seconds}s`, '--latency'];
+    if (workload.postBytes !== undefined) {
+      const script = join(work, 'post.lua');
+      writeFileSync(script, `wrk.method = "POST"\nwrk.body = string.rep("p", ${workload.postBytes})\nwrk.headers["Content-Type"] = "application/octet-stream"\n`);
+      wrkArgs.push('-s', script);
+    }
+    const argv = hasTaskset ? [...helperCore, 'wrk', ...wrkArgs, url] : ['wrk', ...wrkArgs, url];
+    const out = execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
+    if (!/50%/.test(out)) throw new Error(`unexpected wrk output:\n${out}`);
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]);
+    const p50 = parseLatency(/50%\s+(\S+)/.exec(out)![1]!);
+    const p99 = parseLatency(/99%\s+(\S+)/.exec(out)![1]!);
+    const errorsMatch = /Non-2xx or 3xx responses:\s+(\d+)/.exec(out);
+    const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    const errors = Number(errorsMatch?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((n, v) => n + Number(v), 0) : 0);
+    return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
+  }
+  const argv = [process.execPath, '--import', 'tsx', join(root, 'scripts/load-generator.ts'), url, String(workload.connections), String(seconds), String(workload.postBytes ?? 0)];
+  const out = execFileSync(hasTaskset ? helperCore[0]! : argv[0]!, hasTaskset ? [...helperCore.slice(1), ...argv] : argv.slice(1), { encoding: 'utf8', cwd: root });
+  return JSON.parse(out) as Measurement;
+}
+
+function peakRssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+/** Opens `count` keep-alive connections, one request each, holds them, counts errors, reads the proxy's RSS. */
+async function idleConnections(port: number, pid: number, count: number): Promise<{ ok: number; errors: number; rssMiB: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: count, timeout: 60_000 });
+  let ok = 0;
+  let errors = 0;
+  const batch = 500;
+  for (let i = 0; i < count; i += batch) {
+    await Promise.all(
+      Array.from({ length: Math.min(batch, count - i) }, () =>
+        new Promise<void>((resolve) => {
+          const req = http.get({ host: '127.0.0.1', port, path: '/small', agent }, (res) => {
+            res.resume();
+            res.on('end', () => {
+              if (res.statusCode === 200) ok++;
+              else errors++;
+              resolve();
+            });
+          });
+          req.on('error', () => {
+            errors++;
+            resolve();
+          });
+        }),
+      ),
+    );
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const rss = rssMiB(pid);
+  const open = Object.values(agent.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
+  agent.destroy();
+  return { ok: Math.min(ok, open), errors: errors + (ok - Math.min(ok, open)), rssMiB: rss };
+}
+
+async function main(): Promise<void> {
+  ensureTools();
+  console.error('building...');
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  const backendKind = startBackend();
+  await waitForPort(PORTS.backend);
+
+  const targets: { name: string; port: number; pid?: number }[] = [{ name: 'direct to backend', port: PORTS.direct }];
+  const project = startProject();
+  targets.push({ name: 'this project', port: PORTS.project, pid: project.pid! });
+  targets.push({ name: 'minimal node:http proxy', port: PORTS.baseline });
+  start('baseline', [process.execPath, join(root, 'scripts/baseline-proxy.mjs'), String(PORTS.baseline), String(PORTS.backend)], proxyCore);
+  if (startGo()) targets.push({ name: 'Go httputil (GOMAXPROCS=1)', port: PORTS.go });
+  if (startNginxProxy()) targets.push({ name: 'nginx proxy (1 worker)', port: PORTS.nginx });
+  for (const target of targets) await waitForPort(target.port);
+
+  const selected = only === '' ? targets : targets.filter((t) => t.name.includes(only) || t.name === 'this project');
+  const results = new Map<string, Map<string, Measurement>>();
+  for (const workload of WORKLOADS) {
+    const row = new Map<string, Measurement>();
+    for (const target of selected) {
+      measure(target.port, workload, 1); // warm-up: JIT, connection pools
+      const m = measure(target.port, workload, durationSeconds);
+      row.set(target.name, m);
+      console.error(`${workload.name.padEnd(24)} ${target.name.padEnd(28)} ${m.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms${m.errors ? `  errors ${m.errors}` : ''}`);
+    }
+    results.set(workload.name, row);
+  }
+  const peakRss = peakRssMiB(project.pid!);
+  const idle = await idleConnections(PORTS.project, project.pid!, 10_000);
+
+  const lines: string[] = [];
+  lines.push(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ` +
+    `${hasTaskset ? 'proxy under test pinned to core 0, backend and load generator to core 1' : 'no CPU pinning'}; ` +
+    `load generator ${commandExists('wrk') ? 'wrk (1 thread)' : 'built-in'}; backend ${backendKind}; ${durationSeconds} s per cell.`);
+  lines.push('');
+  lines.push('| workload | target | req/s | p50 ms | p99 ms | req/s ÷ this project | errors |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|');
+  for (const [workloadName, row] of results) {
+    const ours = row.get('this project')!.requestsPerSecond;
+    for (const [targetName, m] of row) {
+      lines.push(`| ${workloadName} | ${targetName} | ${m.requestsPerSecond.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${(m.requestsPerSecond / ours).toFixed(2)} | ${m.errors} |`);
+    }
+  }
+  lines.push('');
+  lines.push(`This project's peak RSS during the runs: ${peakRss.toFixed(1)} MiB.`);
+  lines.push(`10,000 idle keep-alive client connections: ${idle.ok} held, ${idle.errors} errors, proxy RSS ${idle.rssMiB.toFixed(1)} MiB.`);
+  for (const note of notes) lines.push(`Note: ${note}.`);
+  const table = lines.join('\n');
+  console.log(table);
+  if (writeTo !== '') writeFileSync(join(root, writeTo), `# Benchmark\n\nMeasured by \`npm run bench\` (scripts/bench.ts).\n\n${table}\n`);
+}
+
+function cleanUp(): void {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+}
+process.on('exit', cleanUp);
+process.on('SIGINT', () => process.exit(130));
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

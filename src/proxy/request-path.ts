@@ -28,7 +28,7 @@ import { sendErrorResponse } from './error-response.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
 import type { Route } from './route.js';
 import type { Router } from './router.js';
-import { canRetry, retryErrorKind } from './retry-policy.js';
+import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
 import { sendUpstreamRequest, type UpstreamAttempt } from './upstream-request.js';
 import { formatTrace } from '../balancer/trace.js';
 import type { ServerConfig } from '../config/config.js';
@@ -131,7 +131,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     hashKey: hashKeyFor(route.config, exchange.clientIp, clientReq.url ?? '/', clientReq.headers),
     tried,
   };
-  let lastError: RequestError = new NoUpstreamError(`no upstream available for route ${route.name}`);
+  let lastError: RequestError | undefined; // undefined: no upstream was available at all (→ 503)
   for (let attempt = 1; attempt <= 1 + route.config.retries && !isClientGone; attempt++) {
     const upstream = route.pick(pickContext);
     if (upstream === undefined) break;
@@ -181,6 +181,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     return;
   }
   if (isClientGone) return;
+  lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
   exchange.bytesSent = sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && (current?.progress.hasStreamedBody ?? false) });
 }
@@ -189,6 +190,12 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
  * Sends one attempt; if it was written into a pooled keep-alive socket that the upstream had just
  * closed (a reset before any response byte, nothing of the body read yet), sends it once more on a
  * fresh connection — the race every HTTP client with a pool has (Go's transport retries the same way).
+ *
+ * Only for the route's only upstream and an idempotent method. A reset on a reused socket may also
+ * mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110 §9.2.2);
+ * and when the route has other upstreams the reset is an ordinary failure — counted by passive
+ * health, logged, retried elsewhere by the retry policy — as nginx does for a cached connection (it
+ * tries the same peer again only when it is the only one, `peers->single`).
  */
 async function sendWithStaleRetry(
   context: ProxyContext,
@@ -215,7 +222,12 @@ async function sendWithStaleRetry(
     try {
       return await attempt.response;
     } catch (error) {
-      const isStale = attempt.progress.isReusedSocket && error instanceof UpstreamResetError && !attempt.progress.hasStreamedBody;
+      const isStale =
+        route.pool.isLone &&
+        IDEMPOTENT_METHODS.has(clientReq.method ?? 'GET') &&
+        attempt.progress.isReusedSocket &&
+        error instanceof UpstreamResetError &&
+        !attempt.progress.hasStreamedBody;
       if (!isFirstTry || !isStale) throw error;
     }
   }

@@ -44,7 +44,9 @@ export interface Balancer {
  * `Upstream.isAvailable`) and this request has not tried it yet. Build it once per pick.
  */
 export function availableFor(context: PickContext, nowMs: number): AvailabilityPredicate {
-  return (upstream) => upstream.isAvailable(nowMs) && !context.tried.has(upstream);
+  const { tried } = context;
+  if (tried.size === 0) return (upstream) => upstream.isAvailable(nowMs); // first attempt: skip the set lookup
+  return (upstream) => upstream.isAvailable(nowMs) && !tried.has(upstream);
 }
 
 /** What a strategy is built from besides its upstreams: injected randomness and clock, route options. */

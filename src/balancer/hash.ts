@@ -17,13 +17,16 @@ import type { HashName } from '../config/config.js';
 /** Text → unsigned 32-bit integer. */
 export type HashFunction = (text: string) => number;
 
-/** The 256-entry CRC-32 table: entry n is the CRC of the single byte n (Sarwate's method). */
-const CRC32_TABLE: Uint32Array = (() => {
-  const table = new Uint32Array(256);
+/**
+ * The 256-entry CRC-32 table: entry n is the CRC of the single byte n (Sarwate's method). Kept as
+ * signed 32-bit integers, like the running CRC below, so V8 stays on small-integer arithmetic.
+ */
+const CRC32_TABLE: Int32Array = (() => {
+  const table = new Int32Array(256);
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let bit = 0; bit < 8; bit++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    table[n] = c >>> 0;
+    table[n] = c;
   }
   return table;
 })();
@@ -67,21 +70,21 @@ function forEachUtf8Byte(text: string, visit: (byte: number) => void): void {
  * @example crc32('127.0.0.1') === 3619153832
  */
 export function crc32(text: string): number {
-  let crc = 0xffffffff;
+  let crc = -1; // 0xFFFFFFFF as int32
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code >= 0x80) return crc32Slow(text); // rare: IPs, origins and most keys are ASCII
     crc = CRC32_TABLE[(crc ^ code) & 0xff]! ^ (crc >>> 8);
   }
-  return (crc ^ 0xffffffff) >>> 0;
+  return ~crc >>> 0;
 }
 
 function crc32Slow(text: string): number {
-  let crc = 0xffffffff;
+  let crc = -1;
   forEachUtf8Byte(text, (byte) => {
     crc = CRC32_TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   });
-  return (crc ^ 0xffffffff) >>> 0;
+  return ~crc >>> 0;
 }
 
 const FNV_OFFSET_BASIS = 2166136261;

@@ -132,3 +132,21 @@ export class ClientAbortError extends RequestError {
   readonly code = 'PRX_CLIENT_ABORT';
   readonly status = 499; // nginx's "client closed request", for the access log only
 }
+
+// ---- admin --------------------------------------------------------------------------------------
+
+/**
+ * An admin API call that cannot be carried out (src/admin): a bad JSON body or upstream (400), a
+ * missing or wrong bearer token (401), no token configured (403), an unknown route or upstream (404),
+ * an upstream already configured by a `pass` line (409). `status` is what the admin client gets,
+ * with `{"error": message}` as the body.
+ */
+export class AdminRequestError extends ProxyError {
+  readonly code = 'ADM_REQUEST';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -3,6 +3,7 @@
  * command's own options. Anything else is a UsageError (exit code 2).
  */
 import { UsageError } from '../errors.js';
+import { parseDuration } from '../config/values.js';
 
 export type Command =
   | { readonly kind: 'run'; readonly configFile: string }
@@ -10,6 +11,16 @@ export type Command =
   | { readonly kind: 'demo'; readonly configFile: string; readonly user: string }
   | { readonly kind: 'simulate'; readonly configFile: string; readonly route: string; readonly n: number; readonly clientIp?: string; readonly key?: string }
   | { readonly kind: 'passwd'; readonly name: string }
+  | {
+      readonly kind: 'heartbeat';
+      readonly admin: string;
+      readonly token: string | undefined;
+      readonly route: string;
+      readonly url: string;
+      readonly weight: number | undefined;
+      readonly everyMs: number;
+      readonly ttlMs: number;
+    }
   | { readonly kind: 'help' }
   | { readonly kind: 'version' };
 
@@ -20,6 +31,9 @@ export const USAGE = `Usage:
   node dist/main.js simulate ROUTE [-n N] [--client-ip IP] [--key K] [--config F]
                                                        show N balancing decisions of a route, step by step
   node dist/main.js passwd NAME                        read a password, print an auth_user line
+  node dist/main.js heartbeat --admin URL --token T --route ROUTE --url URL [--weight N] [--every 3s] [--ttl 10s]
+                                                       register URL with the proxy's admin listener every --every,
+                                                       deregister on SIGTERM/SIGINT (token also from PROXY_ADMIN_TOKEN)
   node dist/main.js --help | --version
 
 Exit codes: 0 success, 1 configuration error, 2 usage error.
@@ -48,8 +62,9 @@ export function parseArguments(argv: readonly string[]): Command {
     else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
     else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
     else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user') options.set(arg, takeValue(arg));
+    else if (HEARTBEAT_FLAGS.includes(arg)) options.set(arg, takeValue(arg));
     else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
-    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'passwd', 'run'].includes(arg)) word = arg;
+    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
     else positional.push(arg);
   }
 
@@ -98,7 +113,50 @@ export function parseArguments(argv: readonly string[]): Command {
       if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
       return { kind: 'passwd', name };
     }
+    case 'heartbeat':
+      allowOptions(...HEARTBEAT_FLAGS);
+      noPositional();
+      return parseHeartbeat(options);
     default:
       throw new UsageError(`unknown command '${word}'`);
   }
+}
+
+const HEARTBEAT_FLAGS = ['--admin', '--token', '--route', '--url', '--weight', '--every', '--ttl'];
+
+/** `heartbeat` options; `--token` falls back to the PROXY_ADMIN_TOKEN environment variable. */
+function parseHeartbeat(options: ReadonlyMap<string, string>): Command {
+  const required = (flag: string): string => {
+    const value = options.get(flag);
+    if (value === undefined) throw new UsageError(`heartbeat needs ${flag}`);
+    return value;
+  };
+  const duration = (flag: string, fallback: string): number => {
+    const text = options.get(flag) ?? fallback;
+    try {
+      return parseDuration(text, 100);
+    } catch (error) {
+      throw new UsageError(`${flag}: ${(error as Error).message}`);
+    }
+  };
+  const admin = required('--admin');
+  if (!/^https?:\/\/[^/]+/.test(admin)) throw new UsageError(`--admin must be a URL like http://127.0.0.1:9090, got '${admin}'`);
+  const weightText = options.get('--weight');
+  const weight = weightText === undefined ? undefined : Number(weightText);
+  if (weight !== undefined && !(Number.isInteger(weight) && weight >= 1 && weight <= 1_000_000)) {
+    throw new UsageError(`--weight must be a whole number from 1 to 1000000, got '${weightText}'`);
+  }
+  const everyMs = duration('--every', '3s');
+  const ttlMs = duration('--ttl', '10s');
+  if (ttlMs <= everyMs) throw new UsageError(`--ttl (${ttlMs}ms) must be longer than --every (${everyMs}ms), ideally about three heartbeats`);
+  return {
+    kind: 'heartbeat',
+    admin,
+    token: options.get('--token') ?? process.env['PROXY_ADMIN_TOKEN'],
+    route: required('--route'),
+    url: required('--url'),
+    weight,
+    everyMs,
+    ttlMs,
+  };
 }

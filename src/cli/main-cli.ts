@@ -3,6 +3,7 @@
  * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
  * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout.
  */
+import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { describeConfig } from '../config/describe-config.js';
@@ -12,6 +13,10 @@ import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import { runDemo } from './run-demo.js';
 import { runSimulate } from './simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
+import { runHeartbeat } from './heartbeat.js';
+import { startLocalAdmin } from '../admin/local-admin.js';
+import { resolveWorkerCount, runClusterPrimary } from '../cluster/cluster-primary.js';
+import { runClusterWorker } from '../cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -38,9 +43,14 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
       case 'run': {
         const config = loadConfigFile(command.configFile);
+        // [server] workers > 1: node:cluster, see src/cluster/cluster-primary.ts.
+        if (cluster.isWorker) return await runClusterWorker(config, log);
+        const workerCount = resolveWorkerCount(config.server.workers);
+        if (workerCount > 1) return await runClusterPrimary(command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);
         reloadOnHangup(running.proxy, command.configFile, log);
-        return await waitForShutdown([running], log);
+        const admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log);
+        return await waitForShutdown(admin === undefined ? [running] : [running, admin], log);
       }
       case 'demo':
         return await runDemo(command.configFile, command.user, log);
@@ -54,6 +64,10 @@ export async function main(argv: readonly string[]): Promise<number> {
           }),
         );
         return 0;
+      }
+      case 'heartbeat': {
+        const { kind: _kind, ...options } = command;
+        return await runHeartbeat(options, log);
       }
       case 'passwd':
         process.stdout.write(`${await runPasswd(command.name, { readPassword: readPasswordFromTerminal })}\n`);

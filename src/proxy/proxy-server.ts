@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Config } from '../config/config.js';
+import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { Upstream } from '../upstream/upstream.js';
 import { rawErrorResponse, sendErrorResponse } from './error-response.js';
@@ -16,13 +16,24 @@ import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker } from '../health/health-checker.js';
+import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
   readonly deps?: Partial<RuntimeDeps>;
   /** Replace the access log (tests collect records). */
   readonly accessLog?: AccessLog;
+  /** Replace the active health probe (tests). Default: the real one of src/health/probe.ts. */
+  readonly probe?: ProbeFunction;
+  /**
+   * True in a cluster worker: this process never runs active health checks; the primary does and
+   * pushes the results (src/cluster). Default false.
+   */
+  readonly isHealthCheckDisabled?: boolean;
 }
+
+/** Called with every finished active health probe (metrics count them by result). */
+export type ProbeObserver = (upstream: UpstreamConfig, result: ProbeResult) => void;
 
 /** What `reload` did, for the log line. */
 export interface ReloadSummary {
@@ -47,13 +58,25 @@ export class ProxyServer {
   readonly #agent: http.Agent;
   readonly #accessLog: AccessLog;
   readonly #observers = new Set<ExchangeObserver>();
+  readonly #probeObservers = new Set<ProbeObserver>();
+  readonly #probe: ProbeFunction;
+  readonly #isHealthCheckDisabled: boolean;
+  /** Upstreams added at run time by the admin registry, per route name; they survive reloads. */
+  readonly #registered = new Map<string, readonly UpstreamConfig[]>();
   readonly #context: ProxyContext;
-  #isListening = false;
+  #areHealthChecksStarted = false;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#config = config;
     this.#deps = { now: () => performance.now(), random: Math.random, log: (line) => process.stderr.write(`${line}\n`), ...options.deps };
     this.#routes = config.routes.map((routeConfig) => new Route(routeConfig, this.#deps));
+    this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
+    const probe = options.probe ?? realProbe;
+    this.#probe = async (upstream, check, probeOptions) => {
+      const result = await probe(upstream, check, probeOptions);
+      for (const observeProbe of this.#probeObservers) observeProbe(upstream, result);
+      return result;
+    };
     // Keep-alive pool to the upstreams. Idle sockets are closed after 4 s, before the 5 s idle
     // limit of node servers (and most others), so we rarely write into a socket being closed.
     this.#agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo', timeout: 4000 });
@@ -109,6 +132,57 @@ export class ProxyServer {
     return () => this.#observers.delete(observer);
   }
 
+  /** Registers `observer` for every finished active health probe; returns the function that unregisters it. */
+  observeProbes(observer: ProbeObserver): () => void {
+    this.#probeObservers.add(observer);
+    return () => this.#probeObservers.delete(observer);
+  }
+
+  /** The upstreams the admin registry added to `routeName` (see `setRegisteredUpstreams`). */
+  registeredUpstreams(routeName: string): readonly UpstreamConfig[] {
+    return this.#registered.get(routeName) ?? [];
+  }
+
+  /**
+   * Replaces the run-time registered upstreams of `routeName` (admin registry, src/admin): the route
+   * is rebuilt with its configured upstreams followed by `configs` (an origin already configured by a
+   * `pass` line is skipped), so its balancer includes them. Upstream objects of unchanged origins are
+   * kept (counters, health, draining); new ones are health-checked, removed ones no longer. Requests in
+   * flight finish on the objects they started with. The list survives `reload`. A route name not in
+   * the config is remembered and applied if a reload brings the route.
+   */
+  setRegisteredUpstreams(routeName: string, configs: readonly UpstreamConfig[]): void {
+    if (configs.length === 0) this.#registered.delete(routeName);
+    else this.#registered.set(routeName, [...configs]);
+    const index = this.#routes.findIndex((route) => route.name === routeName);
+    const old = this.#routes[index];
+    const routeConfig = this.#config.routes.find((route) => route.name === routeName);
+    if (old === undefined || routeConfig === undefined) return;
+    const previous = new Map(old.upstreams.map((upstream) => [upstream.origin, upstream]));
+    const route = this.#buildRoute(routeConfig, (origin) => previous.get(origin));
+    for (const upstream of old.upstreams) if (!route.upstreams.includes(upstream)) this.#healthChecker.removeUpstream(upstream);
+    for (const upstream of route.upstreams) if (!old.upstreams.includes(upstream)) this.#healthChecker.addUpstream(route.config, upstream);
+    const routes = [...this.#routes];
+    routes[index] = route;
+    this.#routes = routes;
+    this.#context.router = new Router(routes);
+  }
+
+  /** A route from its config plus its registered upstreams, reusing `previous(origin)` objects. */
+  #buildRoute(routeConfig: RouteConfig, previous: (origin: string) => Upstream | undefined): Route {
+    const registered = this.registeredUpstreams(routeConfig.name).filter(
+      (candidate) => !routeConfig.upstreams.some((configured) => configured.origin === candidate.origin),
+    );
+    const config = registered.length === 0 ? routeConfig : { ...routeConfig, upstreams: [...routeConfig.upstreams, ...registered] };
+    const upstreams = config.upstreams.map((upstreamConfig) => {
+      const old = previous(upstreamConfig.origin);
+      if (old === undefined) return new Upstream(upstreamConfig, routeConfig.name);
+      old.reconfigure(upstreamConfig);
+      return old;
+    });
+    return new Route(config, this.#deps, upstreams);
+  }
+
   /**
    * Swaps in a new config without dropping in-flight requests or the listening socket (SIGHUP):
    * new routes, balancers and health checks; the runtime state (health, counters, ejection,
@@ -119,17 +193,16 @@ export class ProxyServer {
     const previous = new Map<string, Upstream>();
     for (const route of this.#routes) for (const upstream of route.upstreams) previous.set(`${route.name} ${upstream.origin}`, upstream);
     let kept = 0;
-    const routes = config.routes.map((routeConfig) => {
-      const upstreams = routeConfig.upstreams.map((upstreamConfig) => {
-        const old = previous.get(`${routeConfig.name} ${upstreamConfig.origin}`);
-        if (old === undefined) return new Upstream(upstreamConfig, routeConfig.name);
-        previous.delete(`${routeConfig.name} ${upstreamConfig.origin}`);
-        kept++;
-        old.reconfigure(upstreamConfig);
+    const routes = config.routes.map((routeConfig) =>
+      this.#buildRoute(routeConfig, (origin) => {
+        const old = previous.get(`${routeConfig.name} ${origin}`);
+        if (old !== undefined) {
+          previous.delete(`${routeConfig.name} ${origin}`);
+          kept++;
+        }
         return old;
-      });
-      return new Route(routeConfig, this.#deps, upstreams);
-    });
+      }),
+    );
     const added = routes.reduce((n, r) => n + r.upstreams.length, 0) - kept;
     const warnings: string[] = [];
     const before = this.#config.server;
@@ -146,7 +219,7 @@ export class ProxyServer {
     this.#context.router = new Router(routes);
     this.#context.server = { ...before, trustedProxies: config.server.trustedProxies };
     this.#healthChecker = this.#createHealthChecker();
-    if (this.#isListening) this.#healthChecker.start();
+    if (this.#areHealthChecksStarted) this.#healthChecker.start();
     return { kept, added, removed: previous.size, warnings };
   }
 
@@ -154,7 +227,17 @@ export class ProxyServer {
     return new HealthChecker({
       routes: this.#routes.map((route) => ({ route: route.config, upstreams: route.upstreams })),
       log: this.#deps.log,
+      probe: this.#probe,
     });
+  }
+
+  /**
+   * Starts the active health checks (and keeps them running across reloads). `listen()` calls it
+   * unless `isHealthCheckDisabled`; a cluster primary, which never listens, calls it itself.
+   */
+  startHealthChecks(): void {
+    this.#areHealthChecksStarted = true;
+    this.#healthChecker.start();
   }
 
   /** Starts listening on `[server] listen` (or `port` when given, e.g. 0 in tests). Resolves with the bound port. */
@@ -166,8 +249,7 @@ export class ProxyServer {
         resolve();
       });
     });
-    this.#isListening = true;
-    this.#healthChecker.start();
+    if (!this.#isHealthCheckDisabled) this.startHealthChecks();
     return (this.server.address() as AddressInfo).port;
   }
 
@@ -177,6 +259,7 @@ export class ProxyServer {
    * Resolves true when everything finished in time.
    */
   async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
+    this.#areHealthChecksStarted = false;
     this.#healthChecker.stop();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();

@@ -1,0 +1,271 @@
+/**
+ * The `[admin]` listener (SPEC 1.2): a node:http server of its own, apart from the proxy's, so
+ * operators can firewall it and a flood of proxied traffic cannot starve it. Its API:
+ *
+ * | method and path | what | needs the token |
+ * |---|---|---|
+ * | `GET /status` | the live HTML status page | only off loopback |
+ * | `GET /status.json` | the same data as JSON | only off loopback |
+ * | `GET /metrics` | Prometheus text format 0.0.4 | only off loopback |
+ * | `GET /routes/ROUTE/upstreams` | the route's upstreams (status JSON) and its registry entries | only off loopback |
+ * | `PUT /routes/ROUTE/upstreams` | register or refresh `{"url", "weight"?, "backup"?, "ttl"?}` | yes |
+ * | `DELETE /routes/ROUTE/upstreams?url=URL` (or `{"url"}` body) | deregister | yes |
+ * | `POST /routes/ROUTE/upstreams/drain` `{"url"}` | no new requests; in-flight ones finish | yes |
+ * | `POST /routes/ROUTE/upstreams/enable` `{"url"}` | end a drain | yes |
+ *
+ * Access rules: every state-changing call needs `Authorization: Bearer TOKEN` (RFC 6750), compared
+ * in constant time; missing or wrong → 401 with `WWW-Authenticate: Bearer`. With no `token`
+ * configured, state-changing calls are refused with 403: an admin API without a secret must not
+ * change anything. Read-only pages are open when `listen` is a loopback address (only this box can
+ * reach them, as nginx's `stub_status` behind `allow 127.0.0.1`); on any other address they need the
+ * token too, and with no token they are refused (403). Errors are `{"error": "…"}` JSON.
+ */
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AdminConfig } from '../config/config.js';
+import { AdminRequestError } from '../errors.js';
+import type { ProxyServer } from '../proxy/proxy-server.js';
+import { isLoopbackHost, isTokenEqual, readBearerToken } from './bearer-token.js';
+import type { MetricsState } from './metrics-collector.js';
+import { renderMetrics } from './metrics-exposition.js';
+import { EXPOSITION_CONTENT_TYPE } from './prometheus-text.js';
+import { renderStatusPage } from './status-page.js';
+import { buildStatusSnapshot, type StatusSnapshot, type WorkerReport } from './status-snapshot.js';
+import { parseRegisteredUpstream, type UpstreamRegistry } from './upstream-registry.js';
+
+/** Largest JSON body the admin API reads: 64 KiB. */
+export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
+
+/** Counters of every process that serves traffic, and their metrics added up. */
+export interface CollectedCounters {
+  readonly reports: readonly WorkerReport[];
+  readonly metrics: MetricsState;
+}
+
+export interface AdminServerOptions {
+  readonly config: AdminConfig;
+  /** The authoritative routes, health and draining (the proxy itself, or the cluster primary's model). */
+  readonly proxy: ProxyServer;
+  readonly registry: UpstreamRegistry;
+  /** Gathers the counters: this process's in single mode, every worker's in a cluster. */
+  readonly collect: () => Promise<CollectedCounters>;
+  readonly mode: 'single' | 'cluster';
+  /** Called after drain/enable (cluster mode pushes the change to the workers). */
+  readonly onStateChange?: () => void;
+  /** Registry clock (ms); must match the registry's. Default `Date.now`. */
+  readonly registryNow?: () => number;
+  /** Health checker clock (ms), for probe ages. Default `Date.now`. */
+  readonly probeNow?: () => number;
+  /** Action log (one line, no newline). Default: nowhere. */
+  readonly log?: (line: string) => void;
+}
+
+type Handler = (clientReq: IncomingMessage, url: URL, routeName: string | undefined) => Promise<Reply>;
+
+interface Reply {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export class AdminServer {
+  readonly server: http.Server;
+  readonly #options: AdminServerOptions;
+  readonly #isLoopback: boolean;
+
+  constructor(options: AdminServerOptions) {
+    this.#options = options;
+    this.#isLoopback = isLoopbackHost(options.config.listen.host);
+    this.server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 });
+    this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => {
+      void this.#handle(clientReq).then((reply) => send(clientRes, clientReq.method === 'HEAD' ? { ...reply, body: '' } : reply));
+    });
+  }
+
+  /** Listens on `[admin] listen` (or `port`/`host` when given; 0 picks a free port). Resolves with the port. */
+  async listen(port = this.#options.config.listen.port, host = this.#options.config.listen.host): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Stops listening and closes every admin connection (nothing long-running is served here). */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  /** The status now, with every process's counters. */
+  async snapshot(): Promise<{ snapshot: StatusSnapshot; metrics: MetricsState }> {
+    const { reports, metrics } = await this.#options.collect();
+    const snapshot = buildStatusSnapshot(this.#options.proxy, reports, {
+      mode: this.#options.mode,
+      registry: this.#options.registry.entries(),
+      registryNowMs: (this.#options.registryNow ?? Date.now)(),
+      probeNowMs: (this.#options.probeNow ?? Date.now)(),
+    });
+    return { snapshot, metrics };
+  }
+
+  async #handle(clientReq: IncomingMessage): Promise<Reply> {
+    try {
+      const url = new URL(clientReq.url ?? '/', 'http://admin.invalid');
+      const { handler, isStateChanging, routeName, allow } = this.#resolve(clientReq.method ?? 'GET', url.pathname);
+      if (handler === undefined) {
+        if (allow === undefined) throw new AdminRequestError(404, `no admin endpoint ${url.pathname}`);
+        return { ...json(405, { error: `method ${clientReq.method} not allowed here` }), headers: { allow } };
+      }
+      this.#authorize(clientReq, isStateChanging);
+      return await handler(clientReq, url, routeName);
+    } catch (error) {
+      if (error instanceof AdminRequestError) {
+        const reply = json(error.status, { error: error.message });
+        return error.status === 401 ? { ...reply, headers: { 'www-authenticate': 'Bearer realm="proxy admin"' } } : reply;
+      }
+      this.#options.log?.(`admin: ${(error as Error)?.stack ?? String(error)}`);
+      return json(500, { error: 'internal error' });
+    }
+  }
+
+  /** The endpoint table. */
+  #resolve(method: string, pathname: string): { handler?: Handler; isStateChanging: boolean; routeName?: string; allow?: string } {
+    const isRead = method === 'GET' || method === 'HEAD';
+    const readOnly = (handler: Handler): { handler?: Handler; isStateChanging: boolean; allow?: string } =>
+      isRead ? { handler, isStateChanging: false } : { isStateChanging: false, allow: 'GET, HEAD' };
+    switch (pathname) {
+      case '/':
+        return readOnly(async () => ({ status: 302, contentType: 'text/plain; charset=utf-8', body: 'see /status\n', headers: { location: '/status' } }));
+      case '/status':
+        return readOnly(async () => ({ status: 200, contentType: 'text/html; charset=utf-8', body: renderStatusPage((await this.snapshot()).snapshot) }));
+      case '/status.json':
+        return readOnly(async () => json(200, (await this.snapshot()).snapshot));
+      case '/metrics':
+        return readOnly(async () => {
+          const { snapshot, metrics } = await this.snapshot();
+          return { status: 200, contentType: EXPOSITION_CONTENT_TYPE, body: renderMetrics(snapshot, metrics) };
+        });
+    }
+    const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?\/?$/.exec(pathname);
+    if (match === null) return { isStateChanging: false };
+    const routeName = decodeURIComponent(match[1] ?? '');
+    const action = match[2];
+    if (action !== undefined) {
+      if (method !== 'POST') return { isStateChanging: true, allow: 'POST' };
+      return { handler: (req) => this.#setDraining(req, routeName, action === 'drain'), isStateChanging: true, routeName };
+    }
+    if (isRead) return { handler: () => this.#listUpstreams(routeName), isStateChanging: false, routeName };
+    if (method === 'PUT') return { handler: (req) => this.#register(req, routeName), isStateChanging: true, routeName };
+    if (method === 'DELETE') return { handler: (req, url) => this.#deregister(req, url, routeName), isStateChanging: true, routeName };
+    return { isStateChanging: true, allow: 'GET, HEAD, PUT, DELETE' };
+  }
+
+  /** Throws AdminRequestError 401/403 unless the request may go on (see the file comment). */
+  #authorize(clientReq: IncomingMessage, isStateChanging: boolean): void {
+    if (!isStateChanging && this.#isLoopback) return;
+    const expected = this.#options.config.token;
+    if (expected === undefined) {
+      throw new AdminRequestError(
+        403,
+        isStateChanging
+          ? 'state-changing admin calls are disabled: set [admin] token in the config to enable them'
+          : 'the admin listener is not on a loopback address, so it needs [admin] token even for read-only pages',
+      );
+    }
+    const given = readBearerToken(clientReq.headers.authorization);
+    if (given === undefined) throw new AdminRequestError(401, 'missing bearer token (send Authorization: Bearer TOKEN)');
+    if (!isTokenEqual(given, expected)) throw new AdminRequestError(401, 'wrong bearer token');
+  }
+
+  async #listUpstreams(routeName: string): Promise<Reply> {
+    const { snapshot } = await this.snapshot();
+    const route = snapshot.routes.find((candidate) => candidate.name === routeName);
+    if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
+    return json(200, route);
+  }
+
+  async #register(clientReq: IncomingMessage, routeName: string): Promise<Reply> {
+    const body = await readJsonBody(clientReq, true);
+    const { entry, isNew } = this.#options.registry.register(routeName, body);
+    return json(isNew ? 201 : 200, {
+      route: routeName,
+      url: entry.config.url,
+      origin: entry.config.origin,
+      weight: entry.config.weight,
+      backup: entry.config.isBackup,
+      ttlMs: entry.ttlMs,
+      status: isNew ? 'registered' : 'refreshed',
+    });
+  }
+
+  async #deregister(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
+    const body = await readJsonBody(clientReq, false);
+    const target = url.searchParams.get('url') ?? (body as { url?: unknown } | undefined)?.url;
+    if (target === undefined) throw new AdminRequestError(400, "say which upstream: DELETE …/upstreams?url=http://host:port or a {\"url\": …} body");
+    const isRemoved = this.#options.registry.deregister(routeName, target);
+    if (!isRemoved) throw new AdminRequestError(404, `${String(target)} is not registered for route '${routeName}'`);
+    return json(200, { route: routeName, url: target, status: 'deregistered' });
+  }
+
+  async #setDraining(clientReq: IncomingMessage, routeName: string, isDraining: boolean): Promise<Reply> {
+    const body = await readJsonBody(clientReq, true);
+    const url = (body as { url?: unknown }).url;
+    const config = parseRegisteredUpstream({ url }, routeName);
+    const route = this.#options.proxy.routes.find((candidate) => candidate.name === routeName);
+    if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
+    const upstream = route.upstreams.find((candidate) => candidate.origin === config.origin);
+    if (upstream === undefined) throw new AdminRequestError(404, `route '${routeName}' has no upstream ${config.origin}`);
+    const wasDraining = upstream.isDraining;
+    upstream.isDraining = isDraining;
+    if (wasDraining !== isDraining) {
+      this.#options.log?.(`admin: ${isDraining ? 'draining' : 'enabled'} upstream ${upstream.origin} of route ${routeName}`);
+    }
+    this.#options.onStateChange?.();
+    return json(200, { route: routeName, origin: upstream.origin, draining: isDraining, activeRequests: upstream.activeRequests });
+  }
+}
+
+function json(status: number, value: unknown): Reply {
+  return { status, contentType: 'application/json; charset=utf-8', body: `${JSON.stringify(value, null, 2)}\n` };
+}
+
+function send(clientRes: ServerResponse, reply: Reply): void {
+  clientRes.writeHead(reply.status, {
+    'content-type': reply.contentType,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    ...reply.headers,
+  });
+  clientRes.end(reply.body);
+}
+
+/**
+ * Reads a JSON body of at most MAX_ADMIN_BODY_BYTES. An empty body is undefined (an error when
+ * `isRequired`). Throws AdminRequestError 400 (not JSON), 413 (too large).
+ */
+async function readJsonBody(clientReq: IncomingMessage, isRequired: boolean): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of clientReq as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_ADMIN_BODY_BYTES) throw new AdminRequestError(413, `body larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') {
+    if (isRequired) throw new AdminRequestError(400, 'expected a JSON body like {"url": "http://127.0.0.1:9003"}');
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new AdminRequestError(400, `body is not JSON: ${(error as Error).message}`);
+  }
+}

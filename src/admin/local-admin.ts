@@ -1,0 +1,68 @@
+/**
+ * The admin listener of a single-process proxy (`[server] workers = 1`): one MetricsCollector fed by
+ * the proxy's own exchanges and probes, one registry that rebuilds the proxy's routes, and the
+ * AdminServer over both. The cluster primary wires the same pieces differently (src/cluster).
+ */
+import type { AdminConfig } from '../config/config.js';
+import type { Timers } from '../health/health-checker.js';
+import type { ProxyServer } from '../proxy/proxy-server.js';
+import { AdminServer } from './admin-server.js';
+import { MetricsCollector } from './metrics-collector.js';
+import { collectWorkerReport } from './status-snapshot.js';
+import { UpstreamRegistry } from './upstream-registry.js';
+
+export interface LocalAdmin {
+  readonly admin: AdminServer;
+  readonly registry: UpstreamRegistry;
+  readonly metrics: MetricsCollector;
+  readonly port: number;
+  /** Closes the listener, clears registry timers and detaches the collector. */
+  stop(): Promise<void>;
+}
+
+export interface LocalAdminOptions {
+  /** Registry clock, ms. Default `Date.now`. */
+  readonly registryNow?: () => number;
+  /** Registry expiry timers. Default the global ones. */
+  readonly registryTimers?: Timers;
+  /** The proxy's clock (passive ejection), ms. Default `performance.now`, as the proxy's. */
+  readonly proxyNow?: () => number;
+  /** Override `[admin] listen`'s port (tests pass 0). */
+  readonly port?: number;
+}
+
+/** Starts the admin listener for `proxy` on `config.listen`; logs where it listens. */
+export async function startLocalAdmin(proxy: ProxyServer, config: AdminConfig, log: (line: string) => void, options: LocalAdminOptions = {}): Promise<LocalAdmin> {
+  const metrics = new MetricsCollector();
+  const detach = metrics.attach(proxy);
+  const registry = new UpstreamRegistry({
+    target: proxy,
+    log,
+    ...(options.registryNow === undefined ? {} : { now: options.registryNow }),
+    ...(options.registryTimers === undefined ? {} : { timers: options.registryTimers }),
+  });
+  const proxyNow = options.proxyNow ?? (() => performance.now());
+  const admin = new AdminServer({
+    config,
+    proxy,
+    registry,
+    mode: 'single',
+    collect: async () => ({ reports: [collectWorkerReport(proxy, metrics.state, proxyNow())], metrics: metrics.state }),
+    log,
+    ...(options.registryNow === undefined ? {} : { registryNow: options.registryNow }),
+  });
+  const port = await admin.listen(options.port ?? config.listen.port);
+  const { host } = config.listen;
+  log(`admin listening on ${host.includes(':') ? `[${host}]` : host}:${port} (/status, /status.json, /metrics${config.token === undefined ? '; no token: state-changing calls refused' : ''})`);
+  return {
+    admin,
+    registry,
+    metrics,
+    port,
+    async stop() {
+      registry.close();
+      detach();
+      await admin.close();
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The counters behind `/metrics` that no Upstream field holds: requests by route and status class,
+ * upstream attempts by status class, the request-duration histogram, retries and health-probe
+ * results. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
+ * `ProxyServer.observeProbes`, and keeps plain JSON-able data (`MetricsState`) so a cluster worker
+ * can send it to the primary, which adds the states of all workers up (`mergeMetrics`).
+ *
+ * Label keys are joined with a tab: route names, `host:port` and status classes never contain one.
+ */
+import type { AccessLogRecord } from '../proxy/access-log.js';
+import type { ProxyServer } from '../proxy/proxy-server.js';
+
+/**
+ * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
+ * default buckets, 5 ms to 10 s, which suit an HTTP proxy.
+ */
+export const DURATION_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** One histogram: `counts[i]` requests fell in bucket i (not cumulative); one extra slot for +Inf. */
+export interface HistogramState {
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** Counters keyed by tab-joined label values. */
+export interface MetricsState {
+  /** `route\tstatus_class` → exchanges answered to the client. */
+  readonly requests: Record<string, number>;
+  /** `route\tupstream\tstatus_class` → upstream attempts (`status_class` is `error` for a failed attempt). */
+  readonly upstreamRequests: Record<string, number>;
+  /** route → request duration histogram. */
+  readonly durations: Record<string, HistogramState>;
+  /** route → extra attempts after the first. */
+  readonly retries: Record<string, number>;
+  /** `route\tupstream\tresult` (`ok` | `fail`) → active health probes. */
+  readonly probes: Record<string, number>;
+}
+
+/** The label value for a request that matched no route. */
+export const NO_ROUTE = '(none)';
+
+/** `2xx`, `5xx`, … for an HTTP status; `error` for an attempt without one. */
+export function statusClass(status: number | undefined): string {
+  return status === undefined ? 'error' : `${Math.floor(status / 100)}xx`;
+}
+
+export function emptyMetrics(): MetricsState {
+  return { requests: {}, upstreamRequests: {}, durations: {}, retries: {}, probes: {} };
+}
+
+export class MetricsCollector {
+  readonly state: MetricsState = emptyMetrics();
+
+  /** Counts one finished exchange (an access-log record). */
+  recordExchange(record: AccessLogRecord): void {
+    const route = record.route ?? NO_ROUTE;
+    increment(this.state.requests, `${route}\t${statusClass(record.status)}`);
+    for (const attempt of record.attempts) {
+      increment(this.state.upstreamRequests, `${route}\t${attempt.upstream}\t${statusClass(attempt.error === undefined ? attempt.status : undefined)}`);
+    }
+    if (record.attempts.length > 1) increment(this.state.retries, route, record.attempts.length - 1);
+    observeDuration((this.state.durations[route] ??= newHistogram()), record.durationMs / 1000);
+  }
+
+  /** Counts one finished health probe of `upstream` (`host:port`) of `route`. */
+  recordProbe(route: string, upstream: string, isOk: boolean): void {
+    increment(this.state.probes, `${route}\t${upstream}\t${isOk ? 'ok' : 'fail'}`);
+  }
+
+  /** Feeds this collector from `proxy`'s exchanges and probes. Returns the function that detaches it. */
+  attach(proxy: ProxyServer): () => void {
+    const stopExchanges = proxy.observe((record) => this.recordExchange(record));
+    const stopProbes = proxy.observeProbes((upstreamConfig, result) => {
+      const route = proxy.routes.find((candidate) => candidate.upstreams.some((upstream) => upstream.config === upstreamConfig));
+      this.recordProbe(route?.name ?? NO_ROUTE, upstreamConfig.hostHeader, result.ok);
+    });
+    return () => {
+      stopExchanges();
+      stopProbes();
+    };
+  }
+}
+
+/** Adds states up (the primary merging its workers' counters). The inputs are not changed. */
+export function mergeMetrics(states: readonly MetricsState[]): MetricsState {
+  const total = emptyMetrics();
+  for (const state of states) {
+    for (const key of ['requests', 'upstreamRequests', 'retries', 'probes'] as const) {
+      for (const [label, count] of Object.entries(state[key])) increment(total[key], label, count);
+    }
+    for (const [route, histogram] of Object.entries(state.durations)) {
+      const into = (total.durations[route] ??= newHistogram());
+      histogram.counts.forEach((count, index) => (into.counts[index] = (into.counts[index] ?? 0) + count));
+      into.sum += histogram.sum;
+      into.count += histogram.count;
+    }
+  }
+  return total;
+}
+
+function newHistogram(): HistogramState {
+  return { counts: new Array<number>(DURATION_BUCKETS_SECONDS.length + 1).fill(0), sum: 0, count: 0 };
+}
+
+function observeDuration(histogram: HistogramState, seconds: number): void {
+  const bucket = DURATION_BUCKETS_SECONDS.findIndex((bound) => seconds <= bound);
+  const index = bucket < 0 ? DURATION_BUCKETS_SECONDS.length : bucket;
+  histogram.counts[index] = (histogram.counts[index] ?? 0) + 1;
+  histogram.sum += seconds;
+  histogram.count++;
+}
+
+function increment(counters: Record<string, number>, key: string, by = 1): void {
+  counters[key] = (counters[key] ?? 0) + by;
+}

@@ -1,0 +1,113 @@
+/**
+ * `GET /metrics`: the proxy's counters and gauges in the Prometheus text format (see
+ * prometheus-text.ts). Names follow the Prometheus naming guide (`proxy_` prefix, base units —
+ * seconds — and `_total` counters). What each family counts:
+ *
+ * | family | type | labels | source |
+ * |---|---|---|---|
+ * | `proxy_requests_total` | counter | route, status_class | every finished exchange (access-log record); route `(none)` when no route matched |
+ * | `proxy_upstream_requests_total` | counter | route, upstream, status_class | every upstream attempt; status_class `error` when it failed without a status |
+ * | `proxy_request_duration_seconds` | histogram | route | exchange duration, buckets 5 ms … 10 s |
+ * | `proxy_retries_total` | counter | route | attempts after the first |
+ * | `proxy_health_checks_total` | counter | route, upstream, result | active probes, result `ok` or `fail` |
+ * | `proxy_upstream_up` | gauge | route, upstream | 1 when active health says UP, else 0 |
+ * | `proxy_upstream_available` | gauge | route, upstream | 1 when a balancer may pick it (UP, not down, ejected or draining) |
+ * | `proxy_upstream_active_requests` | gauge | route, upstream | requests in flight |
+ * | `proxy_upstream_weight` / `proxy_upstream_effective_weight` | gauge | route, upstream | configured / current weight |
+ * | `proxy_upstream_failures_total` | counter | route, upstream | failed attempts (passive health) |
+ *
+ * Upstream counters live on the Upstream objects; an upstream removed by a reload or the registry
+ * takes its counters with it (Prometheus sees a counter reset, which `rate()` handles).
+ */
+import { DURATION_BUCKETS_SECONDS, type MetricsState } from './metrics-collector.js';
+import { histogramSamples, renderExposition, type MetricFamily, type Sample } from './prometheus-text.js';
+import type { StatusSnapshot, UpstreamStatus } from './status-snapshot.js';
+
+/** Renders `/metrics` from a status snapshot (gauges, upstream totals) and merged metrics (counters). */
+export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): string {
+  const upstreams = snapshot.routes.flatMap((route) => route.upstreams.map((upstream) => ({ route: route.name, upstream })));
+  const perUpstream = (value: (upstream: UpstreamStatus) => number): Sample[] =>
+    upstreams.map(({ route, upstream }) => ({ labels: { route, upstream: upstream.address }, value: value(upstream) }));
+  const fromKeys = (counters: Record<string, number>, labelNames: readonly string[]): Sample[] =>
+    Object.entries(counters)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, value]) => {
+        const parts = key.split('\t');
+        return { labels: Object.fromEntries(labelNames.map((name, index) => [name, parts[index] ?? ''])), value };
+      });
+
+  const families: MetricFamily[] = [
+    {
+      name: 'proxy_requests_total',
+      help: 'Requests answered to clients, by route and status class.',
+      type: 'counter',
+      samples: fromKeys(metrics.requests, ['route', 'status_class']),
+    },
+    {
+      name: 'proxy_upstream_requests_total',
+      help: 'Attempts sent to upstreams, by route, upstream and status class (error: no response status).',
+      type: 'counter',
+      samples: fromKeys(metrics.upstreamRequests, ['route', 'upstream', 'status_class']),
+    },
+    {
+      name: 'proxy_request_duration_seconds',
+      help: 'Time from the request head to the end of the response, by route.',
+      type: 'histogram',
+      samples: Object.keys(metrics.durations)
+        .sort()
+        .flatMap((route) => {
+          const histogram = metrics.durations[route]!;
+          return histogramSamples({ route }, DURATION_BUCKETS_SECONDS, histogram.counts, histogram.sum);
+        }),
+    },
+    {
+      name: 'proxy_retries_total',
+      help: 'Attempts after the first one of a request, by route.',
+      type: 'counter',
+      samples: fromKeys(metrics.retries, ['route']),
+    },
+    {
+      name: 'proxy_health_checks_total',
+      help: 'Active health probes, by route, upstream and result (ok or fail).',
+      type: 'counter',
+      samples: fromKeys(metrics.probes, ['route', 'upstream', 'result']),
+    },
+    {
+      name: 'proxy_upstream_up',
+      help: '1 when active health checks consider the upstream UP, 0 when DOWN.',
+      type: 'gauge',
+      samples: perUpstream((u) => (u.healthState === 'up' ? 1 : 0)),
+    },
+    {
+      name: 'proxy_upstream_available',
+      help: '1 when a balancer may pick the upstream (UP, not marked down, not ejected, not draining).',
+      type: 'gauge',
+      samples: perUpstream((u) => (u.state === 'UP' ? 1 : 0)),
+    },
+    {
+      name: 'proxy_upstream_active_requests',
+      help: 'Requests dispatched to the upstream and not yet ended (summed over workers).',
+      type: 'gauge',
+      samples: perUpstream((u) => u.activeRequests),
+    },
+    {
+      name: 'proxy_upstream_weight',
+      help: 'Configured weight of the upstream.',
+      type: 'gauge',
+      samples: perUpstream((u) => u.weight),
+    },
+    {
+      name: 'proxy_upstream_effective_weight',
+      help: 'Effective weight after failures (the lowest of any worker).',
+      type: 'gauge',
+      samples: perUpstream((u) => u.effectiveWeight),
+    },
+    {
+      name: 'proxy_upstream_failures_total',
+      help: 'Failed attempts (connect error, timeout, reset) counted by passive health.',
+      type: 'counter',
+      samples: perUpstream((u) => u.failuresTotal),
+    },
+  ];
+  return renderExposition(families);
+}

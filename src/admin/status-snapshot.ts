@@ -1,0 +1,228 @@
+/**
+ * What `/status`, `/status.json` and `/metrics` show, built in two steps so one process or a whole
+ * cluster can answer:
+ *
+ * 1. `collectWorkerReport` — every process that serves traffic reports its own counters: per
+ *    upstream active requests, totals, effective weight, passive ejection and the health state it
+ *    believes in; per route the strategy's live state (`balancer.describeState()`); its metrics.
+ * 2. `buildStatusSnapshot` — one process with the authoritative view of routes, health, draining and
+ *    the registry (the single process, or the cluster primary) joins the reports: totals and active
+ *    requests add up, effective weight is the lowest any worker has, an upstream counts as ejected
+ *    when some worker ejected it, and every upstream also lists what each worker sees.
+ *
+ * Everything here is plain JSON, so reports travel over the cluster's IPC channel as they are.
+ */
+import type { Upstream } from '../upstream/upstream.js';
+import type { ProxyServer } from '../proxy/proxy-server.js';
+import type { RouteConfig } from '../config/config.js';
+import type { MetricsState } from './metrics-collector.js';
+import type { RegistryEntry } from './upstream-registry.js';
+
+/** One process's counters for one upstream. */
+export interface UpstreamCounters {
+  readonly activeRequests: number;
+  readonly requestsTotal: number;
+  readonly failuresTotal: number;
+  readonly effectiveWeight: number;
+  readonly isEjected: boolean;
+  readonly healthState: 'up' | 'down';
+  readonly isDraining: boolean;
+}
+
+/** One process's counters (a cluster worker's, or the single process's). */
+export interface WorkerReport {
+  readonly pid: number;
+  /** Key `ROUTE ORIGIN`. */
+  readonly upstreams: Readonly<Record<string, UpstreamCounters>>;
+  /** Route name → `balancer.describeState()`, in upstream order. */
+  readonly strategyState: Readonly<Record<string, readonly Readonly<Record<string, number | string>>[]>>;
+  readonly metrics: MetricsState;
+}
+
+/** The single state shown for an upstream, most important first: down (config) > draining > DOWN (health) > ejected > UP. */
+export type UpstreamStateLabel = 'down' | 'draining' | 'DOWN' | 'ejected' | 'UP';
+
+export interface UpstreamStatus {
+  /** `http://host:port`. */
+  readonly origin: string;
+  /** `host:port` as the access log and `/metrics` name it. */
+  readonly address: string;
+  readonly state: UpstreamStateLabel;
+  readonly isBackup: boolean;
+  /** Marked `down` in the config. */
+  readonly isDown: boolean;
+  readonly isDraining: boolean;
+  readonly isEjected: boolean;
+  readonly healthState: 'up' | 'down';
+  readonly weight: number;
+  readonly effectiveWeight: number;
+  readonly activeRequests: number;
+  readonly requestsTotal: number;
+  readonly failuresTotal: number;
+  readonly lastProbe: { readonly ok: boolean; readonly status?: number; readonly latencyMs: number; readonly error?: string; readonly ageMs: number } | null;
+  /** The strategy's private state for this upstream (first worker's in a cluster), e.g. `{current: 3}`. */
+  readonly strategyState: Readonly<Record<string, number | string>> | null;
+  /** Set for an upstream added by the registry. */
+  readonly registry: { readonly ttlMs: number; readonly expiresInMs: number } | null;
+  /** Each worker's own view (one entry in single-process mode). */
+  readonly workers: readonly ({ readonly pid: number } & UpstreamCounters)[];
+}
+
+export interface RouteStatus {
+  readonly name: string;
+  /** `/a`, `~ ^/api/`, with `host` when set. */
+  readonly match: string;
+  readonly strategy: string;
+  readonly healthCheck: { readonly isEnabled: boolean; readonly intervalMs: number; readonly method: string; readonly path: string };
+  readonly upstreams: readonly UpstreamStatus[];
+}
+
+export interface StatusSnapshot {
+  /** ISO time the snapshot was made. */
+  readonly generatedAt: string;
+  /** The process answering (the primary in a cluster). */
+  readonly pid: number;
+  readonly mode: 'single' | 'cluster';
+  readonly configFile: string;
+  readonly workers: readonly { readonly pid: number; readonly requestsTotal: number; readonly activeRequests: number }[];
+  readonly totals: { readonly requests: number; readonly byStatusClass: Readonly<Record<string, number>> };
+  readonly routes: readonly RouteStatus[];
+}
+
+/**
+ * This process's counters.
+ * @param nowMs the proxy's clock (the one passive ejection uses; `performance.now()` by default)
+ */
+export function collectWorkerReport(proxy: ProxyServer, metrics: MetricsState, nowMs: number, pid = process.pid): WorkerReport {
+  const upstreams: Record<string, UpstreamCounters> = {};
+  const strategyState: Record<string, readonly Readonly<Record<string, number | string>>[]> = {};
+  for (const route of proxy.routes) {
+    strategyState[route.name] = route.balancer.describeState();
+    for (const upstream of route.upstreams) upstreams[`${route.name} ${upstream.origin}`] = countersOf(upstream, nowMs);
+  }
+  return { pid, upstreams, strategyState, metrics };
+}
+
+function countersOf(upstream: Upstream, nowMs: number): UpstreamCounters {
+  return {
+    activeRequests: upstream.activeRequests,
+    requestsTotal: upstream.requestsTotal,
+    failuresTotal: upstream.failuresTotal,
+    effectiveWeight: upstream.effectiveWeight,
+    isEjected: upstream.isEjected(nowMs),
+    healthState: upstream.healthState,
+    isDraining: upstream.isDraining,
+  };
+}
+
+export interface SnapshotOptions {
+  readonly mode: 'single' | 'cluster';
+  /** Registered upstreams (for their ttl), from `UpstreamRegistry.entries()`. */
+  readonly registry: readonly RegistryEntry[];
+  /** The registry's clock, ms (`Date.now` by default). */
+  readonly registryNowMs: number;
+  /** The health checker's clock, ms, for `lastProbe.ageMs` (`Date.now` by default). */
+  readonly probeNowMs: number;
+}
+
+/**
+ * Joins `reports` over the routes, health and draining of `proxy` (the authoritative process).
+ * Upstreams a report does not know (e.g. registered a moment ago) count as zero there.
+ */
+export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly WorkerReport[], options: SnapshotOptions): StatusSnapshot {
+  const byStatusClass: Record<string, number> = {};
+  for (const report of reports) {
+    for (const [key, count] of Object.entries(report.metrics.requests)) {
+      const statusClass = key.slice(key.lastIndexOf('\t') + 1);
+      byStatusClass[statusClass] = (byStatusClass[statusClass] ?? 0) + count;
+    }
+  }
+  const workers = reports.map((report) => {
+    const counters = Object.values(report.upstreams);
+    return {
+      pid: report.pid,
+      requestsTotal: Object.values(report.metrics.requests).reduce((sum, n) => sum + n, 0),
+      activeRequests: counters.reduce((sum, c) => sum + c.activeRequests, 0),
+    };
+  });
+
+  const routes = proxy.routes.map((route): RouteStatus => {
+    const firstState = reports[0]?.strategyState[route.name] ?? route.balancer.describeState();
+    const upstreams = route.upstreams.map((upstream, index): UpstreamStatus => {
+      const key = `${route.name} ${upstream.origin}`;
+      const perWorker = reports.flatMap((report) => {
+        const counters = report.upstreams[key];
+        return counters === undefined ? [] : [{ pid: report.pid, ...counters }];
+      });
+      const sum = (field: 'activeRequests' | 'requestsTotal' | 'failuresTotal'): number => perWorker.reduce((total, c) => total + c[field], 0);
+      const isEjected = perWorker.some((c) => c.isEjected);
+      const entry = options.registry.find((e) => e.routeName === route.name && e.config.origin === upstream.origin);
+      const probe = upstream.lastProbe;
+      return {
+        origin: upstream.origin,
+        address: upstream.config.hostHeader,
+        state: stateLabel(upstream.config.isDown, upstream.isDraining, upstream.healthState, isEjected),
+        isBackup: upstream.config.isBackup,
+        isDown: upstream.config.isDown,
+        isDraining: upstream.isDraining,
+        isEjected,
+        healthState: upstream.healthState,
+        weight: upstream.config.weight,
+        effectiveWeight: perWorker.length === 0 ? upstream.effectiveWeight : Math.min(...perWorker.map((c) => c.effectiveWeight)),
+        activeRequests: sum('activeRequests'),
+        requestsTotal: sum('requestsTotal'),
+        failuresTotal: sum('failuresTotal'),
+        lastProbe:
+          probe === undefined
+            ? null
+            : {
+                ok: probe.ok,
+                ...(probe.status === undefined ? {} : { status: probe.status }),
+                latencyMs: probe.latencyMs,
+                ...(probe.error === undefined ? {} : { error: probe.error }),
+                ageMs: Math.max(0, Math.round(options.probeNowMs - probe.atMs)),
+              },
+        strategyState: firstState[index] ?? null,
+        registry: entry === undefined ? null : { ttlMs: entry.ttlMs, expiresInMs: Math.max(0, entry.expiresAtMs - options.registryNowMs) },
+        workers: perWorker,
+      };
+    });
+    return {
+      name: route.name,
+      match: describeMatch(route.config),
+      strategy: route.config.strategy,
+      healthCheck: {
+        isEnabled: route.config.health.isEnabled,
+        intervalMs: route.config.health.intervalMs,
+        method: route.config.health.method,
+        path: route.config.health.path,
+      },
+      upstreams,
+    };
+  });
+
+  return {
+    generatedAt: new Date().toISOString(),
+    pid: process.pid,
+    mode: options.mode,
+    configFile: proxy.config.file,
+    workers,
+    totals: { requests: workers.reduce((sum, w) => sum + w.requestsTotal, 0), byStatusClass },
+    routes,
+  };
+}
+
+function stateLabel(isDown: boolean, isDraining: boolean, health: 'up' | 'down', isEjected: boolean): UpstreamStateLabel {
+  if (isDown) return 'down';
+  if (isDraining) return 'draining';
+  if (health === 'down') return 'DOWN';
+  if (isEjected) return 'ejected';
+  return 'UP';
+}
+
+function describeMatch(route: RouteConfig): string {
+  const path = route.path.kind === 'prefix' ? route.path.prefix : `${route.path.regex.flags.includes('i') ? '~*' : '~'} ${route.path.source}`;
+  if (route.host === undefined) return path;
+  const host = route.host.kind === 'exact' ? route.host.host : `*${route.host.suffix}`;
+  return `${host} ${path}`;
+}

@@ -1,0 +1,227 @@
+/**
+ * The live upstream registry: the tutorials' heartbeat idea (a backend announces itself every few
+ * seconds and is forgotten when it stops) over plain HTTP instead of a message broker. A backend, or
+ * `node dist/main.js heartbeat` beside it, sends `PUT /routes/ROUTE/upstreams` with
+ * `{"url": "http://10.0.0.5:9003", "weight": 2, "ttl": "10s"}`; each PUT adds the upstream or
+ * refreshes it, and one not refreshed within its ttl is removed, like a service registry's lease
+ * (Consul's TTL checks, etcd leases). `DELETE` removes it at once (the heartbeat does on SIGTERM).
+ *
+ * Values are checked exactly as a `pass` line is (src/config/pass-line.ts), so a registered upstream
+ * is the same `UpstreamConfig` a configured one is; the route is then rebuilt by the proxy
+ * (`ProxyServer.setRegisteredUpstreams`) so it is balanced and health-checked like the others, and it
+ * survives a reload. Time is injected (`now`, `timers`), so tests drive expiry exactly.
+ */
+import type { RouteConfig, UpstreamConfig } from '../config/config.js';
+import { AdminRequestError, ConfigValueError } from '../errors.js';
+import type { Timers } from '../health/health-checker.js';
+import { parsePassLine } from '../config/pass-line.js';
+import { InvalidValueError, parseDuration } from '../config/values.js';
+
+/** ttl when a PUT gives none: 10 s, three heartbeats at the default `--every 3s`. */
+export const DEFAULT_REGISTRY_TTL_MS = 10_000;
+/** The shortest ttl accepted: 1 s. */
+export const MIN_REGISTRY_TTL_MS = 1_000;
+
+/** What the registry changes: the proxy (or the cluster primary's model of it). */
+export interface RegistryTarget {
+  /** The routes now in force (`ProxyServer.config.routes`). */
+  readonly config: { readonly routes: readonly RouteConfig[] };
+  setRegisteredUpstreams(routeName: string, configs: readonly UpstreamConfig[]): void;
+}
+
+/** One registered upstream. */
+export interface RegistryEntry {
+  readonly routeName: string;
+  readonly config: UpstreamConfig;
+  readonly ttlMs: number;
+  /** Clock time (ms, the registry's `now`) of the last PUT. */
+  readonly refreshedAtMs: number;
+  /** `refreshedAtMs + ttlMs`: removed then unless refreshed. */
+  readonly expiresAtMs: number;
+}
+
+export interface UpstreamRegistryOptions {
+  readonly target: RegistryTarget;
+  /** Clock, ms. Default `Date.now`. */
+  readonly now?: () => number;
+  /** Default the global setTimeout/clearTimeout (timers are unref()ed). */
+  readonly timers?: Timers;
+  /** Registration, deregistration and expiry lines. Default: nowhere. */
+  readonly log?: (line: string) => void;
+  /** Called after every change (cluster mode pushes the new lists to the workers). */
+  readonly onChange?: (routeName: string) => void;
+}
+
+interface LiveEntry extends RegistryEntry {
+  readonly timer: unknown;
+}
+
+const globalTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+export class UpstreamRegistry {
+  readonly #target: RegistryTarget;
+  readonly #now: () => number;
+  readonly #timers: Timers;
+  readonly #log: (line: string) => void;
+  readonly #onChange: (routeName: string) => void;
+  /** route name → origin → entry, in registration order. */
+  readonly #routes = new Map<string, Map<string, LiveEntry>>();
+
+  constructor(options: UpstreamRegistryOptions) {
+    this.#target = options.target;
+    this.#now = options.now ?? Date.now;
+    this.#timers = options.timers ?? globalTimers;
+    this.#log = options.log ?? (() => {});
+    this.#onChange = options.onChange ?? (() => {});
+  }
+
+  /**
+   * Adds or refreshes an upstream of `routeName` from a PUT body.
+   *
+   * @param body `{ url: string, weight?: number (1..1 000 000, default 1), backup?: boolean, ttl?: "10s" | seconds }`
+   * @returns the entry and whether it is new (201) or a refresh (200). A refresh may change weight,
+   *   backup and ttl; the upstream's runtime state (counters, health) is kept.
+   * @throws AdminRequestError 404 for an unknown route; 400 for a bad body, URL, weight or ttl (the
+   *   message is the config loader's, e.g. `invalid port '99999' in pass URL (expected 1 to 65535)`), or a
+   *   path that differs from the route's other `pass` URLs; 409 when a `pass` line already configures
+   *   that address.
+   */
+  register(routeName: string, body: unknown): { entry: RegistryEntry; isNew: boolean } {
+    const route = this.#route(routeName);
+    const fields = asObject(body);
+    const config = parseRegisteredUpstream(fields, routeName);
+    if ((config.path ?? '') !== (route.passPath ?? '')) {
+      throw new AdminRequestError(
+        400,
+        `all pass URLs of route '${routeName}' must agree on the path: the route uses ${route.passPath === undefined ? 'none' : `'${route.passPath}'`}, got ${config.path === undefined ? 'none' : `'${config.path}'`}`,
+      );
+    }
+    const configured = route.upstreams.find((upstream) => upstream.origin === config.origin && !this.#isRegistered(routeName, upstream.origin));
+    if (configured !== undefined) {
+      throw new AdminRequestError(409, `${config.origin} is already configured for route '${routeName}' by the pass line at ${configured.place.file}:${configured.place.line}`);
+    }
+    const ttlMs = parseTtl(fields['ttl']);
+
+    const entries = this.#routes.get(routeName) ?? new Map<string, LiveEntry>();
+    this.#routes.set(routeName, entries);
+    const previous = entries.get(config.origin);
+    if (previous !== undefined) this.#timers.clearTimeout(previous.timer);
+    const nowMs = this.#now();
+    const timer = this.#timers.setTimeout(() => this.#expire(routeName, config.origin), ttlMs);
+    (timer as { unref?: () => void } | undefined)?.unref?.();
+    const entry: LiveEntry = { routeName, config, ttlMs, refreshedAtMs: nowMs, expiresAtMs: nowMs + ttlMs, timer };
+    entries.set(config.origin, entry);
+    const hasChanged = previous === undefined || previous.config.weight !== config.weight || previous.config.isBackup !== config.isBackup;
+    if (hasChanged) {
+      this.#apply(routeName);
+      this.#log(`registry: ${previous === undefined ? 'registered' : 'updated'} ${config.origin} for route ${routeName} (weight ${config.weight}, ttl ${ttlMs}ms)`);
+    }
+    return { entry: publicEntry(entry), isNew: previous === undefined };
+  }
+
+  /**
+   * Removes the upstream at `url` (a pass URL; only its address counts) from `routeName`.
+   * @returns true when it was registered, false when not.
+   * @throws AdminRequestError 404 for an unknown route, 400 for a URL that does not parse.
+   */
+  deregister(routeName: string, url: unknown): boolean {
+    this.#route(routeName);
+    const config = parseRegisteredUpstream({ url }, routeName);
+    const entries = this.#routes.get(routeName);
+    const entry = entries?.get(config.origin);
+    if (entries === undefined || entry === undefined) return false;
+    this.#timers.clearTimeout(entry.timer);
+    entries.delete(config.origin);
+    this.#apply(routeName);
+    this.#log(`registry: deregistered ${config.origin} from route ${routeName}`);
+    return true;
+  }
+
+  /** The registered upstreams, of one route or of all, in registration order. */
+  entries(routeName?: string): RegistryEntry[] {
+    const routes = routeName === undefined ? [...this.#routes.values()] : [this.#routes.get(routeName) ?? new Map<string, LiveEntry>()];
+    return routes.flatMap((entries) => [...entries.values()].map(publicEntry));
+  }
+
+  /** Clears every expiry timer (shutdown). The entries stay as they are. */
+  close(): void {
+    for (const entries of this.#routes.values()) for (const entry of entries.values()) this.#timers.clearTimeout(entry.timer);
+  }
+
+  #expire(routeName: string, origin: string): void {
+    const entries = this.#routes.get(routeName);
+    const entry = entries?.get(origin);
+    if (entries === undefined || entry === undefined) return;
+    entries.delete(origin);
+    this.#apply(routeName);
+    this.#log(`registry: ${origin} of route ${routeName} expired: no heartbeat within its ttl of ${entry.ttlMs}ms`);
+  }
+
+  #apply(routeName: string): void {
+    const entries = this.#routes.get(routeName);
+    const configs = entries === undefined ? [] : [...entries.values()].map((entry) => entry.config);
+    if (configs.length === 0) this.#routes.delete(routeName);
+    this.#target.setRegisteredUpstreams(routeName, configs);
+    this.#onChange(routeName);
+  }
+
+  #isRegistered(routeName: string, origin: string): boolean {
+    return this.#routes.get(routeName)?.has(origin) ?? false;
+  }
+
+  #route(routeName: string): RouteConfig {
+    const route = this.#target.config.routes.find((candidate) => candidate.name === routeName);
+    if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
+    return route;
+  }
+}
+
+function publicEntry(entry: LiveEntry): RegistryEntry {
+  const { timer: _timer, ...rest } = entry;
+  return rest;
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new AdminRequestError(400, 'expected a JSON object like {"url": "http://127.0.0.1:9003", "weight": 2, "ttl": "10s"}');
+  }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * `{url, weight?, backup?}` → the UpstreamConfig a `pass = URL weight=N [backup]` line would give,
+ * through the config's own pass-line parser. Throws AdminRequestError 400 with the parser's reason.
+ */
+export function parseRegisteredUpstream(fields: Record<string, unknown>, routeName: string): UpstreamConfig {
+  const { url, weight, backup } = fields;
+  if (typeof url !== 'string' || url === '' || /\s/.test(url)) {
+    throw new AdminRequestError(400, "'url' must be an upstream URL without spaces, e.g. \"http://127.0.0.1:9003\"");
+  }
+  if (weight !== undefined && typeof weight !== 'number' && typeof weight !== 'string') {
+    throw new AdminRequestError(400, "'weight' must be a whole number from 1 to 1000000");
+  }
+  if (backup !== undefined && typeof backup !== 'boolean') throw new AdminRequestError(400, "'backup' must be true or false");
+  const text = `${url}${weight === undefined ? '' : ` weight=${String(weight)}`}${backup === true ? ' backup' : ''}`;
+  const place = { file: `registry:${routeName}`, line: 1, column: 1 };
+  try {
+    return parsePassLine({ key: 'pass', value: text, isQuoted: false, place, valuePlace: place });
+  } catch (error) {
+    if (error instanceof ConfigValueError) throw new AdminRequestError(400, error.reason);
+    throw error;
+  }
+}
+
+/** `"10s"`, `"500ms"`, or a number of seconds → ms, at least MIN_REGISTRY_TTL_MS; undefined → the default. */
+function parseTtl(ttl: unknown): number {
+  if (ttl === undefined) return DEFAULT_REGISTRY_TTL_MS;
+  if (typeof ttl !== 'string' && typeof ttl !== 'number') throw new AdminRequestError(400, "'ttl' must be a duration like \"10s\"");
+  try {
+    return parseDuration(String(ttl), MIN_REGISTRY_TTL_MS);
+  } catch (error) {
+    if (error instanceof InvalidValueError) throw new AdminRequestError(400, `${error.message} for 'ttl'`);
+    throw error;
+  }
+}

@@ -1,0 +1,337 @@
+/**
+ * The admin listener in single-process mode, over real sockets: /status.json and /metrics count the
+ * traffic this test sends (exactly), /metrics parses as exposition format 0.0.4, the status page is
+ * self-contained, the registry (register, refresh, expiry on an injected clock, delete, 401/403,
+ * traffic and health checks to a registered upstream, survival across reload) and drain/enable.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { parseConfig } from '../../src/config/load-config.js';
+import { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
+import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
+import { startBackend, listenBackend, type Backend } from '../helpers/proxy-harness.js';
+import { FakeClock } from './fake-clock.js';
+import { parseExposition, sampleValue } from './exposition-parser.js';
+
+interface Setup {
+  readonly proxy: ProxyServer;
+  readonly proxyPort: number;
+  readonly admin: LocalAdmin;
+  readonly clock: FakeClock;
+  readonly backends: Backend[];
+  readonly logs: string[];
+  readonly configText: string;
+  close(): Promise<void>;
+}
+
+async function setup(options: { token?: string | undefined; extraRoute?: string; health?: string; backends?: Backend[] } = {}): Promise<Setup> {
+  const backends = options.backends ?? [await startBackend(), await startBackend()];
+  const token = 'token' in options ? options.token : 's3cret';
+  const configText = [
+    '[server]',
+    'listen = 127.0.0.1:0',
+    'access_log = off',
+    '[admin]',
+    'listen = 127.0.0.1:0',
+    ...(token === undefined ? [] : [`token = ${token}`]),
+    '[proxy.a]',
+    'path = /a',
+    ...backends.slice(0, 2).map((b) => `pass = ${b.url}`),
+    options.health ?? 'health_check = off',
+    options.extraRoute ?? '',
+  ].join('\n');
+  const config = parseConfig(configText, 'test.ini');
+  const logs: string[] = [];
+  const log = (line: string): void => void logs.push(line);
+  const proxy = new ProxyServer(config, { deps: { log } });
+  const proxyPort = await proxy.listen(0);
+  const clock = new FakeClock();
+  const admin = await startLocalAdmin(proxy, config.admin!, log, { port: 0, registryNow: clock.now, registryTimers: clock });
+  return {
+    proxy,
+    proxyPort,
+    admin,
+    clock,
+    backends,
+    logs,
+    configText,
+    async close() {
+      await admin.stop();
+      await proxy.close(100);
+      await Promise.all(backends.map((b) => b.close()));
+    },
+  };
+}
+
+interface Answer {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+}
+
+function request(port: number, method: string, path: string, options: { body?: unknown; token?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const body = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent: false,
+        headers: { ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }), ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function statusJson(s: Setup): Promise<StatusSnapshot> {
+  const answer = await request(s.admin.port, 'GET', '/status.json');
+  assert.equal(answer.status, 200, `got ${answer.status}, want 200: ${answer.body}`);
+  return JSON.parse(answer.body) as StatusSnapshot;
+}
+
+async function waitFor(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('/status.json and /metrics count exactly the traffic sent, and /metrics parses', async () => {
+  const s = await setup();
+  try {
+    for (let i = 0; i < 10; i++) assert.equal((await request(s.proxyPort, 'GET', '/a/x')).status, 200);
+    for (let i = 0; i < 3; i++) assert.equal((await request(s.proxyPort, 'GET', '/nowhere')).status, 404);
+
+    const snapshot = await statusJson(s);
+    assert.equal(snapshot.mode, 'single');
+    assert.equal(snapshot.totals.requests, 13, `got ${snapshot.totals.requests} requests, want 13`);
+    assert.deepEqual(snapshot.totals.byStatusClass, { '2xx': 10, '4xx': 3 });
+    const route = snapshot.routes[0]!;
+    assert.equal(route.strategy, 'round-robin');
+    assert.deepEqual(
+      route.upstreams.map((u) => [u.address, u.state, u.requestsTotal, u.failuresTotal, u.activeRequests, u.weight, u.effectiveWeight]),
+      s.backends.map((b) => [`127.0.0.1:${b.port}`, 'UP', 5, 0, 0, 1, 1]),
+    );
+    assert.equal(route.upstreams[0]!.strategyState !== null, true, 'got no strategy state, want the balancer state');
+
+    const metrics = await request(s.admin.port, 'GET', '/metrics');
+    assert.equal(metrics.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
+    const parsed = parseExposition(metrics.body);
+    const value = (name: string, labels: Record<string, string>): number | undefined => sampleValue(parsed, name, labels);
+    assert.equal(value('proxy_requests_total', { route: 'a', status_class: '2xx' }), 10);
+    assert.equal(value('proxy_requests_total', { route: '(none)', status_class: '4xx' }), 3);
+    for (const b of s.backends) {
+      const labels = { route: 'a', upstream: `127.0.0.1:${b.port}` };
+      assert.equal(value('proxy_upstream_requests_total', { ...labels, status_class: '2xx' }), 5, `got ${value('proxy_upstream_requests_total', labels)}, want 5`);
+      assert.equal(value('proxy_upstream_up', labels), 1);
+      assert.equal(value('proxy_upstream_active_requests', labels), 0);
+      assert.equal(value('proxy_upstream_effective_weight', labels), 1);
+    }
+    assert.equal(value('proxy_request_duration_seconds_count', { route: 'a' }), 10);
+    assert.equal(value('proxy_request_duration_seconds_bucket', { route: 'a', le: '+Inf' }), 10);
+    assert.equal(parsed.types.get('proxy_request_duration_seconds'), 'histogram');
+    assert.equal(parsed.types.get('proxy_retries_total'), 'counter');
+  } finally {
+    await s.close();
+  }
+});
+
+test('retries and failed attempts are counted; a probe result is counted by result', async () => {
+  const dead = await startBackend();
+  await dead.close(); // its port now refuses connections
+  const live = await startBackend();
+  const s = await setup({ backends: [dead, live], health: 'health_check = on\nhealth_interval = 1m\nmax_fails = 0' });
+  try {
+    await waitFor('both first probes', () => s.proxy.routes[0]!.upstreams.every((u) => u.lastProbe !== undefined));
+    // Round robin starts at the dead one: its connect error is retried on the live one.
+    const answer = await request(s.proxyPort, 'GET', '/a');
+    assert.equal(answer.status, 200, `got ${answer.status}, want 200 after a retry`);
+    const parsed = parseExposition((await request(s.admin.port, 'GET', '/metrics')).body);
+    const deadLabels = { route: 'a', upstream: `127.0.0.1:${dead.port}` };
+    assert.equal(sampleValue(parsed, 'proxy_retries_total', { route: 'a' }), 1);
+    assert.equal(sampleValue(parsed, 'proxy_upstream_requests_total', { ...deadLabels, status_class: 'error' }), 1);
+    assert.equal(sampleValue(parsed, 'proxy_upstream_failures_total', deadLabels), 1);
+    assert.equal(sampleValue(parsed, 'proxy_health_checks_total', { ...deadLabels, result: 'fail' }), 1);
+    assert.equal(sampleValue(parsed, 'proxy_health_checks_total', { route: 'a', upstream: `127.0.0.1:${live.port}`, result: 'ok' }), 1);
+    const snapshot = await statusJson(s);
+    const deadStatus = snapshot.routes[0]!.upstreams[0]!;
+    assert.equal(deadStatus.lastProbe?.ok, false, `got ${JSON.stringify(deadStatus.lastProbe)}, want a failed probe`);
+    assert.match(deadStatus.lastProbe?.error ?? '', /ECONNREFUSED/);
+  } finally {
+    await s.close();
+  }
+});
+
+test('the status page is one self-contained HTML page with the upstreams and a 1 s poll of status.json', async () => {
+  const s = await setup();
+  try {
+    const page = await request(s.admin.port, 'GET', '/status');
+    assert.equal(page.status, 200);
+    assert.match(page.headers['content-type'] ?? '', /^text\/html/);
+    for (const b of s.backends) assert.ok(page.body.includes(`127.0.0.1:${b.port}`), `got a page without 127.0.0.1:${b.port}`);
+    assert.ok(page.body.includes('setInterval(poll, 1000)'), 'got no 1 s refresh');
+    assert.ok(page.body.includes('fetch("status.json"'), 'got no status.json poll');
+    assert.doesNotMatch(page.body, /<(link|img)\b|<script[^>]+src=|https?:\/\/(?!127\.0\.0\.1)/, 'got an external asset');
+  } finally {
+    await s.close();
+  }
+});
+
+test('state-changing calls: missing or wrong token → 401, no token configured → 403; read-only pages open on loopback', async () => {
+  const s = await setup();
+  try {
+    const body = { url: 'http://127.0.0.1:9' };
+    const missing = await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body });
+    assert.equal(missing.status, 401, `got ${missing.status}, want 401`);
+    assert.match(missing.headers['www-authenticate'] ?? '', /^Bearer/);
+    assert.equal((await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body, token: 'wrong' })).status, 401);
+    assert.equal((await request(s.admin.port, 'POST', '/routes/a/upstreams/drain', { body, token: 's3cre' })).status, 401);
+    assert.equal((await request(s.admin.port, 'DELETE', '/routes/a/upstreams?url=http://127.0.0.1:9')).status, 401);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2, 'got a changed route after refused calls');
+    assert.equal((await request(s.admin.port, 'GET', '/metrics')).status, 200);
+  } finally {
+    await s.close();
+  }
+  const open = await setup({ token: undefined });
+  try {
+    const refused = await request(open.admin.port, 'PUT', '/routes/a/upstreams', { body: { url: 'http://127.0.0.1:9' }, token: 'anything' });
+    assert.equal(refused.status, 403, `got ${refused.status}, want 403`);
+    assert.match(refused.body, /set \[admin\] token/);
+    assert.equal((await request(open.admin.port, 'GET', '/status.json')).status, 200);
+  } finally {
+    await open.close();
+  }
+});
+
+test('registry: register, traffic and health checks reach it, heartbeat refresh, expiry after ttl, delete', async () => {
+  const third = await startBackend();
+  const s = await setup({ health: 'health_check = on\nhealth_interval = 1m' });
+  try {
+    const put = (extra: object = {}): Promise<Answer> =>
+      request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url: third.url, weight: 1, ttl: '10s', ...extra }, token: 's3cret' });
+    const created = await put();
+    assert.equal(created.status, 201, `got ${created.status} ${created.body}, want 201`);
+    assert.deepEqual(s.proxy.routes[0]!.upstreams.map((u) => u.origin), [...s.backends.map((b) => b.url), third.url]);
+
+    await waitFor('a health probe of the registered upstream', () => third.requests.some((r) => r.method === 'HEAD'));
+    await waitFor('its probe result', () => s.proxy.routes[0]!.upstreams[2]!.lastProbe?.ok === true);
+
+    for (let i = 0; i < 6; i++) assert.equal((await request(s.proxyPort, 'GET', '/a')).status, 200);
+    const gets = third.requests.filter((r) => r.method === 'GET').length;
+    assert.equal(gets, 2, `got ${gets} requests on the registered upstream, want 2 of 6 (round robin over 3)`);
+
+    let snapshot = await statusJson(s);
+    assert.deepEqual(snapshot.routes[0]!.upstreams[2]!.registry, { ttlMs: 10_000, expiresInMs: 10_000 });
+
+    s.clock.advance(8_000);
+    const refreshed = await put();
+    assert.equal(refreshed.status, 200, `got ${refreshed.status}, want 200 for a refresh`);
+    s.clock.advance(8_000); // 16 s after the first PUT, 8 s after the refresh: still there
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 3, 'got the upstream expired 8 s after a refresh, want it kept');
+    s.clock.advance(2_000); // 10 s after the refresh: expired
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2, 'got the upstream still registered after its ttl, want it removed');
+    assert.ok(s.logs.some((line) => /expired/.test(line)), 'got no expiry log line');
+    snapshot = await statusJson(s);
+    assert.equal(snapshot.routes[0]!.upstreams.length, 2);
+
+    assert.equal((await put()).status, 201);
+    const deleted = await request(s.admin.port, 'DELETE', `/routes/a/upstreams?url=${encodeURIComponent(third.url)}`, { token: 's3cret' });
+    assert.equal(deleted.status, 200, `got ${deleted.status} ${deleted.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2);
+    const again = await request(s.admin.port, 'DELETE', '/routes/a/upstreams', { body: { url: third.url }, token: 's3cret' });
+    assert.equal(again.status, 404, `got ${again.status}, want 404 for an upstream no longer registered`);
+  } finally {
+    await s.close();
+    await third.close();
+  }
+});
+
+test('registry: bad input is refused with 400/404/409 and the message of the pass-line parser', async () => {
+  const s = await setup();
+  try {
+    const put = (route: string, body: unknown): Promise<Answer> => request(s.admin.port, 'PUT', `/routes/${route}/upstreams`, { body, token: 's3cret' });
+    const cases: [string, unknown, number, RegExp][] = [
+      ['a', { url: 'http://127.0.0.1:99999' }, 400, /invalid port '99999'/],
+      ['a', { url: 'https://127.0.0.1:9003' }, 400, /https upstreams are not supported/],
+      ['a', { url: 'http://127.0.0.1:9003', weight: 0 }, 400, /invalid weight '0'/],
+      ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
+      ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],
+      ['a', '{not json', 400, /not JSON/],
+      ['a', { url: s.backends[0]!.url }, 409, /already configured/],
+      ['nope', { url: 'http://127.0.0.1:9003' }, 404, /no route named 'nope'/],
+    ];
+    for (const [route, body, status, message] of cases) {
+      const answer = await put(route, body);
+      assert.equal(answer.status, status, `got ${answer.status} for ${JSON.stringify(body)}, want ${status}`);
+      assert.match((JSON.parse(answer.body) as { error: string }).error, message);
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+test('reload keeps registry entries and their runtime state', async () => {
+  const third = await startBackend();
+  const s = await setup();
+  try {
+    assert.equal((await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url: third.url }, token: 's3cret' })).status, 201);
+    for (let i = 0; i < 3; i++) await request(s.proxyPort, 'GET', '/a');
+    const before = s.proxy.routes[0]!.upstreams[2]!;
+    assert.equal(before.requestsTotal, 1);
+    const summary = s.proxy.reload(parseConfig(s.configText.replace('[proxy.a]', '[proxy.a]\nstrategy = least-connections'), 'test.ini'));
+    assert.equal(summary.kept, 3, `got ${summary.kept} kept, want 3`);
+    const after = s.proxy.routes[0]!;
+    assert.equal(after.config.strategy, 'least-connections');
+    assert.equal(after.upstreams[2], before, 'got a new Upstream object for the registered upstream, want the same one');
+    assert.equal(after.upstreams[2]!.requestsTotal, 1);
+    assert.equal(s.admin.registry.entries('a').length, 1);
+  } finally {
+    await s.close();
+    await third.close();
+  }
+});
+
+test('drain: no new requests to the upstream, its in-flight request finishes; enable brings it back', async () => {
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const slow = await listenBackend(
+    http.createServer((req, res) => {
+      if (req.url === '/a/slow') void released.then(() => res.end('slow done'));
+      else res.end('first');
+    }),
+  );
+  const s = await setup({ backends: [slow, await startBackend()] });
+  try {
+    const inFlight = request(s.proxyPort, 'GET', '/a/slow'); // round robin: the first upstream
+    await waitFor('the slow request to be in flight', () => s.proxy.routes[0]!.upstreams[0]!.activeRequests === 1);
+    const drained = await request(s.admin.port, 'POST', '/routes/a/upstreams/drain', { body: { url: slow.url }, token: 's3cret' });
+    assert.equal(drained.status, 200, `got ${drained.status} ${drained.body}, want 200`);
+    assert.equal((JSON.parse(drained.body) as { activeRequests: number }).activeRequests, 1);
+    for (let i = 0; i < 4; i++) assert.equal((await request(s.proxyPort, 'GET', '/a')).body, 'ok', 'got a request on the draining upstream');
+    assert.equal((await statusJson(s)).routes[0]!.upstreams[0]!.state, 'draining');
+    release();
+    const finished = await inFlight;
+    assert.equal(finished.body, 'slow done', `got ${finished.status} ${finished.body}, want the in-flight request to finish`);
+
+    assert.equal((await request(s.admin.port, 'POST', '/routes/a/upstreams/enable', { body: { url: slow.url }, token: 's3cret' })).status, 200);
+    const bodies = [(await request(s.proxyPort, 'GET', '/a')).body, (await request(s.proxyPort, 'GET', '/a')).body].sort();
+    assert.deepEqual(bodies, ['first', 'ok'], `got ${bodies}, want both upstreams again`);
+    const unknown = await request(s.admin.port, 'POST', '/routes/a/upstreams/drain', { body: { url: 'http://127.0.0.1:9' }, token: 's3cret' });
+    assert.equal(unknown.status, 404);
+  } finally {
+    release();
+    await s.close();
+  }
+});

@@ -11,11 +11,10 @@
  *      as nginx's loop raises `effective_weight` after adding it to `current_weight`: an upstream
  *      whose effective weight fell to 0 gets no share on this pick and climbs back from the next.
  *
- * Cost note: step 2 touches every upstream, so every route pick is O(n) whatever the strategy (a few
- * ns per upstream; tens of µs at 10 000 upstreams, see scripts/bench-balancers.ts). nginx pays the
- * same only inside its O(n) round robin. Nothing tells the balancer when an effective weight drops,
- * so it cannot sweep only the degraded ones; a hook from the failure accounting (e.g. the route
- * reporting `weightLost(upstream)`) would make it O(degraded upstreams).
+ * Cost note: only upstreams below their weight need step 2. Each upstream tells the balancer when
+ * its effective weight goes down (`Upstream.onWeightLowered`), the balancer keeps those in a set and
+ * sweeps only the set, dropping each one once it is whole again: a pick costs O(degraded upstreams)
+ * on top of the strategy, not O(n) (scripts/bench-balancers.ts).
  */
 import type { Balancer, PickContext } from './balancer.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -28,6 +27,8 @@ export class RouteBalancer implements Balancer {
   readonly #backup: Balancer;
   /** Position of each upstream (route order) in its strategy's list, for describeState. */
   readonly #placeInStrategy: readonly number[];
+  /** Upstreams below their configured weight: the only ones the per-pick regain has to visit. */
+  readonly #degraded = new Set<Upstream>();
 
   /**
    * @param upstreams every upstream of the route, config order
@@ -38,6 +39,10 @@ export class RouteBalancer implements Balancer {
     this.upstreams = upstreams;
     const primaries = upstreams.filter((upstream) => !upstream.config.isBackup);
     const backups = upstreams.filter((upstream) => upstream.config.isBackup);
+    for (const upstream of upstreams) {
+      upstream.onWeightLowered = (lowered) => this.#degraded.add(lowered);
+      if (upstream.effectiveWeight < upstream.config.weight) this.#degraded.add(upstream);
+    }
     this.#primary = build(primaries);
     this.#backup = build(backups);
     this.#placeInStrategy = upstreams.map((upstream) =>

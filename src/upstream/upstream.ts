@@ -49,7 +49,20 @@ export class Upstream {
 
   // weight
   /** Weight after failures (SPEC 4 weight degradation), 0..config.weight. Starts at config.weight. */
-  effectiveWeight: number;
+  get effectiveWeight(): number {
+    return this.#effectiveWeight;
+  }
+  set effectiveWeight(weight: number) {
+    const isLowered = weight < this.#effectiveWeight;
+    this.#effectiveWeight = weight;
+    if (isLowered) this.onWeightLowered?.(this);
+  }
+  #effectiveWeight: number;
+  /**
+   * Told whenever the effective weight goes down, whoever lowers it. The route's balancer sets it,
+   * so its per-pick regain sweeps only the degraded upstreams instead of all of them.
+   */
+  onWeightLowered: ((upstream: Upstream) => void) | undefined = undefined;
 
   // health
   healthState: HealthState = 'up';
@@ -73,7 +86,7 @@ export class Upstream {
   constructor(config: UpstreamConfig, routeName: string) {
     this.config = config;
     this.routeName = routeName;
-    this.effectiveWeight = config.weight;
+    this.#effectiveWeight = config.weight;
   }
 
   /**

@@ -78,7 +78,8 @@ function sparkline(rates) {
   const width = 120, height = 24;
   if (rates.length < 2) return '<svg class="spark" width="' + width + '" height="' + height + '" aria-label="request rate"><line x1="0" y1="' + (height - 1) + '" x2="' + width + '" y2="' + (height - 1) + '" stroke="#ccd2d8"/></svg>';
   const max = Math.max(1, ...rates);
-  const step = width / (HISTORY - 1);
+  // Few points spread over at least a sixth of the width; the history fills it up to HISTORY points.
+  const step = width / (Math.max(rates.length, HISTORY / 6) - 1);
   const offset = width - step * (rates.length - 1);
   const points = rates.map((r, i) => (offset + i * step).toFixed(1) + "," + (height - 1 - (r / max) * (height - 3)).toFixed(1)).join(" ");
   return '<svg class="spark" width="' + width + '" height="' + height + '" aria-label="request rate"><polyline fill="none" stroke="#2f6fdb" stroke-width="1.5" points="' + points + '"/></svg>';

@@ -52,8 +52,10 @@ export class RouteBalancer implements Balancer {
 
   pick(context: PickContext): Upstream | undefined {
     const picked = this.#primary.pick(context) ?? this.#backup.pick(context);
-    const { upstreams } = this;
-    for (let i = 0; i < upstreams.length; i++) upstreams[i]!.regainWeight(); // O(n): see the note above
+    for (const upstream of this.#degraded) {
+      upstream.regainWeight();
+      if (upstream.effectiveWeight >= upstream.config.weight) this.#degraded.delete(upstream);
+    }
     return picked;
   }
 

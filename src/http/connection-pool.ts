@@ -1,0 +1,1 @@
+export { UpstreamPool as ConnectionPool, UpstreamConnection } from './upstream-pool.js';

@@ -1,0 +1,51 @@
+/**
+ * Writes an HTTP/1.1 request head (RFC 9112 3: request line, field lines, empty line) as one Buffer,
+ * so the proxy sends each request to its upstream with a single socket write (issue 5: node:http's
+ * client builds and writes the head in several steps; one buffer is one syscall).
+ *
+ * Header strings are encoded latin1: node:http's server parser hands out header values decoded as
+ * latin1, so encoding them back as latin1 reproduces the client's bytes exactly, obs-text included.
+ * Nothing that could split the head is let through: a CR, LF or NUL in a name or value — or any
+ * character node:http itself refuses to send — throws instead of reaching the upstream (request
+ * splitting, RFC 9112 11.2).
+ *
+ * To send a small body with the head, cork the socket: `socket.cork(); socket.write(head);
+ * socket.write(body); socket.uncork()` becomes one writev.
+ */
+import { BadRequestError } from '../errors.js';
+
+/** tchar (RFC 9110 5.6.2): what a method or a field name may contain. */
+const TOKEN = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
+/** Anything outside HTAB / SP / VCHAR / obs-text (node:http's checkInvalidHeaderChar, same set). */
+const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+/** request-target: visible ASCII and obs-text, no space or control (RFC 9112 3.2). */
+const VALID_TARGET = /^[\x21-\x7e\x80-\xff]+$/;
+
+/**
+ * Serialises `method SP path SP HTTP/1.1 CRLF *(name: value CRLF) CRLF` into one latin1 Buffer.
+ *
+ * @param method request method, a token (`GET`, `POST`, …), sent as given.
+ * @param path request-target, e.g. `/search?q=1`; no spaces or control characters.
+ * @param rawHeaders `[name, value, name, value, …]` as node:http's `rawHeaders`, sent in order,
+ *   case kept. The caller has already removed hop-by-hop headers and added its own.
+ * @returns the head, ending with the empty line.
+ * @throws BadRequestError when the method or a name is not a token, the path has a space or control
+ *   character, a value contains CR, LF, NUL or another character outside latin1 text, or
+ *   `rawHeaders` has an odd length. (Input from node:http's server parser never does; the check
+ *   guards header values the proxy builds from client input.)
+ */
+export function serializeRequestHead(method: string, path: string, rawHeaders: readonly string[]): Buffer {
+  if (!TOKEN.test(method)) throw new BadRequestError(`invalid request method ${JSON.stringify(method)}`);
+  if (!VALID_TARGET.test(path)) throw new BadRequestError(`invalid request target ${JSON.stringify(path)}`);
+  if (rawHeaders.length % 2 !== 0) throw new BadRequestError('rawHeaders must hold name, value pairs');
+  let head = `${method} ${path} HTTP/1.1\r\n`;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    const value = rawHeaders[i + 1] as string;
+    if (!TOKEN.test(name)) throw new BadRequestError(`invalid header name ${JSON.stringify(name)}`);
+    if (INVALID_VALUE_CHAR.test(value)) throw new BadRequestError(`invalid character in header ${name}`);
+    head += `${name}: ${value}\r\n`;
+  }
+  head += '\r\n';
+  return Buffer.from(head, 'latin1');
+}

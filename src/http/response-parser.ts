@@ -1,0 +1,597 @@
+/**
+ * A strict, incremental HTTP/1.1 response parser: bytes from an upstream socket go in, a response
+ * head, zero-copy body chunks, trailers and "complete" come out. It follows RFC 9112 (HTTP/1.1
+ * message syntax): section 4 (status line), 5 (field lines), 6.3 (how the body length is decided),
+ * 7.1 (chunked transfer coding, with extensions and trailers). It is the piece that lets the proxy
+ * talk to upstreams over raw `node:net` sockets instead of node:http's client (issue 5).
+ *
+ * Why strict: a proxy that frames a response differently from the next hop is the root of response
+ * smuggling and cache poisoning. So anything ambiguous is an error, never a guess: repeated
+ * Content-Length (even with equal values, as llhttp does), Content-Length together with
+ * Transfer-Encoding, a Transfer-Encoding other than exactly `chunked`, Transfer-Encoding in an
+ * HTTP/1.0 response (RFC 9112 6.1), bad chunk sizes, bare LF or bare CR, obs-fold, whitespace before
+ * the colon, control characters in values. The differential test (test/http/differential.test.ts)
+ * checks that whatever node's own parser (llhttp) rejects, this parser rejects too.
+ *
+ * The parser is a small state machine over named states. It works on Buffers with `indexOf` and
+ * byte loops; a line split across reads is kept as a list of copied pieces and joined once; body
+ * bytes are handed out as `subarray`s of the input, never copied.
+ */
+import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
+
+/** How the body of a response is delimited (RFC 9112 6.3). */
+export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
+
+/** A parsed status line plus header section. */
+export interface ResponseHead {
+  /** 100..999, three digits on the wire. */
+  readonly statusCode: number;
+  /** The reason phrase, latin1, possibly empty. */
+  readonly statusMessage: string;
+  readonly httpVersion: '1.0' | '1.1';
+  /** `[name, value, name, value, …]`, latin1 strings, wire order and case kept, values trimmed of OWS. */
+  readonly rawHeaders: string[];
+  /**
+   * True when the connection may carry another request after this response: HTTP/1.1 without
+   * `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`; never for a close-delimited body
+   * or an upgrade (RFC 9112 9.3).
+   */
+  readonly isKeepAlive: boolean;
+  readonly bodyKind: BodyKind;
+  /** The Content-Length value when the header is present (also for HEAD/204/304, where no body follows). */
+  readonly contentLength?: number;
+}
+
+export interface ResponseParserOptions {
+  /** Method of the request this response answers; `HEAD` means no body, `CONNECT` + 2xx means a tunnel. */
+  readonly method: string;
+  /**
+   * Largest accepted head, in bytes, counting every byte of the status line, the field lines and
+   * their CRLFs. Default 16384, node's `--max-http-header-size`; node counts only the field names,
+   * values and reason phrase, so at the same number this limit is slightly stricter. The same limit
+   * applies to one chunk-size line and to the whole trailer section.
+   */
+  readonly maxHeaderSize?: number;
+  /** A 1xx response other than 101 (100 Continue, 103 Early Hints). Parsing continues with the next head. */
+  onInformational?(head: ResponseHead): void;
+  /** The final response head. */
+  onHead(head: ResponseHead): void;
+  /** A piece of the body (de-chunked), a `subarray` of the buffer given to `execute`: copy it to keep it. */
+  onBody(chunk: Buffer): void;
+  /** Trailer fields of a chunked body, `[name, value, …]`, latin1; called only when there is at least one. */
+  onTrailers?(rawTrailers: string[]): void;
+  /** The response is complete. Called exactly once, after `onHead` (and after all `onBody` / `onTrailers`). */
+  onComplete(): void;
+}
+
+/** The parser's position in the message. */
+type State =
+  | 'status-line' // waiting for `HTTP/1.1 200 OK`
+  | 'header-line' // field lines until the empty line
+  | 'body-length' // `remaining` bytes of a Content-Length body
+  | 'body-close' // everything until the connection closes
+  | 'chunk-size' // `1A;ext=value`
+  | 'chunk-data' // `remaining` bytes of one chunk
+  | 'chunk-data-cr' // the CR after a chunk's data
+  | 'chunk-data-lf' // the LF after a chunk's data
+  | 'trailer-line' // trailer field lines until the empty line
+  | 'complete' // done; further bytes are not consumed
+  | 'failed'; // an error was thrown; further bytes throw it again
+
+export const DEFAULT_MAX_HEADER_SIZE = 16384;
+
+const CR = 0x0d;
+const LF = 0x0a;
+const SP = 0x20;
+const HTAB = 0x09;
+const COLON = 0x3a;
+const SEMICOLON = 0x3b;
+const EQUALS = 0x3d;
+const DQUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** tchar (RFC 9110 5.6.2): ALPHA / DIGIT / `!#$%&'*+-.^_`|~`. */
+const IS_TOKEN = byteTable((b) => /[A-Za-z0-9!#$%&'*+\-.^_`|~]/.test(String.fromCharCode(b)));
+/** field-vchar / SP / HTAB (RFC 9110 5.5), obs-text included: everything but CTLs and DEL. */
+const IS_FIELD_CHAR = byteTable((b) => b === HTAB || (b >= 0x20 && b !== 0x7f));
+/** qdtext (RFC 9110 5.6.4): HTAB / SP / 0x21 / 0x23-0x5B / 0x5D-0x7E / obs-text. */
+const IS_QDTEXT = byteTable((b) => b === HTAB || b === SP || b === 0x21 || (b >= 0x23 && b <= 0x5b) || (b >= 0x5d && b <= 0x7e) || b >= 0x80);
+/** What may follow a backslash in a quoted-pair: HTAB / SP / VCHAR / obs-text. */
+const IS_QUOTED_PAIR_CHAR = byteTable((b) => b === HTAB || (b >= 0x20 && b !== 0x7f));
+/** Value of a hex digit, or -1. */
+const HEX_VALUE = new Int8Array(256).fill(-1);
+for (let digit = 0; digit < 16; digit++) {
+  HEX_VALUE[digit.toString(16).charCodeAt(0)] = digit;
+  HEX_VALUE[digit.toString(16).toUpperCase().charCodeAt(0)] = digit;
+}
+
+/** More 1xx responses than this before the final one is an error (Go's transport allows 5, too). */
+const MAX_INFORMATIONAL_RESPONSES = 5;
+
+/** More hex digits than this in a chunk size is an error, even with leading zeros (llhttp's uint64 holds 16). */
+const MAX_CHUNK_SIZE_DIGITS = 16;
+
+/**
+ * Push parser for one HTTP/1.x response (plus any 1xx before it).
+ *
+ * Usage: create one per request, call `execute(chunk)` for each chunk read from the socket and
+ * `finish()` when the socket ends. Errors are thrown, not returned:
+ * - `UpstreamProtocolError` from `execute`: malformed or ambiguous framing. The parser is then dead
+ *   (later calls throw the same error); the caller answers 502 and closes the connection.
+ * - `UpstreamResetError` from `finish`: the connection closed before the response was complete.
+ * Exceptions thrown by the callbacks propagate out of `execute` unchanged.
+ *
+ * Bytes after the end of the response are not consumed: `execute` returns how many bytes of `data`
+ * it used. After a 101 Switching Protocols (or a 2xx to CONNECT) the rest belongs to the tunnel
+ * (`data.subarray(consumed)`). After any other response the upstream had no business sending more
+ * before the next request, so the caller should deliver this response and then close the connection
+ * instead of reusing it; that is not an error for the current response.
+ */
+export class ResponseParser {
+  private readonly options: ResponseParserOptions;
+  private readonly maxHeaderSize: number;
+  private readonly isHeadRequest: boolean;
+  private readonly isConnectRequest: boolean;
+
+  private state: State = 'status-line';
+  private error: Error | undefined;
+  private receivedBytes = 0;
+
+  // line assembly: pieces of a line that continues in the next chunk (copied), and the byte budget
+  private partialLine: Buffer[] = [];
+  private partialLineBytes = 0;
+  /** The line found by the last successful `readLine`, without its CRLF. */
+  private line: Buffer = Buffer.alloc(0);
+  /** Bytes still allowed in the current head, chunk-size line or trailer section. */
+  private lineBudget: number;
+
+  // the head being parsed
+  private statusCode = 0;
+  private statusMessage = '';
+  private httpVersion: '1.0' | '1.1' = '1.1';
+  private rawHeaders: string[] = [];
+  private contentLength: number | undefined;
+  private transferEncoding: string | undefined;
+  private hasConnectionClose = false;
+  private hasConnectionKeepAlive = false;
+
+  // the body
+  private remaining = 0;
+  private rawTrailers: string[] = [];
+  private isUpgradeResponse = false;
+  private informationalCount = 0;
+
+  /**
+   * @param options callbacks, the request method and `maxHeaderSize` (bytes, default 16384).
+   */
+  constructor(options: ResponseParserOptions) {
+    this.options = options;
+    this.maxHeaderSize = options.maxHeaderSize ?? DEFAULT_MAX_HEADER_SIZE;
+    const method = options.method.toUpperCase();
+    this.isHeadRequest = method === 'HEAD';
+    this.isConnectRequest = method === 'CONNECT';
+    this.lineBudget = this.maxHeaderSize;
+  }
+
+  /** True once `onComplete` has been called. */
+  get isComplete(): boolean {
+    return this.state === 'complete';
+  }
+
+  /** True when the final response was 101 Switching Protocols or a 2xx to CONNECT: later bytes are the tunnel's. */
+  get isUpgrade(): boolean {
+    return this.isUpgradeResponse;
+  }
+
+  /** True once any byte was given to `execute`: a reset before that is the "stale pooled connection" case. */
+  get hasReceivedBytes(): boolean {
+    return this.receivedBytes > 0;
+  }
+
+  /**
+   * Parses the next bytes of the response.
+   *
+   * @param data bytes read from the upstream socket; body chunks handed out are subarrays of it.
+   * @returns the number of bytes of `data` consumed; less than `data.length` only when the response
+   *   completed inside `data` (see the class comment for what the rest means).
+   * @throws UpstreamProtocolError on malformed or ambiguous input.
+   */
+  execute(data: Buffer): number {
+    if (this.state === 'failed') throw this.error;
+    if (this.state === 'complete') return 0;
+    this.receivedBytes += data.length;
+    try {
+      return this.run(data);
+    } catch (error) {
+      this.state = 'failed';
+      this.error = error as Error;
+      throw error;
+    }
+  }
+
+  /**
+   * Tells the parser the connection was closed by the upstream (EOF). Completes a close-delimited
+   * body; a no-op when the response is already complete or parsing already failed.
+   *
+   * @throws UpstreamResetError when the response was not complete.
+   */
+  finish(): void {
+    if (this.state === 'complete' || this.state === 'failed') return;
+    if (this.state === 'body-close') {
+      this.complete();
+      return;
+    }
+    const error = new UpstreamResetError(
+      this.receivedBytes === 0
+        ? 'upstream closed the connection before sending a response'
+        : 'upstream closed the connection before the response was complete',
+    );
+    this.state = 'failed';
+    this.error = error;
+    throw error;
+  }
+
+  /** The state machine: each state consumes what it can and says where to go next. */
+  private run(data: Buffer): number {
+    let pos = 0;
+    while (pos < data.length) {
+      switch (this.state) {
+        case 'status-line':
+        case 'header-line':
+        case 'chunk-size':
+        case 'trailer-line': {
+          const next = this.readLine(data, pos);
+          if (next === -1) return data.length; // the line continues in the next chunk
+          pos = next;
+          // `readLine` left the line in `this.line`
+          if (this.state === 'status-line') this.onStatusLine(this.line);
+          else if (this.state === 'header-line') this.onHeaderLine(this.line);
+          else if (this.state === 'chunk-size') this.onChunkSizeLine(this.line);
+          else this.onTrailerLine(this.line);
+          if (this.isComplete) return pos; // a head without body, or the end of the trailers
+          break;
+        }
+        case 'body-length':
+        case 'chunk-data': {
+          const end = Math.min(data.length, pos + this.remaining);
+          this.remaining -= end - pos;
+          this.options.onBody(data.subarray(pos, end));
+          pos = end;
+          if (this.remaining === 0) {
+            if (this.state === 'chunk-data') {
+              this.state = 'chunk-data-cr';
+            } else {
+              this.complete();
+              return pos;
+            }
+          }
+          break;
+        }
+        case 'chunk-data-cr':
+          if (data[pos] !== CR) throw protocolError('missing CRLF after chunk data');
+          pos++;
+          this.state = 'chunk-data-lf';
+          break;
+        case 'chunk-data-lf':
+          if (data[pos] !== LF) throw protocolError('missing LF after CR after chunk data');
+          pos++;
+          this.state = 'chunk-size';
+          this.lineBudget = this.maxHeaderSize;
+          break;
+        case 'body-close':
+          this.options.onBody(pos === 0 ? data : data.subarray(pos));
+          return data.length;
+        case 'complete':
+          return pos;
+        case 'failed':
+          throw this.error;
+      }
+    }
+    return pos;
+  }
+
+  // ---- lines ------------------------------------------------------------------------------------
+
+  /**
+   * Finds the end of the line that starts at `start`. On success stores the line (CRLF removed) in
+   * `this.line` and returns the index after the LF; when `data` ends first, keeps a copy of the
+   * piece and returns -1. Every LF must be preceded by CR (RFC 9112 2.2: no bare LF here).
+   */
+  private readLine(data: Buffer, start: number): number {
+    const lf = data.indexOf(LF, start);
+    const pieceEnd = lf === -1 ? data.length : lf + 1;
+    this.lineBudget -= pieceEnd - start;
+    if (this.lineBudget < 0) throw protocolError(`${this.lineKind()} larger than ${this.maxHeaderSize} bytes`);
+    if (lf === -1) {
+      this.partialLine.push(Buffer.from(data.subarray(start))); // copy: the caller may reuse `data`
+      this.partialLineBytes += data.length - start;
+      return -1;
+    }
+    let line: Buffer;
+    if (this.partialLineBytes === 0) {
+      line = data.subarray(start, lf);
+    } else {
+      this.partialLine.push(data.subarray(start, lf));
+      line = Buffer.concat(this.partialLine, this.partialLineBytes + lf - start);
+      this.partialLine = [];
+      this.partialLineBytes = 0;
+    }
+    if (line.length === 0 || line[line.length - 1] !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
+    this.line = line.subarray(0, line.length - 1);
+    return lf + 1;
+  }
+
+  private lineKind(): string {
+    if (this.state === 'chunk-size') return 'chunk size line';
+    if (this.state === 'trailer-line') return 'trailer section';
+    return 'response head';
+  }
+
+  // ---- head -------------------------------------------------------------------------------------
+
+  /** `HTTP-version SP 3DIGIT [SP reason-phrase]` (RFC 9112 4); llhttp also accepts no reason, so do we. */
+  private onStatusLine(line: Buffer): void {
+    // "HTTP/1.x 200" is 12 bytes
+    if (
+      line.length < 12 ||
+      line[0] !== 0x48 || line[1] !== 0x54 || line[2] !== 0x54 || line[3] !== 0x50 || // HTTP
+      line[4] !== 0x2f || line[5] !== 0x31 || line[6] !== 0x2e || // /1.
+      (line[7] !== 0x30 && line[7] !== 0x31) ||
+      line[8] !== SP
+    ) {
+      throw protocolError(`invalid status line ${quote(line)}`);
+    }
+    this.httpVersion = line[7] === 0x31 ? '1.1' : '1.0';
+    let statusCode = 0;
+    for (let i = 9; i < 12; i++) {
+      const digit = (line[i] as number) - 0x30;
+      if (digit < 0 || digit > 9) throw protocolError(`invalid status code in ${quote(line)}`);
+      statusCode = statusCode * 10 + digit;
+    }
+    if (statusCode < 100) throw protocolError(`invalid status code ${statusCode}`);
+    if (line.length > 12 && line[12] !== SP) throw protocolError(`invalid status line ${quote(line)}`);
+    for (let i = 13; i < line.length; i++) {
+      if (IS_FIELD_CHAR[line[i] as number] === 0) throw protocolError('control character in reason phrase');
+    }
+    this.statusCode = statusCode;
+    this.statusMessage = line.length > 13 ? line.toString('latin1', 13) : '';
+    this.state = 'header-line';
+  }
+
+  /** One `name: value` line, or the empty line that ends the head. */
+  private onHeaderLine(line: Buffer): void {
+    if (line.length === 0) {
+      this.onHeadEnd();
+      return;
+    }
+    const name = parseFieldLine(line, this.rawHeaders);
+    const value = this.rawHeaders[this.rawHeaders.length - 1] as string;
+    // only three names matter for framing; compare lengths first, they rarely match
+    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      if (this.contentLength !== undefined) throw protocolError('repeated Content-Length');
+      this.contentLength = parseContentLength(value);
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      this.transferEncoding = this.transferEncoding === undefined ? value : `${this.transferEncoding}, ${value}`;
+    } else if (name.length === 10 && name.toLowerCase() === 'connection') {
+      for (const option of value.split(',')) {
+        const token = option.trim().toLowerCase();
+        if (token === 'close') this.hasConnectionClose = true;
+        else if (token === 'keep-alive') this.hasConnectionKeepAlive = true;
+      }
+    }
+  }
+
+  /** Decides the body length (RFC 9112 6.3, in its order) and reports the head. */
+  private onHeadEnd(): void {
+    const statusCode = this.statusCode;
+    if (this.transferEncoding !== undefined) {
+      // RFC 9112 6.1: TE in HTTP/1.0 is faulty framing; TE with CL is a smuggling attempt (6.3 rule 3)
+      if (this.httpVersion === '1.0') throw protocolError('Transfer-Encoding in an HTTP/1.0 response');
+      if (this.contentLength !== undefined) throw protocolError('both Content-Length and Transfer-Encoding');
+      // we forward the body de-chunked, so any other coding would reach the client undecoded
+      if (this.transferEncoding.trim().toLowerCase() !== 'chunked') {
+        throw protocolError(`unsupported Transfer-Encoding ${JSON.stringify(this.transferEncoding)}`);
+      }
+    }
+    const isInformational = statusCode < 200 && statusCode !== 101;
+    this.isUpgradeResponse = statusCode === 101 || (this.isConnectRequest && statusCode >= 200 && statusCode < 300);
+
+    let bodyKind: BodyKind;
+    if (isInformational || this.isUpgradeResponse || this.isHeadRequest || statusCode === 204 || statusCode === 304) {
+      bodyKind = 'none'; // rules 1 and 2
+    } else if (this.transferEncoding !== undefined) {
+      bodyKind = 'chunked'; // rule 4
+    } else if (this.contentLength !== undefined) {
+      bodyKind = 'length'; // rule 6
+    } else {
+      bodyKind = 'close'; // rule 8
+    }
+    const isKeepAlive =
+      bodyKind !== 'close' &&
+      !this.isUpgradeResponse &&
+      !this.hasConnectionClose &&
+      (this.httpVersion === '1.1' || this.hasConnectionKeepAlive);
+
+    const head: ResponseHead = {
+      statusCode,
+      statusMessage: this.statusMessage,
+      httpVersion: this.httpVersion,
+      rawHeaders: this.rawHeaders,
+      isKeepAlive,
+      bodyKind,
+      ...(this.contentLength !== undefined ? { contentLength: this.contentLength } : {}),
+    };
+
+    if (isInformational) {
+      if (++this.informationalCount > MAX_INFORMATIONAL_RESPONSES) throw protocolError('too many 1xx responses');
+      this.resetHead();
+      this.options.onInformational?.(head);
+      return;
+    }
+    this.options.onHead(head);
+    switch (bodyKind) {
+      case 'none':
+        this.complete();
+        break;
+      case 'length':
+        this.remaining = this.contentLength as number;
+        if (this.remaining === 0) this.complete();
+        else this.state = 'body-length';
+        break;
+      case 'chunked':
+        this.state = 'chunk-size';
+        this.lineBudget = this.maxHeaderSize;
+        break;
+      case 'close':
+        this.state = 'body-close';
+        break;
+    }
+  }
+
+  /** Forgets an informational head so the next status line starts fresh. */
+  private resetHead(): void {
+    this.state = 'status-line';
+    this.lineBudget = this.maxHeaderSize;
+    this.rawHeaders = [];
+    this.contentLength = undefined;
+    this.transferEncoding = undefined;
+    this.hasConnectionClose = false;
+    this.hasConnectionKeepAlive = false;
+  }
+
+  // ---- chunked body -----------------------------------------------------------------------------
+
+  /** `1*HEXDIG *( ";" token [ "=" ( token / quoted-string ) ] )` (RFC 9112 7.1), no whitespace, as llhttp. */
+  private onChunkSizeLine(line: Buffer): void {
+    let size = 0;
+    let i = 0;
+    while (i < line.length) {
+      const digit = HEX_VALUE[line[i] as number] as number;
+      if (digit === -1) break;
+      size = size * 16 + digit;
+      i++;
+    }
+    if (i === 0) throw protocolError(`invalid chunk size line ${quote(line)}`);
+    if (i > MAX_CHUNK_SIZE_DIGITS || size > Number.MAX_SAFE_INTEGER) throw protocolError('chunk size too large');
+    if (i < line.length) checkChunkExtensions(line, i);
+    if (size === 0) {
+      this.state = 'trailer-line';
+      this.lineBudget = this.maxHeaderSize;
+    } else {
+      this.remaining = size;
+      this.state = 'chunk-data';
+    }
+  }
+
+  /** A trailer field line, or the empty line that ends the message (RFC 9112 7.1.2). */
+  private onTrailerLine(line: Buffer): void {
+    if (line.length === 0) {
+      if (this.rawTrailers.length > 0) this.options.onTrailers?.(this.rawTrailers);
+      this.complete();
+      return;
+    }
+    parseFieldLine(line, this.rawTrailers);
+  }
+
+  private complete(): void {
+    this.state = 'complete';
+    this.options.onComplete();
+  }
+}
+
+// ---- pure helpers -------------------------------------------------------------------------------
+
+/**
+ * Parses `name ":" OWS value OWS` (RFC 9112 5) and pushes name and value onto `into`. Rejects
+ * obs-fold, an empty or non-token name, whitespace before the colon, and control characters other
+ * than HTAB in the value (which also rejects a bare CR). Returns the name.
+ */
+function parseFieldLine(line: Buffer, into: string[]): string {
+  let colon = 0;
+  while (colon < line.length && IS_TOKEN[line[colon] as number] === 1) colon++;
+  if (colon === 0) {
+    const first = line[0];
+    throw protocolError(first === SP || first === HTAB ? 'obs-fold (line folding) in header' : `invalid header name in ${quote(line)}`);
+  }
+  if (colon === line.length || line[colon] !== COLON) throw protocolError(`invalid header name in ${quote(line)}`);
+  let start = colon + 1;
+  let end = line.length;
+  while (start < end && (line[start] === SP || line[start] === HTAB)) start++;
+  while (end > start && (line[end - 1] === SP || line[end - 1] === HTAB)) end--;
+  for (let i = start; i < end; i++) {
+    if (IS_FIELD_CHAR[line[i] as number] === 0) throw protocolError(`invalid character 0x${hex(line[i] as number)} in header value`);
+  }
+  const name = line.toString('latin1', 0, colon);
+  into.push(name, line.toString('latin1', start, end));
+  return name;
+}
+
+/** `1*DIGIT` and at most 2^53 - 1 (RFC 9110 8.6); no sign, no list, no spaces (the caller trimmed OWS). */
+function parseContentLength(value: string): number {
+  if (value.length === 0) throw protocolError('empty Content-Length');
+  let length = 0;
+  for (let i = 0; i < value.length; i++) {
+    const digit = value.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) throw protocolError(`invalid Content-Length ${JSON.stringify(value)}`);
+    length = length * 10 + digit;
+    if (length > Number.MAX_SAFE_INTEGER) throw protocolError('Content-Length too large');
+  }
+  return length;
+}
+
+/** Checks `*( ";" token [ "=" ( token / quoted-string ) ] )` from `i` to the end; extensions are ignored. */
+function checkChunkExtensions(line: Buffer, i: number): void {
+  const invalid = (): UpstreamProtocolError => protocolError(`invalid chunk extension in ${quote(line)}`);
+  while (i < line.length) {
+    if (line[i] !== SEMICOLON) throw invalid();
+    i++;
+    const nameStart = i;
+    while (i < line.length && IS_TOKEN[line[i] as number] === 1) i++;
+    if (i === nameStart) throw invalid();
+    if (i === line.length || line[i] === SEMICOLON) continue;
+    if (line[i] !== EQUALS) throw invalid();
+    i++;
+    if (line[i] === DQUOTE) {
+      i++;
+      for (;;) {
+        if (i >= line.length) throw invalid(); // unterminated quoted-string
+        const b = line[i] as number;
+        if (b === DQUOTE) {
+          i++;
+          break;
+        }
+        if (b === BACKSLASH) {
+          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line[i + 1] as number] === 0) throw invalid();
+          i += 2;
+        } else if (IS_QDTEXT[b] === 1) {
+          i++;
+        } else {
+          throw invalid();
+        }
+      }
+    } else {
+      const valueStart = i;
+      while (i < line.length && IS_TOKEN[line[i] as number] === 1) i++;
+      if (i === valueStart) throw invalid();
+    }
+  }
+}
+
+function protocolError(reason: string): UpstreamProtocolError {
+  return new UpstreamProtocolError(`malformed upstream response: ${reason}`);
+}
+
+function byteTable(isMember: (byte: number) => boolean): Uint8Array {
+  const table = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) table[b] = isMember(b) ? 1 : 0;
+  return table;
+}
+
+function hex(byte: number): string {
+  return byte.toString(16).padStart(2, '0');
+}
+
+/** A short, printable rendering of a line for error messages (at most 64 bytes). */
+function quote(line: Buffer): string {
+  return JSON.stringify(line.toString('latin1', 0, Math.min(line.length, 64)));
+}

@@ -13,9 +13,10 @@
  * the colon, control characters in values. The differential test (test/http/differential.test.ts)
  * checks that whatever node's own parser (llhttp) rejects, this parser rejects too.
  *
- * The parser is a small state machine over named states. It works on Buffers with `indexOf` and
- * byte loops; a line split across reads is kept as a list of copied pieces and joined once; body
- * bytes are handed out as `subarray`s of the input, never copied.
+ * The parser is a small state machine over named states. It finds line ends with `Buffer.indexOf`,
+ * decodes a whole head with one latin1 `toString` (the head's end is usually in the same read) and
+ * checks characters with lookup tables; a line split across reads is kept as the string decoded so
+ * far; body bytes are handed out as `subarray`s of the input, never copied.
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
 
@@ -81,6 +82,7 @@ type State =
 export const DEFAULT_MAX_HEADER_SIZE = 16384;
 
 const CR = 0x0d;
+const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
 const LF = 0x0a;
 const SP = 0x20;
 const HTAB = 0x09;
@@ -137,11 +139,9 @@ export class ResponseParser {
   private error: Error | undefined;
   private receivedBytes = 0;
 
-  // line assembly: pieces of a line that continues in the next chunk (copied), and the byte budget
-  private partialLine: Buffer[] = [];
-  private partialLineBytes = 0;
-  /** The line found by the last successful `readLine`, without its CRLF. */
-  private line: Buffer = Buffer.alloc(0);
+  // line assembly
+  /** The start of a line that continues in the next chunk, latin1. */
+  private partialLine = '';
   /** Bytes still allowed in the current head, chunk-size line or trailer section. */
   private lineBudget: number;
 
@@ -239,18 +239,10 @@ export class ResponseParser {
         case 'status-line':
         case 'header-line':
         case 'chunk-size':
-        case 'trailer-line': {
-          const next = this.readLine(data, pos);
-          if (next === -1) return data.length; // the line continues in the next chunk
-          pos = next;
-          // `readLine` left the line in `this.line`
-          if (this.state === 'status-line') this.onStatusLine(this.line);
-          else if (this.state === 'header-line') this.onHeaderLine(this.line);
-          else if (this.state === 'chunk-size') this.onChunkSizeLine(this.line);
-          else this.onTrailerLine(this.line);
+        case 'trailer-line':
+          pos = this.readLines(data, pos);
           if (this.isComplete) return pos; // a head without body, or the end of the trailers
           break;
-        }
         case 'body-length':
         case 'chunk-data': {
           const end = Math.min(data.length, pos + this.remaining);
@@ -293,32 +285,61 @@ export class ResponseParser {
   // ---- lines ------------------------------------------------------------------------------------
 
   /**
-   * Finds the end of the line that starts at `start`. On success stores the line (CRLF removed) in
-   * `this.line` and returns the index after the LF; when `data` ends first, keeps a copy of the
-   * piece and returns -1. Every LF must be preceded by CR (RFC 9112 2.2: no bare LF here).
+   * Reads complete lines from `start` and hands each (CRLF removed) to the current state's line
+   * handler, until the state is no longer a line state or the decoded text runs out. Decodes only
+   * bytes that are surely lines: in a head, up to its empty line when that is in sight; otherwise
+   * one line; never much beyond the byte budget. A line without its LF yet is kept for the next
+   * chunk. Every LF must follow a CR (RFC 9112 2.2: no bare LF).
+   *
+   * @returns the position after the last byte used (`data.length` when a partial line was kept).
    */
-  private readLine(data: Buffer, start: number): number {
-    const lf = data.indexOf(LF, start);
-    const pieceEnd = lf === -1 ? data.length : lf + 1;
-    this.lineBudget -= pieceEnd - start;
-    if (this.lineBudget < 0) throw protocolError(`${this.lineKind()} larger than ${this.maxHeaderSize} bytes`);
-    if (lf === -1) {
-      this.partialLine.push(Buffer.from(data.subarray(start))); // copy: the caller may reuse `data`
-      this.partialLineBytes += data.length - start;
-      return -1;
-    }
-    let line: Buffer;
-    if (this.partialLineBytes === 0) {
-      line = data.subarray(start, lf);
+  private readLines(data: Buffer, start: number): number {
+    let end: number;
+    if (this.state === 'status-line' || this.state === 'header-line') {
+      const headEnd = data.indexOf(CRLF_CRLF, start);
+      end = headEnd === -1 ? data.length : headEnd + CRLF_CRLF.length;
     } else {
-      this.partialLine.push(data.subarray(start, lf));
-      line = Buffer.concat(this.partialLine, this.partialLineBytes + lf - start);
-      this.partialLine = [];
-      this.partialLineBytes = 0;
+      const lf = data.indexOf(LF, start);
+      end = lf === -1 ? data.length : lf + 1;
     }
-    if (line.length === 0 || line[line.length - 1] !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
-    this.line = line.subarray(0, line.length - 1);
-    return lf + 1;
+    end = Math.min(end, start + this.lineBudget + 1);
+    const text = data.toString('latin1', start, end);
+    let i = 0;
+    while (i < text.length && this.isInLineState()) {
+      const lf = text.indexOf('\n', i);
+      this.spendLineBudget((lf === -1 ? text.length : lf + 1) - i);
+      if (lf === -1) {
+        this.partialLine += text.slice(i); // the line continues in the next chunk
+        return data.length;
+      }
+      let line: string;
+      if (this.partialLine === '') {
+        if (lf === i || text.charCodeAt(lf - 1) !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
+        line = text.slice(i, lf - 1);
+      } else {
+        line = this.partialLine + text.slice(i, lf);
+        this.partialLine = '';
+        if (line.charCodeAt(line.length - 1) !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
+        line = line.slice(0, -1);
+      }
+      i = lf + 1;
+      if (this.state === 'status-line') this.onStatusLine(line);
+      else if (this.state === 'header-line') this.onHeaderLine(line);
+      else if (this.state === 'chunk-size') this.onChunkSizeLine(line);
+      else this.onTrailerLine(line);
+    }
+    return start + i;
+  }
+
+  private isInLineState(): boolean {
+    const state = this.state;
+    return state === 'status-line' || state === 'header-line' || state === 'chunk-size' || state === 'trailer-line';
+  }
+
+  /** Counts `bytes` against the limit of the current head, chunk-size line or trailer section. */
+  private spendLineBudget(bytes: number): void {
+    this.lineBudget -= bytes;
+    if (this.lineBudget < 0) throw protocolError(`${this.lineKind()} larger than ${this.maxHeaderSize} bytes`);
   }
 
   private lineKind(): string {
@@ -330,36 +351,30 @@ export class ResponseParser {
   // ---- head -------------------------------------------------------------------------------------
 
   /** `HTTP-version SP 3DIGIT [SP reason-phrase]` (RFC 9112 4); llhttp also accepts no reason, so do we. */
-  private onStatusLine(line: Buffer): void {
-    // "HTTP/1.x 200" is 12 bytes
-    if (
-      line.length < 12 ||
-      line[0] !== 0x48 || line[1] !== 0x54 || line[2] !== 0x54 || line[3] !== 0x50 || // HTTP
-      line[4] !== 0x2f || line[5] !== 0x31 || line[6] !== 0x2e || // /1.
-      (line[7] !== 0x30 && line[7] !== 0x31) ||
-      line[8] !== SP
-    ) {
+  private onStatusLine(line: string): void {
+    // "HTTP/1.x 200" is 12 characters
+    if (line.length < 12 || !line.startsWith('HTTP/1.') || (line[7] !== '0' && line[7] !== '1') || line[8] !== ' ') {
       throw protocolError(`invalid status line ${quote(line)}`);
     }
-    this.httpVersion = line[7] === 0x31 ? '1.1' : '1.0';
+    this.httpVersion = line[7] === '1' ? '1.1' : '1.0';
     let statusCode = 0;
     for (let i = 9; i < 12; i++) {
-      const digit = (line[i] as number) - 0x30;
+      const digit = line.charCodeAt(i) - 0x30;
       if (digit < 0 || digit > 9) throw protocolError(`invalid status code in ${quote(line)}`);
       statusCode = statusCode * 10 + digit;
     }
     if (statusCode < 100) throw protocolError(`invalid status code ${statusCode}`);
-    if (line.length > 12 && line[12] !== SP) throw protocolError(`invalid status line ${quote(line)}`);
+    if (line.length > 12 && line.charCodeAt(12) !== SP) throw protocolError(`invalid status line ${quote(line)}`);
     for (let i = 13; i < line.length; i++) {
-      if (IS_FIELD_CHAR[line[i] as number] === 0) throw protocolError('control character in reason phrase');
+      if (IS_FIELD_CHAR[line.charCodeAt(i)] === 0) throw protocolError('control character in reason phrase');
     }
     this.statusCode = statusCode;
-    this.statusMessage = line.length > 13 ? line.toString('latin1', 13) : '';
+    this.statusMessage = line.length > 13 ? line.slice(13) : '';
     this.state = 'header-line';
   }
 
   /** One `name: value` line, or the empty line that ends the head. */
-  private onHeaderLine(line: Buffer): void {
+  private onHeaderLine(line: string): void {
     if (line.length === 0) {
       this.onHeadEnd();
       return;
@@ -462,11 +477,11 @@ export class ResponseParser {
   // ---- chunked body -----------------------------------------------------------------------------
 
   /** `1*HEXDIG *( ";" token [ "=" ( token / quoted-string ) ] )` (RFC 9112 7.1), no whitespace, as llhttp. */
-  private onChunkSizeLine(line: Buffer): void {
+  private onChunkSizeLine(line: string): void {
     let size = 0;
     let i = 0;
     while (i < line.length) {
-      const digit = HEX_VALUE[line[i] as number] as number;
+      const digit = HEX_VALUE[line.charCodeAt(i)] as number;
       if (digit === -1) break;
       size = size * 16 + digit;
       i++;
@@ -484,7 +499,7 @@ export class ResponseParser {
   }
 
   /** A trailer field line, or the empty line that ends the message (RFC 9112 7.1.2). */
-  private onTrailerLine(line: Buffer): void {
+  private onTrailerLine(line: string): void {
     if (line.length === 0) {
       if (this.rawTrailers.length > 0) this.options.onTrailers?.(this.rawTrailers);
       this.complete();
@@ -506,23 +521,24 @@ export class ResponseParser {
  * obs-fold, an empty or non-token name, whitespace before the colon, and control characters other
  * than HTAB in the value (which also rejects a bare CR). Returns the name.
  */
-function parseFieldLine(line: Buffer, into: string[]): string {
+function parseFieldLine(line: string, into: string[]): string {
   let colon = 0;
-  while (colon < line.length && IS_TOKEN[line[colon] as number] === 1) colon++;
+  while (colon < line.length && IS_TOKEN[line.charCodeAt(colon)] === 1) colon++;
   if (colon === 0) {
-    const first = line[0];
+    const first = line.charCodeAt(0);
     throw protocolError(first === SP || first === HTAB ? 'obs-fold (line folding) in header' : `invalid header name in ${quote(line)}`);
   }
-  if (colon === line.length || line[colon] !== COLON) throw protocolError(`invalid header name in ${quote(line)}`);
+  if (colon === line.length || line.charCodeAt(colon) !== COLON) throw protocolError(`invalid header name in ${quote(line)}`);
   let start = colon + 1;
   let end = line.length;
-  while (start < end && (line[start] === SP || line[start] === HTAB)) start++;
-  while (end > start && (line[end - 1] === SP || line[end - 1] === HTAB)) end--;
+  while (start < end && (line.charCodeAt(start) === SP || line.charCodeAt(start) === HTAB)) start++;
+  while (end > start && (line.charCodeAt(end - 1) === SP || line.charCodeAt(end - 1) === HTAB)) end--;
   for (let i = start; i < end; i++) {
-    if (IS_FIELD_CHAR[line[i] as number] === 0) throw protocolError(`invalid character 0x${hex(line[i] as number)} in header value`);
+    const code = line.charCodeAt(i);
+    if (IS_FIELD_CHAR[code] === 0) throw protocolError(`invalid character 0x${hex(code)} in header value`);
   }
-  const name = line.toString('latin1', 0, colon);
-  into.push(name, line.toString('latin1', start, end));
+  const name = line.slice(0, colon);
+  into.push(name, line.slice(start, end));
   return name;
 }
 
@@ -540,30 +556,30 @@ function parseContentLength(value: string): number {
 }
 
 /** Checks `*( ";" token [ "=" ( token / quoted-string ) ] )` from `i` to the end; extensions are ignored. */
-function checkChunkExtensions(line: Buffer, i: number): void {
+function checkChunkExtensions(line: string, i: number): void {
   const invalid = (): UpstreamProtocolError => protocolError(`invalid chunk extension in ${quote(line)}`);
   while (i < line.length) {
-    if (line[i] !== SEMICOLON) throw invalid();
+    if (line.charCodeAt(i) !== SEMICOLON) throw invalid();
     i++;
     const nameStart = i;
-    while (i < line.length && IS_TOKEN[line[i] as number] === 1) i++;
+    while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
     if (i === nameStart) throw invalid();
-    if (i === line.length || line[i] === SEMICOLON) continue;
-    if (line[i] !== EQUALS) throw invalid();
+    if (i === line.length || line.charCodeAt(i) === SEMICOLON) continue;
+    if (line.charCodeAt(i) !== EQUALS) throw invalid();
     i++;
-    if (line[i] === DQUOTE) {
+    if (line.charCodeAt(i) === DQUOTE) {
       i++;
       for (;;) {
         if (i >= line.length) throw invalid(); // unterminated quoted-string
-        const b = line[i] as number;
-        if (b === DQUOTE) {
+        const code = line.charCodeAt(i);
+        if (code === DQUOTE) {
           i++;
           break;
         }
-        if (b === BACKSLASH) {
-          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line[i + 1] as number] === 0) throw invalid();
+        if (code === BACKSLASH) {
+          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line.charCodeAt(i + 1)] === 0) throw invalid();
           i += 2;
-        } else if (IS_QDTEXT[b] === 1) {
+        } else if (IS_QDTEXT[code] === 1) {
           i++;
         } else {
           throw invalid();
@@ -571,7 +587,7 @@ function checkChunkExtensions(line: Buffer, i: number): void {
       }
     } else {
       const valueStart = i;
-      while (i < line.length && IS_TOKEN[line[i] as number] === 1) i++;
+      while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
       if (i === valueStart) throw invalid();
     }
   }
@@ -591,7 +607,7 @@ function hex(byte: number): string {
   return byte.toString(16).padStart(2, '0');
 }
 
-/** A short, printable rendering of a line for error messages (at most 64 bytes). */
-function quote(line: Buffer): string {
-  return JSON.stringify(line.toString('latin1', 0, Math.min(line.length, 64)));
+/** A short, printable rendering of a line for error messages (at most 64 characters). */
+function quote(line: string): string {
+  return JSON.stringify(line.slice(0, 64));
 }

@@ -259,6 +259,7 @@ export class UpstreamPool {
         : undefined;
       const onAbort = (): void => fail(signal?.reason);
       const onError = (error: Error): void => fail(toConnectError(error, host, port));
+      const onClose = (): void => fail(new UpstreamConnectError(`connect to ${formatOrigin(host, port)} aborted: the pool was closed`));
       const onConnect = (): void => {
         cleanup();
         socket.setNoDelay(true);
@@ -268,6 +269,7 @@ export class UpstreamPool {
         if (hasTimeout) this.timers.clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         socket.off('error', onError);
+        socket.off('close', onClose);
         socket.off('connect', onConnect);
       };
       const fail = (error: unknown): void => {
@@ -277,6 +279,7 @@ export class UpstreamPool {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       socket.once('error', onError);
+      socket.once('close', onClose); // destroyed by close() while connecting
       socket.once('connect', onConnect);
     });
   }

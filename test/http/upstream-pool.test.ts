@@ -275,6 +275,13 @@ describe('UpstreamPool', () => {
     await assert.rejects(pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 0, signal: controller.signal }), (error: unknown) => error === reason);
   });
 
+  it('rejects a pending connect when the pool is closed', async () => {
+    const pool = new UpstreamPool({ timers: new ManualTimers(), connect: () => new net.Socket() });
+    const rejection = assert.rejects(pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 5000 }), UpstreamConnectError);
+    await pool.close();
+    await rejection;
+  });
+
   for (const [listenOn, resolvesTo] of [
     ['127.0.0.1', ['::1', '127.0.0.1']],
     ['::1', ['127.0.0.1', '::1']],

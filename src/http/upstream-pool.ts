@@ -68,12 +68,8 @@ export class UpstreamConnection {
    */
   wasReused = false;
 
-  /** @internal the origin's idle-list key */
+  /** `host:port`, the key of the origin's idle list. */
   readonly originKey: string;
-  /** @internal pending idle timeout while idle */
-  idleTimer: unknown = undefined;
-  /** @internal listeners installed while idle */
-  idleListeners: { onData: () => void; onGone: () => void } | undefined = undefined;
 
   constructor(socket: net.Socket, host: string, port: number) {
     this.socket = socket;
@@ -114,7 +110,8 @@ export class UpstreamPool {
   private readonly active = new Set<UpstreamConnection>();
   /** Every connection not destroyed and whose socket has not emitted `close` yet. */
   private readonly open = new Set<UpstreamConnection>();
-  private idleCount = 0;
+  /** What an idle connection has installed: its idle timer and the listeners that drop it. */
+  private readonly idleWatch = new Map<UpstreamConnection, { timer: unknown; onData: () => void; onGone: () => void }>();
   private isClosed = false;
 
   constructor(options: UpstreamPoolOptions = {}) {
@@ -155,14 +152,14 @@ export class UpstreamPool {
       return;
     }
     const onData = (): void => this.destroy(connection); // the upstream may not speak first
-    const onGone = (): void => this.destroy(connection); // end, error or close while idle
-    connection.idleListeners = { onData, onGone };
+    const onGone = (): void => this.destroy(connection); // end or error while idle
     socket.on('data', onData);
     socket.on('end', onGone);
     socket.on('error', onGone);
     socket.resume(); // flowing, so that bytes and EOF are noticed
     socket.unref();
-    connection.idleTimer = this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs);
+    const timer = this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs);
+    this.idleWatch.set(connection, { timer, onData, onGone });
 
     let list = this.idle.get(connection.originKey);
     if (list === undefined) {
@@ -170,7 +167,6 @@ export class UpstreamPool {
       this.idle.set(connection.originKey, list);
     }
     list.push(connection);
-    this.idleCount++;
     if (list.length > this.maxIdlePerOrigin) this.destroy(list[0] as UpstreamConnection);
   }
 
@@ -197,7 +193,7 @@ export class UpstreamPool {
   }
 
   stats(): PoolStats {
-    return { open: this.open.size, idle: this.idleCount };
+    return { open: this.open.size, idle: this.idleWatch.size };
   }
 
   // ---- helpers ----------------------------------------------------------------------------------
@@ -222,22 +218,17 @@ export class UpstreamPool {
 
   /** Takes a connection off its idle list and uninstalls the idle listeners and timer, if it is idle. */
   private removeIdle(connection: UpstreamConnection): void {
-    const listeners = connection.idleListeners;
-    if (listeners === undefined) return;
-    connection.idleListeners = undefined;
-    this.timers.clearTimeout(connection.idleTimer);
-    connection.idleTimer = undefined;
+    const watch = this.idleWatch.get(connection);
+    if (watch === undefined) return;
+    this.idleWatch.delete(connection);
+    this.timers.clearTimeout(watch.timer);
     const socket = connection.socket;
-    socket.off('data', listeners.onData);
-    socket.off('end', listeners.onGone);
-    socket.off('error', listeners.onGone);
-    const list = this.idle.get(connection.originKey);
-    const index = list === undefined ? -1 : list.indexOf(connection);
-    if (list !== undefined && index !== -1) {
-      list.splice(index, 1);
-      this.idleCount--;
-      if (list.length === 0) this.idle.delete(connection.originKey);
-    }
+    socket.off('data', watch.onData);
+    socket.off('end', watch.onGone);
+    socket.off('error', watch.onGone);
+    const list = this.idle.get(connection.originKey) as UpstreamConnection[];
+    list.splice(list.indexOf(connection), 1);
+    if (list.length === 0) this.idle.delete(connection.originKey);
   }
 
   /** Opens a new connection, with the connect timeout and the abort signal. */

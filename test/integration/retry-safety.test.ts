@@ -1,0 +1,147 @@
+/**
+ * Retry safety through the real proxy (SPEC 4, issue 4 "Retry safety"): a failed attempt goes to
+ * another upstream only when the request can be replayed. Connect failures always (the upstream never
+ * saw a byte, and the proxy holds the body back until the connection is up); after the request was
+ * sent only idempotent methods without a streamed body (RFC 9110 §9.2.2, nginx ≥ 1.9.13). Each test
+ * checks both sides: what the client got and which upstreams saw the request.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, startBackend, startRawBackend, startTestProxy } from '../helpers/proxy-harness.js';
+import { closedPort, onWholeRequest, type RawRequest } from './upstream-control.js';
+
+/** A route `r` on `/` over the given upstream URLs, in order (round-robin: the first pick is the first). */
+function routeIni(urls: readonly string[], extra = ''): string {
+  return `[proxy.r]\npath = /\n${urls.map((url) => `pass = ${url}\n`).join('')}${extra}`;
+}
+
+/** Passive-health transition lines are not what these tests are about. */
+const QUIET = { deps: { log: () => {} } };
+
+/** A raw upstream that reads each whole request, then resets the connection (RST) without answering. */
+async function startResettingBackend() {
+  const seen: RawRequest[] = [];
+  const backend = await startRawBackend((socket) =>
+    onWholeRequest(socket, (raw) => {
+      seen.push(raw);
+      socket.resetAndDestroy();
+    }),
+  );
+  return { ...backend, seen };
+}
+
+test('a POST whose body reached an upstream that then resets is not retried: one upstream saw it, the client gets 502', async (t) => {
+  const resetting = await startResettingBackend();
+  const spare = await startBackend();
+  const proxy = await startTestProxy(routeIni([resetting.url, spare.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await resetting.close();
+    await spare.close();
+  });
+  const body = Buffer.alloc(64 * 1024, 'p');
+
+  const res = await request(proxy.port, { method: 'POST', path: '/orders', body, headers: { 'Content-Type': 'text/plain' } });
+
+  assert.equal(res.status, 502, `got ${res.status}, want 502`);
+  assert.equal(resetting.seen.length, 1, `got ${resetting.seen.length} requests at the resetting upstream, want 1`);
+  assert.equal(resetting.seen[0]!.body.length, body.length, `got ${resetting.seen[0]!.body.length} body bytes there, want ${body.length}`);
+  assert.equal(spare.requests.length, 0, `got ${spare.requests.length} requests at the second upstream, want 0 (no retry)`);
+  const attempts = proxy.logs[0]!.attempts;
+  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET'], `got attempts ${JSON.stringify(attempts)}`);
+});
+
+test('a POST that failed at connect is retried and its whole body arrives at the second upstream', async (t) => {
+  const refusedPort = await closedPort();
+  const second = await startBackend((_req, res) => res.end('stored'));
+  const proxy = await startTestProxy(routeIni([`http://127.0.0.1:${refusedPort}`, second.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await second.close();
+  });
+  // 256 KiB with a pattern, more than socket buffers hold: the body must be held back, not consumed.
+  const body = Buffer.alloc(256 * 1024);
+  for (let i = 0; i < body.length; i++) body[i] = (i * 7) % 251;
+
+  const res = await request(proxy.port, { method: 'POST', path: '/orders', body });
+
+  assert.equal(res.status, 200, `got ${res.status}, want 200`);
+  assert.equal(res.body.toString(), 'stored');
+  assert.equal(second.requests.length, 1, `got ${second.requests.length} requests at the second upstream, want 1`);
+  assert.equal(second.requests[0]!.method, 'POST');
+  assert.ok(second.requests[0]!.body.equals(body), `got ${second.requests[0]!.body.length} body bytes (or different ones), want the ${body.length} sent`);
+  const attempts = proxy.logs[0]!.attempts;
+  assert.deepEqual(
+    attempts.map((a) => [a.upstream, a.error ?? a.status]),
+    [
+      [`127.0.0.1:${refusedPort}`, 'PRX_UPSTREAM_CONNECT'],
+      [`127.0.0.1:${second.port}`, 200],
+    ],
+  );
+});
+
+test('a GET reset before any response byte is retried on the next upstream and succeeds', async (t) => {
+  const resetting = await startResettingBackend();
+  const second = await startBackend((_req, res) => res.end('from second'));
+  const proxy = await startTestProxy(routeIni([resetting.url, second.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await resetting.close();
+    await second.close();
+  });
+
+  const res = await request(proxy.port, { path: '/items' });
+
+  assert.equal(res.status, 200, `got ${res.status}, want 200`);
+  assert.equal(res.body.toString(), 'from second');
+  assert.equal(resetting.seen.length, 1, `got ${resetting.seen.length} requests at the resetting upstream, want 1`);
+  assert.match(resetting.seen[0]!.head, /^GET \/items HTTP\/1\.1/);
+  assert.equal(second.requests.length, 1, `got ${second.requests.length} requests at the second upstream, want 1`);
+  const attempts = proxy.logs[0]!.attempts;
+  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET', 200]);
+});
+
+test('a bodiless POST reset on a reused keep-alive connection after the upstream read it is not sent again', async (t) => {
+  // Regression: the same-upstream resend meant for stale pooled connections replayed the POST, so a
+  // lone upstream that had read it (and maybe acted on it) saw it twice.
+  const backend = await startBackend((req, res) => {
+    if (req.method === 'POST') req.socket.destroy();
+    else res.end('ok');
+  });
+  const proxy = await startTestProxy(routeIni([backend.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const warm = await request(proxy.port, { path: '/' }); // leaves a pooled connection to the upstream
+  assert.equal(warm.status, 200);
+
+  const res = await request(proxy.port, { method: 'POST', path: '/charge', headers: { 'Content-Length': '0' } });
+
+  assert.equal(res.status, 502, `got ${res.status}, want 502`);
+  const posts = backend.requests.filter((r) => r.method === 'POST').length;
+  assert.equal(posts, 1, `got ${posts} POSTs at the upstream, want 1`);
+});
+
+test('a GET reset on a reused keep-alive connection to a lone upstream is sent once more on a fresh one', async (t) => {
+  // The stale pooled connection race (the upstream closed it as the proxy wrote): with no other
+  // upstream to go to, an idempotent request gets one more try on the same upstream (Go's transport,
+  // nginx's extra try for a cached connection to its `single` peer).
+  let flakyCount = 0;
+  const backend = await startBackend((req, res) => {
+    if (req.url === '/flaky' && ++flakyCount === 1) req.socket.destroy();
+    else res.end(`ok ${req.url}`);
+  });
+  const proxy = await startTestProxy(routeIni([backend.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200);
+
+  const res = await request(proxy.port, { path: '/flaky' });
+
+  assert.equal(res.status, 200, `got ${res.status}, want 200`);
+  assert.equal(res.body.toString(), 'ok /flaky');
+  assert.equal(flakyCount, 2, `got ${flakyCount} GET /flaky at the upstream, want 2`);
+});

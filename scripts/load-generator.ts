@@ -27,7 +27,7 @@ function runConnection(): Promise<void> {
   return new Promise((resolve) => {
     const socket = net.connect(Number(target.port), target.hostname);
     socket.setNoDelay(true);
-    let buffer = Buffer.alloc(0);
+    let buffer: Buffer = Buffer.alloc(0);
     let sentAt = 0;
     const send = (): void => {
       if (Date.now() >= deadline) {

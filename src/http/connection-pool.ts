@@ -1,1 +1,305 @@
-export { UpstreamPool as ConnectionPool, UpstreamConnection } from './upstream-pool.js';
+/**
+ * A keep-alive connection pool for upstreams, on raw `node:net` sockets (issue 5: node:http's
+ * client Agent is where a Node proxy spends much of its time). One list of idle sockets per origin
+ * (host, port), used last-in first-out like nginx's `keepalive` cache and Go's `http.Transport`: the
+ * most recently used socket is the one least likely to have been closed by the upstream's idle
+ * timeout, and the cold ones at the bottom age out.
+ *
+ * The get/free pair follows nginx's upstream peer API: `acquire` hands out a connected socket
+ * (reused or new), `release` gives back one that may carry another request, `destroy` throws one
+ * away. While a socket is idle the pool owns it: any byte or EOF from the upstream, an error, or
+ * the idle timeout removes it. Idle sockets are unref'ed so they never keep the process alive.
+ *
+ * Stale connections (the race every keep-alive client has, RFC 9112 9.3.1): the upstream may close
+ * an idle connection at the very moment we pick it and write a request into it. The write then
+ * fails, or the socket ends/resets before any response byte arrives. That is not a failure of the
+ * upstream. Like Go's transport (`persistConn.shouldRetryRequest`), the caller should retry such a
+ * request once on a new connection when `connection.wasReused` is true and no response byte was
+ * received, provided the request can be replayed (its body was not streamed away; for a
+ * non-idempotent method only if the upstream cannot have seen it). The default idle timeout (4 s)
+ * stays below node:http's server `keepAliveTimeout` (5 s) to make the race rare with Node upstreams.
+ */
+import net from 'node:net';
+import { UpstreamConnectError, UpstreamTimeoutError } from '../errors.js';
+
+/** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
+export interface PoolTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** Opens a TCP connection; `net.connect` by default, replaced in tests. */
+export type ConnectFunction = (options: net.TcpNetConnectOpts) => net.Socket;
+
+export interface ConnectionPoolOptions {
+  /** Idle sockets kept per origin; releasing one more destroys the oldest idle one. Default 256. */
+  readonly maxIdlePerOrigin?: number;
+  /** How long an idle socket is kept, ms. Default 4000 (below node:http's 5 s server keep-alive). */
+  readonly idleTimeoutMs?: number;
+  readonly connect?: ConnectFunction;
+  /** Default: the global timers, unref'ed. */
+  readonly timers?: PoolTimers;
+}
+
+export interface AcquireOptions {
+  /** Time allowed for the TCP connect, ms (SPEC `connect_timeout`). 0 or Infinity: no limit. */
+  readonly connectTimeoutMs: number;
+  /** Aborts a pending connect (the client went away); the promise rejects with `signal.reason`. */
+  readonly signal?: AbortSignal;
+}
+
+/** Counts for tests and status pages. */
+export interface PoolStats {
+  /** Sockets created by the pool and neither destroyed nor closed (connecting, in use or idle). */
+  readonly open: number;
+  /** Sockets waiting in idle lists. */
+  readonly idle: number;
+}
+
+/** One upstream TCP connection as handed out by the pool. */
+export class UpstreamConnection {
+  readonly socket: net.Socket;
+  readonly host: string;
+  readonly port: number;
+  /**
+   * True when this socket already carried an earlier request (it came from the idle list). A
+   * reset or EOF before any response byte on such a connection is the stale-connection race, and
+   * retryable (see the file comment).
+   */
+  wasReused = false;
+
+  /** `host:port`, the key of the origin's idle list. */
+  readonly originKey: string;
+
+  constructor(socket: net.Socket, host: string, port: number) {
+    this.socket = socket;
+    this.host = host;
+    this.port = port;
+    this.originKey = originKey(host, port);
+  }
+}
+
+const DEFAULT_TIMERS: PoolTimers = {
+  setTimeout(callback, ms) {
+    const timer = setTimeout(callback, ms);
+    timer.unref();
+    return timer;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as ReturnType<typeof setTimeout>);
+  },
+};
+
+/**
+ * Keep-alive pool of upstream sockets, keyed by origin.
+ *
+ * Contract for callers: after `acquire` resolves, attach your `data`/`end`/`error` listeners before
+ * writing; the socket is in flowing mode. Before `release`, remove them again (and any socket
+ * timeout you set), and release only after a complete response that allows keep-alive with no
+ * extra bytes; otherwise `destroy`.
+ */
+export class ConnectionPool {
+  private readonly maxIdlePerOrigin: number;
+  private readonly idleTimeoutMs: number;
+  private readonly connectFunction: ConnectFunction;
+  private readonly timers: PoolTimers;
+
+  /** Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). */
+  private readonly idle = new Map<string, UpstreamConnection[]>();
+  /** Connections handed out and neither released nor destroyed. */
+  private readonly active = new Set<UpstreamConnection>();
+  /** Every connection not destroyed and whose socket has not emitted `close` yet. */
+  private readonly open = new Set<UpstreamConnection>();
+  /** What an idle connection has installed: its idle timer and the listeners that drop it. */
+  private readonly idleWatch = new Map<UpstreamConnection, { timer: unknown; onData: () => void; onGone: () => void }>();
+  private isClosed = false;
+
+  constructor(options: ConnectionPoolOptions = {}) {
+    this.maxIdlePerOrigin = options.maxIdlePerOrigin ?? 256;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 4000;
+    this.connectFunction = options.connect ?? net.connect;
+    this.timers = options.timers ?? DEFAULT_TIMERS;
+  }
+
+  /**
+   * Hands out a connected socket to `host:port`: the most recently released live idle one, or a
+   * new connection (`autoSelectFamily`, so `localhost` works whether it resolves to 127.0.0.1 or
+   * ::1; Nagle off).
+   *
+   * @throws UpstreamConnectError when the connect fails (`connect ECONNREFUSED 127.0.0.1:9001`) or
+   *   the pool is closed.
+   * @throws UpstreamTimeoutError (phase `connect`) after `connectTimeoutMs`.
+   * @throws `signal.reason` when the signal aborts first.
+   */
+  acquire(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
+    if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    const reused = this.takeIdle(originKey(host, port));
+    if (reused !== undefined) return Promise.resolve(reused);
+    return this.connect(host, port, options);
+  }
+
+  /**
+   * Gives back a connection whose response completed and allows keep-alive. It becomes idle for
+   * `idleTimeoutMs`; a socket that is no longer usable, or has unread bytes, is destroyed instead.
+   * Releasing a connection that is not in use does nothing.
+   */
+  release(connection: UpstreamConnection): void {
+    if (!this.active.delete(connection)) return;
+    const socket = connection.socket;
+    if (this.isClosed || !isUsable(socket) || socket.readableLength > 0) {
+      this.destroy(connection);
+      return;
+    }
+    const onData = (): void => this.destroy(connection); // the upstream may not speak first
+    const onGone = (): void => this.destroy(connection); // end or error while idle
+    socket.on('data', onData);
+    socket.on('end', onGone);
+    socket.on('error', onGone);
+    socket.resume(); // flowing, so that bytes and EOF are noticed
+    socket.unref();
+    const timer = this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs);
+    this.idleWatch.set(connection, { timer, onData, onGone });
+
+    let list = this.idle.get(connection.originKey);
+    if (list === undefined) {
+      list = [];
+      this.idle.set(connection.originKey, list);
+    }
+    list.push(connection);
+    if (list.length > this.maxIdlePerOrigin) this.destroy(list[0] as UpstreamConnection);
+  }
+
+  /** Closes a connection at once (after an error, or when it may not be reused). Idempotent. */
+  destroy(connection: UpstreamConnection): void {
+    this.open.delete(connection);
+    this.active.delete(connection);
+    this.removeIdle(connection);
+    const socket = connection.socket;
+    if (!socket.destroyed) {
+      socket.on('error', ignoreError); // a late error of a socket we gave up on is not news
+      socket.destroy();
+    }
+  }
+
+  /** Destroys every connection, idle or in use. Resolves when all their sockets have closed. Later `acquire`s reject. */
+  close(): Promise<void> {
+    this.isClosed = true;
+    const closing = [...this.open].map((connection) =>
+      connection.socket.closed ? undefined : new Promise<void>((resolve) => connection.socket.once('close', () => resolve())),
+    );
+    for (const connection of [...this.open]) this.destroy(connection);
+    return Promise.all(closing).then(() => undefined);
+  }
+
+  stats(): PoolStats {
+    return { open: this.open.size, idle: this.idleWatch.size };
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------
+
+  /** Pops live idle connections of an origin, newest first, destroying dead ones on the way. */
+  private takeIdle(key: string): UpstreamConnection | undefined {
+    const list = this.idle.get(key);
+    while (list !== undefined && list.length > 0) {
+      const connection = list[list.length - 1] as UpstreamConnection;
+      this.removeIdle(connection);
+      if (!isUsable(connection.socket) || connection.socket.readableLength > 0) {
+        this.destroy(connection);
+        continue;
+      }
+      connection.socket.ref();
+      connection.wasReused = true;
+      this.active.add(connection);
+      return connection;
+    }
+    return undefined;
+  }
+
+  /** Takes a connection off its idle list and uninstalls the idle listeners and timer, if it is idle. */
+  private removeIdle(connection: UpstreamConnection): void {
+    const watch = this.idleWatch.get(connection);
+    if (watch === undefined) return;
+    this.idleWatch.delete(connection);
+    this.timers.clearTimeout(watch.timer);
+    const socket = connection.socket;
+    socket.off('data', watch.onData);
+    socket.off('end', watch.onGone);
+    socket.off('error', watch.onGone);
+    const list = this.idle.get(connection.originKey) as UpstreamConnection[];
+    list.splice(list.indexOf(connection), 1);
+    if (list.length === 0) this.idle.delete(connection.originKey);
+  }
+
+  /** Opens a new connection, with the connect timeout and the abort signal. */
+  private connect(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true });
+      const connection = new UpstreamConnection(socket, host, port);
+      this.open.add(connection);
+      this.active.add(connection);
+      socket.once('close', () => this.destroy(connection)); // forget it wherever it is
+
+      const { connectTimeoutMs, signal } = options;
+      const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);
+      const timer = hasTimeout
+        ? this.timers.setTimeout(
+            () => fail(new UpstreamTimeoutError(`connect timeout after ${connectTimeoutMs} ms to ${formatOrigin(host, port)}`, 'connect')),
+            connectTimeoutMs,
+          )
+        : undefined;
+      const onAbort = (): void => fail(signal?.reason);
+      const onError = (error: Error): void => fail(toConnectError(error, host, port));
+      const onClose = (): void => fail(new UpstreamConnectError(`connect to ${formatOrigin(host, port)} aborted: the pool was closed`));
+      const onConnect = (): void => {
+        cleanup();
+        socket.setNoDelay(true);
+        resolve(connection);
+      };
+      const cleanup = (): void => {
+        if (hasTimeout) this.timers.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        socket.off('error', onError);
+        socket.off('close', onClose);
+        socket.off('connect', onConnect);
+      };
+      const fail = (error: unknown): void => {
+        cleanup();
+        this.destroy(connection);
+        reject(error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      socket.once('error', onError);
+      socket.once('close', onClose); // destroyed by close() while connecting
+      socket.once('connect', onConnect);
+    });
+  }
+}
+
+/** True when the socket is connected and neither side has ended it. */
+function isUsable(socket: net.Socket): boolean {
+  return !socket.destroyed && socket.readyState === 'open' && !socket.readableEnded && !socket.writableEnded;
+}
+
+function originKey(host: string, port: number): string {
+  return `${host}:${port}`;
+}
+
+function formatOrigin(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * `connect ECONNREFUSED 127.0.0.1:9001`: the errno code and the address tried (the first one
+ * when `autoSelectFamily` tried several and got an AggregateError).
+ */
+function toConnectError(error: Error, host: string, port: number): UpstreamConnectError {
+  const first = error instanceof AggregateError ? (error.errors[0] as Error | undefined) : error;
+  const details = (first ?? error) as NodeJS.ErrnoException & { address?: string; port?: number };
+  const code = (error as NodeJS.ErrnoException).code ?? details.code ?? 'ERROR';
+  const connectError = new UpstreamConnectError(`connect ${code} ${formatOrigin(details.address ?? host, details.port ?? port)}`);
+  connectError.cause = error;
+  return connectError;
+}
+
+function ignoreError(): void {}

@@ -14,6 +14,7 @@ import { rawErrorResponse, sendErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
+import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker } from '../health/health-checker.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
@@ -55,7 +56,8 @@ export class ProxyServer {
   /** Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen(). */
   #healthChecker: HealthChecker;
   readonly #deps: RuntimeDeps;
-  readonly #agent: http.Agent;
+  /** Keep-alive connections to the upstreams, on node:net (src/http/connection-pool.ts). */
+  readonly #pool: ConnectionPool;
   readonly #accessLog: AccessLog;
   readonly #observers = new Set<ExchangeObserver>();
   readonly #probeObservers = new Set<ProbeObserver>();
@@ -77,9 +79,9 @@ export class ProxyServer {
       for (const observeProbe of this.#probeObservers) observeProbe(upstream, result);
       return result;
     };
-    // Keep-alive pool to the upstreams. Idle sockets are closed after 4 s, before the 5 s idle
-    // limit of node servers (and most others), so we rarely write into a socket being closed.
-    this.#agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo', timeout: 4000 });
+    // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
+    // (and most others), so we rarely write into a connection being closed.
+    this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
     this.#healthChecker = this.#createHealthChecker();
     this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat);
     const accessLog = this.#accessLog;
@@ -87,7 +89,7 @@ export class ProxyServer {
     this.#context = {
       server: config.server,
       router: new Router(this.#routes),
-      agent: this.#agent,
+      pool: this.#pool,
       accessLog: {
         write(record) {
           accessLog.write(record);
@@ -276,7 +278,7 @@ export class ProxyServer {
       this.server.closeAllConnections();
       await closed;
     }
-    this.#agent.destroy();
+    await this.#pool.close();
     await this.#accessLog.close();
     return isDrained;
   }

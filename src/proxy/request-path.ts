@@ -6,7 +6,7 @@
  *      and check the route's own Basic auth (route.ts)                → 401
  *   2. check the body limit against Content-Length                    → 413
  *   3. build the upstream header list (forward-headers.ts)
- *   4. attempt loop: pick an upstream (balancer), send (upstream-request.ts), and on failure ask the
+ *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
  *      retry policy whether another upstream may be tried             → 502 / 503 / 504
  *   5. COMMIT POINT: write the upstream's status and headers to the client; from here on no error
  *      page can be sent, so a failure closes the client connection instead
@@ -17,7 +17,6 @@
  * upstream. `clientReq` is never mutated.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type http from 'node:http';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
@@ -29,7 +28,9 @@ import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } 
 import type { Route } from './route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
-import { sendUpstreamRequest, type UpstreamAttempt } from './upstream-request.js';
+import { UpstreamExchange } from './upstream-exchange.js';
+import type { ConnectionPool } from '../http/connection-pool.js';
+import type { ResponseHead } from '../http/response-parser.js';
 import { formatTrace } from '../balancer/trace.js';
 import type { ServerConfig } from '../config/config.js';
 
@@ -39,7 +40,8 @@ export interface ProxyContext {
   server: ServerConfig;
   /** Swapped by a reload. */
   router: Router<Route>;
-  readonly agent: http.Agent;
+  /** Keep-alive connections to the upstreams (src/http/connection-pool.ts). */
+  readonly pool: ConnectionPool;
   readonly accessLog: AccessLog;
   /** High-resolution clock in ms (durations). */
   readonly now: () => number;
@@ -115,12 +117,12 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   const body = hasBody ? withBodyLimit(clientReq, maxBodySize) : undefined;
 
   // Client gone → abort whatever attempt is in flight (SPEC 5).
-  let current: UpstreamAttempt | undefined;
+  let current: UpstreamExchange | undefined;
   let isClientGone = false;
   clientRes.once('close', () => {
     if (!clientRes.writableFinished) {
       isClientGone = true;
-      current?.request.destroy();
+      current?.abort();
     }
   });
 
@@ -131,21 +133,33 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     hashKey: hashKeyFor(route.config, exchange.clientIp, clientReq.url ?? '/', clientReq.headers),
     tried,
   };
+  const method = clientReq.method ?? 'GET';
   let lastError: RequestError | undefined; // undefined: no upstream was available at all (→ 503)
   for (let attempt = 1; attempt <= 1 + route.config.retries && !isClientGone; attempt++) {
     const upstream = route.pick(pickContext);
     if (upstream === undefined) break;
-    const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt) : undefined;
+    const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt, { nowMs: context.now(), tried }) : undefined;
     tried.add(upstream);
-    const attemptLog: AttemptLog = { upstream: `${upstream.config.hostHeader}` };
+    const attemptLog: AttemptLog = { upstream: upstream.config.hostHeader };
     exchange.attempts.push(attemptLog);
 
     const endActiveRequest = upstream.beginRequest();
-    let upstreamRes: IncomingMessage;
+    let upstreamHead: ResponseHead;
     try {
-      upstreamRes = await sendWithStaleRetry(context, upstream, clientReq, match.upstreamTarget, headersFor(upstream), body, route, (a) => {
-        current = a;
-        a.request.once('close', endActiveRequest);
+      upstreamHead = await sendWithStaleRetry(route, method, (isRetry) => {
+        current = new UpstreamExchange({
+          pool: context.pool,
+          upstream: upstream.config,
+          method,
+          target: match.upstreamTarget,
+          headers: headersFor(upstream),
+          body,
+          isChunkedBody: isChunked,
+          connectTimeoutMs: route.config.connectTimeoutMs,
+          readTimeoutMs: route.config.readTimeoutMs,
+        });
+        if (isRetry) attemptLog.error = 'stale connection, sent again';
+        return current;
       });
     } catch (error) {
       endActiveRequest();
@@ -163,7 +177,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
         errorKind !== undefined &&
         canRetry({
           errorKind,
-          method: clientReq.method ?? 'GET',
+          method,
           wasRequestSent: current?.progress.isConnected ?? false,
           hasStreamedBody: current?.progress.hasStreamedBody ?? false,
           wereResponseBytesSent: false,
@@ -173,11 +187,11 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
       if (!isRetryable) break;
       continue;
     }
-    attemptLog.status = upstreamRes.statusCode;
+    attemptLog.status = upstreamHead.statusCode;
     route.recordSuccess(upstream);
 
     // 5. COMMIT POINT.
-    relayResponse(clientReq, clientRes, upstreamRes, exchange, traceHeader);
+    relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, endActiveRequest);
     return;
   }
   if (isClientGone) return;
@@ -187,74 +201,74 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
 }
 
 /**
- * Sends one attempt; if it was written into a pooled keep-alive socket that the upstream had just
- * closed (a reset before any response byte, nothing of the body read yet), sends it once more on a
- * fresh connection — the race every HTTP client with a pool has (Go's transport retries the same way).
+ * Sends one attempt; if it was written into a pooled keep-alive connection that the upstream had
+ * just closed (a reset before any response byte, nothing of the body read yet), sends it once more
+ * on a fresh connection — the race every HTTP client with a pool has (Go's transport retries the
+ * same way).
  *
- * Only for the route's only upstream and an idempotent method. A reset on a reused socket may also
- * mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110 §9.2.2);
- * and when the route has other upstreams the reset is an ordinary failure — counted by passive
- * health, logged, retried elsewhere by the retry policy — as nginx does for a cached connection (it
- * tries the same peer again only when it is the only one, `peers->single`).
+ * Only for the route's only upstream and an idempotent method. A reset on a reused connection may
+ * also mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110
+ * §9.2.2); and when the route has other upstreams the reset is an ordinary failure — counted by
+ * passive health, logged, retried elsewhere by the retry policy — as nginx does for a cached
+ * connection (it tries the same peer again only when it is the only one, `peers->single`).
  */
 async function sendWithStaleRetry(
-  context: ProxyContext,
-  upstream: Upstream,
-  clientReq: IncomingMessage,
-  target: string,
-  headers: string[],
-  body: Readable | undefined,
   route: Route,
-  onAttempt: (attempt: UpstreamAttempt) => void,
-): Promise<IncomingMessage> {
-  for (let isFirstTry = true; ; isFirstTry = false) {
-    const attempt = sendUpstreamRequest({
-      agent: context.agent,
-      upstream: upstream.config,
-      method: clientReq.method ?? 'GET',
-      target,
-      headers,
-      body,
-      connectTimeoutMs: route.config.connectTimeoutMs,
-      readTimeoutMs: route.config.readTimeoutMs,
-    });
-    onAttempt(attempt);
+  method: string,
+  start: (isRetry: boolean) => UpstreamExchange,
+): Promise<ResponseHead> {
+  for (let isRetry = false; ; isRetry = true) {
+    const attempt = start(isRetry);
     try {
       return await attempt.response;
     } catch (error) {
+      const { progress } = attempt;
       const isStale =
         route.pool.isLone &&
-        IDEMPOTENT_METHODS.has(clientReq.method ?? 'GET') &&
-        attempt.progress.isReusedSocket &&
-        error instanceof UpstreamResetError &&
-        !attempt.progress.hasStreamedBody;
-      if (!isFirstTry || !isStale) throw error;
+        IDEMPOTENT_METHODS.has(method) &&
+        progress.isReusedSocket &&
+        !progress.hasResponseBytes &&
+        !progress.hasStreamedBody &&
+        error instanceof UpstreamResetError;
+      if (isRetry || !isStale) throw error;
     }
   }
 }
 
-/** Steps 5 and 6: the upstream's head to the client, then the body with backpressure, then trailers. */
-function relayResponse(clientReq: IncomingMessage, clientRes: ServerResponse, upstreamRes: IncomingMessage, exchange: Exchange, traceHeader: string | undefined): void {
-  const headers = buildClientResponseHeaders(upstreamRes.rawHeaders);
-  const announcedTrailers = headerValue(upstreamRes.rawHeaders, 'trailer');
+/**
+ * Steps 5 and 6: the upstream's head to the client, then the body with backpressure, then trailers.
+ * A failure after this point closes the client connection: it must not see a complete-looking response.
+ */
+function relayResponse(
+  clientReq: IncomingMessage,
+  clientRes: ServerResponse,
+  upstreamHead: ResponseHead,
+  upstream: UpstreamExchange,
+  exchange: Exchange,
+  traceHeader: string | undefined,
+  onDone: () => void,
+): void {
+  const headers = buildClientResponseHeaders(upstreamHead.rawHeaders);
+  const announcedTrailers = headerValue(upstreamHead.rawHeaders, 'trailer');
   if (announcedTrailers !== undefined && clientReq.httpVersion === '1.1') headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
   clientRes.sendDate = false; // the upstream's Date (or none) passes through
-  clientRes.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, headers);
+  clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
 
-  upstreamRes.on('data', (chunk: Buffer) => {
-    exchange.bytesSent += chunk.length;
+  upstream.streamBodyTo(clientRes, {
+    onChunk(chunk) {
+      exchange.bytesSent += chunk.length;
+    },
+    onEnd(rawTrailers) {
+      onDone();
+      if (rawTrailers.length > 0) clientRes.addTrailers(pairs(rawTrailers));
+      clientRes.end();
+    },
+    onError() {
+      onDone();
+      clientRes.destroy();
+    },
   });
-  upstreamRes.pipe(clientRes, { end: false });
-  upstreamRes.once('end', () => {
-    if (upstreamRes.rawTrailers.length > 0) clientRes.addTrailers(pairs(upstreamRes.rawTrailers));
-    clientRes.end();
-  });
-  // An upstream failure after the commit point: the client must not see a complete-looking response.
-  upstreamRes.once('close', () => {
-    if (!upstreamRes.complete) clientRes.destroy();
-  });
-  upstreamRes.on('error', () => clientRes.destroy());
 }
 
 /** `[k, v, k, v]` → `[[k, v], [k, v]]`. */

@@ -17,14 +17,14 @@ import net from 'node:net';
 import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import { hashKeyFor } from '../balancer/registry.js';
-import { NoUpstreamError, RequestError, UpstreamTimeoutError } from '../errors.js';
+import { NoUpstreamError, RequestError, UpstreamConnectError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import type { UpstreamConfig } from '../config/config.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { rawErrorResponse } from './error-response.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
 import type { ProxyContext } from './request-path.js';
-import { classifyError } from './upstream-request.js';
 import type { Route } from './route.js';
 
 /** Handles the server's `upgrade` event. Never throws. */
@@ -66,18 +66,6 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   if (match === undefined) return refuse(404);
   route = match.route;
   const selected = route;
-  if (selected.authenticator !== undefined) {
-    const authenticator = selected.authenticator;
-    authenticator.check(clientReq.headers.authorization).then(
-      (isAllowed) => (isAllowed ? forward() : refuse(401, `\r\nWWW-Authenticate: ${authenticator.challenge()}`)),
-      () => refuse(500),
-    );
-  } else {
-    forward();
-  }
-  function forward(): void {
-    attempt(1, new NoUpstreamError(`no upstream available for route ${selected.name}`));
-  }
 
   // 2. Attempts: a new connection each (an upgraded connection is never pooled).
   const tried = new Set<Upstream>();
@@ -115,9 +103,10 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
         isUpgrade: true,
         dropAuthorization: selected.config.authBasic !== undefined && !selected.config.authForward,
       }),
-      // allowHalfOpen: a FIN from the upstream must not end our writing half towards it.
+      // allowHalfOpen: a FIN from the upstream must not end our writing half towards it. No `agent`
+      // (not even `false`, which makes node use a fresh Agent and ignore createConnection): the
+      // socket comes from createConnection and is never pooled.
       createConnection: (options) => net.connect({ ...(options as net.NetConnectOpts), allowHalfOpen: true }),
-      agent: false,
     });
     const connectTimer = setTimeout(
       () => upstreamReq.destroy(new UpstreamTimeoutError(`connect to ${upstream.origin} timed out`, 'connect')),
@@ -142,7 +131,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       clientSocket.off('close', onClientGone);
       endActiveRequest();
       if (isTunnel || status !== 0) return;
-      const failure = classifyError(error, upstream.config, { isConnected, hasStreamedBody: false, isReusedSocket: false });
+      const failure = classifyUpgradeError(error, upstream.config, isConnected);
       attemptLog.error = failure.code;
       selected.recordFailure(upstream);
       // The handshake is a bodiless GET: safe to send elsewhere unless it may have reached the upstream.
@@ -184,6 +173,19 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
     });
     upstreamReq.end();
   };
+
+  // 3. The route's own Basic auth, then the first attempt. Last, after everything above is
+  // initialised: without auth, the first attempt starts synchronously.
+  const forward = (): void => attempt(1, new NoUpstreamError(`no upstream available for route ${selected.name}`));
+  if (selected.authenticator !== undefined) {
+    const authenticator = selected.authenticator;
+    authenticator.check(clientReq.headers.authorization).then(
+      (isAllowed) => (isAllowed ? forward() : refuse(401, `\r\nWWW-Authenticate: ${authenticator.challenge()}`)),
+      () => refuse(500),
+    );
+  } else {
+    forward();
+  }
 }
 
 /** The status line and headers of `res`, with `headers` in place of its own, as one latin1 string. */
@@ -241,4 +243,13 @@ function joinSockets(
   clientSocket.once('close', onClose);
   upstreamSocket.once('close', onClose);
   clientSocket.resume();
+}
+
+/** Maps a node:http client error of the handshake to one of the request errors (and so to 502/504). */
+function classifyUpgradeError(error: NodeJS.ErrnoException, upstream: UpstreamConfig, isConnected: boolean): RequestError {
+  if (error instanceof RequestError) return error;
+  const code = error.code ?? 'ERROR';
+  if (!isConnected) return new UpstreamConnectError(`connect ${code} ${upstream.origin}`);
+  if (code.startsWith('HPE_')) return new UpstreamProtocolError(`malformed response from ${upstream.origin}: ${code}`);
+  return new UpstreamResetError(`${upstream.origin} closed the connection (${code === 'ECONNRESET' ? 'reset' : code})`);
 }

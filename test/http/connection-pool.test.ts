@@ -10,7 +10,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { UpstreamPool, type PoolTimers, type UpstreamConnection } from '../../src/http/upstream-pool.js';
+import { ConnectionPool, type PoolTimers, type UpstreamConnection } from '../../src/http/connection-pool.js';
 import { ResponseParser, type ResponseHead } from '../../src/http/response-parser.js';
 import { serializeRequestHead } from '../../src/http/request-head.js';
 import { UpstreamConnectError, UpstreamTimeoutError } from '../../src/errors.js';
@@ -120,14 +120,14 @@ async function closedPort(): Promise<number> {
 
 const CONNECT = { connectTimeoutMs: 1000 };
 
-describe('UpstreamPool', () => {
+describe('ConnectionPool', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  async function setUp(host = '127.0.0.1', options: ConstructorParameters<typeof UpstreamPool>[0] = {}) {
+  async function setUp(host = '127.0.0.1', options: ConstructorParameters<typeof ConnectionPool>[0] = {}) {
     const upstream = await startUpstream(host);
-    const pool = new UpstreamPool(options);
+    const pool = new ConnectionPool(options);
     cleanups.push(() => upstream.close(), () => pool.close());
     return { upstream, pool };
   }
@@ -236,7 +236,7 @@ describe('UpstreamPool', () => {
 
   it('turns a refused connect into UpstreamConnectError naming errno and address', async () => {
     const port = await closedPort();
-    const pool = new UpstreamPool();
+    const pool = new ConnectionPool();
     await assert.rejects(pool.acquire('127.0.0.1', port, CONNECT), (error: unknown) => {
       assert.ok(error instanceof UpstreamConnectError, `got ${String(error)}, want UpstreamConnectError`);
       assert.equal(error.message, `connect ECONNREFUSED 127.0.0.1:${port}`);
@@ -248,7 +248,7 @@ describe('UpstreamPool', () => {
   it('turns a connect that never completes into UpstreamTimeoutError (phase connect)', async () => {
     const timers = new ManualTimers();
     let socket: net.Socket | undefined;
-    const pool = new UpstreamPool({ timers, connect: () => (socket = new net.Socket()) }); // never connects
+    const pool = new ConnectionPool({ timers, connect: () => (socket = new net.Socket()) }); // never connects
     const pending = pool.acquire('10.255.255.1', 80, { connectTimeoutMs: 5000 });
     assert.deepEqual(timers.delays, [5000]);
     timers.fireAll();
@@ -264,7 +264,7 @@ describe('UpstreamPool', () => {
   it('rejects with the abort reason and destroys the socket when the signal aborts', async () => {
     const timers = new ManualTimers();
     let socket: net.Socket | undefined;
-    const pool = new UpstreamPool({ timers, connect: () => (socket = new net.Socket()) });
+    const pool = new ConnectionPool({ timers, connect: () => (socket = new net.Socket()) });
     const controller = new AbortController();
     const pending = pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 5000, signal: controller.signal });
     const reason = new Error('client went away');
@@ -276,7 +276,7 @@ describe('UpstreamPool', () => {
   });
 
   it('rejects a pending connect when the pool is closed', async () => {
-    const pool = new UpstreamPool({ timers: new ManualTimers(), connect: () => new net.Socket() });
+    const pool = new ConnectionPool({ timers: new ManualTimers(), connect: () => new net.Socket() });
     const rejection = assert.rejects(pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 5000 }), UpstreamConnectError);
     await pool.close();
     await rejection;
@@ -295,7 +295,7 @@ describe('UpstreamPool', () => {
           null,
           resolvesTo.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
         )) as unknown as net.LookupFunction;
-      const pool = new UpstreamPool({ connect: (options) => net.connect({ ...options, lookup }) });
+      const pool = new ConnectionPool({ connect: (options) => net.connect({ ...options, lookup }) });
       cleanups.push(() => pool.close());
       const connection = await pool.acquire('localhost', upstream.port, CONNECT);
       assert.equal(connection.socket.remoteAddress, listenOn);
@@ -307,7 +307,7 @@ describe('UpstreamPool', () => {
     const tcpHandles = (): number => process.getActiveResourcesInfo().filter((name) => name === 'TCPSocketWrap').length;
     const before = tcpHandles();
     const upstream = await startUpstream();
-    const pool = new UpstreamPool();
+    const pool = new ConnectionPool();
     const idle = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     const inUse = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     pool.release(idle);

@@ -70,7 +70,8 @@ function nginxBinary(): string | undefined {
 
 function start(name: string, command: string[], pin: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
   const argv = hasTaskset ? [...pin, ...command] : command;
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  // detached: its own process group, so cleanUp can end it with every child it made (nginx workers).
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env }, detached: true });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   child.on('exit', (code) => {
@@ -327,7 +328,14 @@ async function main(): Promise<void> {
 }
 
 function cleanUp(): void {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const child of children) {
+    if (child.pid === undefined || child.exitCode !== null) continue;
+    try {
+      process.kill(-child.pid, 'SIGKILL'); // the whole group
+    } catch {
+      child.kill('SIGKILL');
+    }
+  }
 }
 process.on('exit', cleanUp);
 process.on('SIGINT', () => process.exit(130));

@@ -92,14 +92,17 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
 
 /**
  * The header list to send to the client from the upstream's raw response headers: hop-by-hop ones
- * and those named by the upstream's `Connection` removed, everything else kept in order.
+ * and those named by the upstream's `Connection` removed (except `Upgrade` on a 426), everything
+ * else kept in order.
  */
-export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]): string[] {
+export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
   const named = connectionTokens(upstreamRawHeaders);
   const out: string[] = [];
   for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
     const name = upstreamRawHeaders[i]!;
-    if (isHopByHop(name.toLowerCase(), named)) continue;
+    const lower = name.toLowerCase();
+    // A 426 must say which protocol to upgrade to (RFC 9110 §15.5.22), so its Upgrade header stays.
+    if (isHopByHop(lower, named) && !(statusCode === 426 && lower === 'upgrade')) continue;
     out.push(name, upstreamRawHeaders[i + 1]!);
   }
   return out;

@@ -98,6 +98,7 @@ export class ProxyServer {
         close: () => accessLog.close(),
       },
       now: this.#deps.now,
+      upgradeSockets: new Set(),
     };
 
     const { server: s } = config;
@@ -276,6 +277,7 @@ export class ProxyServer {
     clearTimeout(timer);
     if (!isDrained) {
       this.server.closeAllConnections();
+      for (const socket of this.#context.upgradeSockets) socket.destroy();
       await closed;
     }
     await this.#pool.close();

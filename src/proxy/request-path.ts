@@ -17,6 +17,7 @@
  * upstream. `clientReq` is never mutated.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
@@ -45,6 +46,11 @@ export interface ProxyContext {
   readonly accessLog: AccessLog;
   /** High-resolution clock in ms (durations). */
   readonly now: () => number;
+  /**
+   * Client sockets of upgrade requests (open tunnels included): node:http no longer counts them as
+   * its connections, so a shutdown that runs out of time must close them itself.
+   */
+  readonly upgradeSockets: Set<Socket>;
 }
 
 /** Per-request facts gathered on the way, for the access log. */
@@ -248,7 +254,7 @@ function relayResponse(
   traceHeader: string | undefined,
   onDone: () => void,
 ): void {
-  const headers = buildClientResponseHeaders(upstreamHead.rawHeaders);
+  const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
   const announcedTrailers = headerValue(upstreamHead.rawHeaders, 'trailer');
   if (announcedTrailers !== undefined && clientReq.httpVersion === '1.1') headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);

@@ -37,6 +37,8 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   const tunnel = { bytesFromClient: 0, bytesFromUpstream: 0 };
   let isTunnel = false;
   clientSocket.on('error', () => {});
+  context.upgradeSockets.add(clientSocket);
+  clientSocket.once('close', () => context.upgradeSockets.delete(clientSocket));
 
   const log = (): void =>
     context.accessLog.write({
@@ -147,7 +149,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       attemptLog.status = upstreamRes.statusCode;
       selected.recordSuccess(upstream);
       status = upstreamRes.statusCode ?? 502;
-      clientSocket.write(serializeHead(upstreamRes, buildClientResponseHeaders(upstreamRes.rawHeaders).concat('Connection', 'close')));
+      clientSocket.write(serializeHead(upstreamRes, buildClientResponseHeaders(upstreamRes.rawHeaders, upstreamRes.statusCode).concat('Connection', 'close')));
       upstreamRes.pipe(clientSocket);
       upstreamRes.once('close', () => {
         if (!upstreamRes.complete) clientSocket.destroy();

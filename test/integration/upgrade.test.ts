@@ -251,7 +251,7 @@ for (const { status, headers, body } of [
     // connection alive afterwards — so it is the proxy that must close it.
     const server = http.createServer((req, res) => {
       upgradeRequests += req.headers.upgrade === 'websocket' ? 1 : 0;
-      // (A 426 also names the protocol in Upgrade; that header is hop-by-hop and not asserted here.)
+      // A 426 also names the protocol in Upgrade (RFC 9110 §15.5.22): the proxy must keep it.
       res.writeHead(status, { ...headers, ...(status === 426 ? { Upgrade: 'websocket' } : {}), 'Content-Length': Buffer.byteLength(body) });
       res.end(body);
     });
@@ -277,6 +277,7 @@ for (const { status, headers, body } of [
       for (const [name, value] of Object.entries(headers)) {
         assert.equal(error.headers[name.toLowerCase()], value, `got ${name}: ${error.headers[name.toLowerCase()]}, want ${value}`);
       }
+      if (status === 426) assert.equal(error.headers['upgrade'], 'websocket', 'a 426 must keep its Upgrade header');
       await waitFor(() => connections.size === 0, 2000, `round ${round}: the backend's sockets to close (open: ${connections.size})`);
     }
     assert.equal(upgradeRequests, 3, `got ${upgradeRequests} upgrade requests at the backend, want 3`);
@@ -429,4 +430,20 @@ test('a 101 the client did not ask for is a 502, and the upstream socket is clos
   await waitFor(() => openCount === 0, 2000, 'the rogue upstream socket to close');
   const routesActive = proxy.proxy.routes.map((route) => route.upstreams[0]!.activeRequests);
   assert.deepEqual(routesActive, [0, 0], `got active requests ${routesActive}, want 0 on both`);
+});
+
+test('a graceful shutdown with a tunnel still open ends it at shutdown_timeout instead of hanging', async (t) => {
+  const echo = await startEchoServer();
+  const proxy = await startTestProxy(routeIni([`http://127.0.0.1:${echo.port}`]));
+  t.after(() => echo.close());
+  const client = await connectWebSocket(proxy.port, '/ws');
+  client.send('still here');
+  assert.equal((await client.nextMessage()).data.toString(), 'still here');
+  const startedAt = Date.now();
+  const isDrained = await proxy.proxy.close(300);
+  const elapsed = Date.now() - startedAt;
+  assert.equal(isDrained, false, 'got drained, want the timeout to end the open tunnel');
+  assert.ok(elapsed >= 280 && elapsed < 2000, `got close() after ${elapsed}ms, want about 300ms`);
+  await client.ended; // the proxy closed the client's side of the tunnel
+  client.destroy();
 });

@@ -1,27 +1,28 @@
 /**
- * `[server] workers = 2` with real processes (`node dist/main.js --config FILE`, built first with
- * `tsc`): requests are served by both workers (each worker's count in /status.json), a backend
+ * `[server] workers = 2` with real processes (`node dist/main.js --config FILE`, from a private
+ * build of src/): requests are served by both workers (each worker's count in /status.json), a backend
  * stopped during the run is DOWN in both workers within one check period, a registered upstream
  * reaches both workers and survives SIGHUP, and SIGTERM on the primary drains both workers (slow
  * requests in flight in each finish with 200, every process exits). Processes are cleaned up by pid.
  */
-import { test, before } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { listenBackend, startBackend } from '../helpers/proxy-harness.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
+import { buildCli, REPO as ROOT, removeBuild } from '../helpers/built-cli.js';
 
-before(() => {
-  // Emits even when files other helpers are editing have type errors; ours are checked separately.
-  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
+let mainJs = '';
+before(async () => {
+  mainJs = await buildCli();
 });
+after(removeBuild);
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -119,7 +120,7 @@ test('workers = 2: both serve, a stopped backend is DOWN in both within one chec
   writeFileSync(configFile, configText('round-robin'));
 
   let stderr = '';
-  const primary: ChildProcess = spawn(process.execPath, ['dist/main.js', '--config', configFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const primary: ChildProcess = spawn(process.execPath, [mainJs, '--config', configFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
   primary.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => primary.once('exit', (code) => resolve(code)));
   let workerPids: number[] = [];

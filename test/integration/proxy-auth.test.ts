@@ -7,16 +7,17 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash.js';
+import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { headerValues, request, startBackend, startTestProxy, type Backend, type TestProxy } from '../helpers/proxy-harness.js';
 import { connectWebSocket, startEchoServer, WebSocketHandshakeError } from '../helpers/websocket.js';
 
-const REPO = new URL('../../', import.meta.url).pathname;
+const configDir = mkdtempSync(join(tmpdir(), 'proxy-auth-'));
 const CHALLENGE = 'Basic realm="Private", charset="UTF-8"';
 const PASSWORD = 'correct horse';
 /** One scrypt hash for the whole file (about 50 ms each). */
@@ -45,27 +46,11 @@ async function startAuthProxy(extra = ''): Promise<{ backend: Backend; proxy: Te
 
 // ---- the built CLI -----------------------------------------------------------------------------
 
-/**
- * A private build of src/ (`tsc -p tsconfig.json` into a temp dir next to a copy of package.json,
- * which main-cli.js reads), so the test runs `node dist/main.js` as users do without touching the
- * shared dist/ other work may be rebuilding.
- */
-let buildDir = '';
 let mainJs = '';
 before(async () => {
-  buildDir = mkdtempSync(join(tmpdir(), 'proxy-auth-build-'));
-  copyFileSync(join(REPO, 'package.json'), join(buildDir, 'package.json'));
-  mainJs = join(buildDir, 'dist', 'main.js');
-  const tsc = join(REPO, 'node_modules', '.bin', 'tsc');
-  await new Promise<void>((resolve, reject) =>
-    execFile(tsc, ['-p', join(REPO, 'tsconfig.json'), '--outDir', join(buildDir, 'dist')], { cwd: REPO }, (error, stdout, stderr) =>
-      error === null ? resolve() : reject(new Error(`tsc failed: ${stdout}${stderr}`)),
-    ),
-  );
+  mainJs = await buildCli();
 });
-after(() => {
-  if (buildDir !== '') rmSync(buildDir, { recursive: true, force: true });
-});
+after(removeBuild);
 
 /** Runs `node <build>/dist/main.js ...args` with `stdin` piped in; resolves with its exit code and output. */
 function runCli(args: readonly string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -338,7 +323,7 @@ test('passwd output pasted into env.ini works: --check accepts it and the proxy 
 
   const backend = await startBackend();
   const ini = `[proxy.private]\npath = /private\npass = ${backend.url}\nauth_basic = Private\n${line}\n`;
-  const file = join(buildDir, 'pasted.ini');
+  const file = join(configDir, 'pasted.ini');
   writeFileSync(file, ini);
   const check = await runCli(['--check', '--config', file]);
   assert.equal(check.code, 0, `--check exited ${check.code}, want 0: ${check.stderr}`);
@@ -366,7 +351,7 @@ test('--check rejects an auth_user line whose hash is malformed, with file:line:
   for (const [index, hash] of badHashes.entries()) {
     const prefix = `auth_user = ${index === 0 ? 'tom' : 'jerry'}:`;
     const ini = `[proxy.private]\npath = /private\npass = http://127.0.0.1:9\nauth_basic = Private\n\n${prefix}${hash}\n`;
-    const file = join(buildDir, `bad-${index}.ini`);
+    const file = join(configDir, `bad-${index}.ini`);
     writeFileSync(file, ini);
     const { code, stdout, stderr } = await runCli(['--check', '--config', file]);
     assert.equal(code, 1, `${hash}: --check exited ${code}, want 1 (stdout ${stdout})`);

@@ -46,7 +46,7 @@ export function resolveWorkerCount(workers: number | 'auto'): number {
 /** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runClusterPrimary(configFile: string, config: Config, workerCount: number, log: (line: string) => void): Promise<number> {
   cluster.setupPrimary({ serialization: 'advanced' });
-  const model = new ProxyServer(config, { accessLog: { write() {}, close: async () => {} } });
+  const model = new ProxyServer(config, { accessLog: { isEnabled: false, write() {}, close: async () => {} } });
   const probeMetrics = new MetricsCollector();
   probeMetrics.attach(model);
   model.startHealthChecks();

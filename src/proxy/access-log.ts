@@ -43,19 +43,22 @@ export interface AccessLogRecord {
 }
 
 export interface AccessLog {
+  /** False for `access_log = off` with nobody else listening: the request path then builds no record at all. */
+  readonly isEnabled: boolean;
   write(record: AccessLogRecord): void;
   close(): Promise<void>;
 }
 
 /** Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). */
 export function openAccessLog(destination: string, format: 'combined' | 'json'): AccessLog {
-  if (destination === 'off') return { write() {}, close: async () => {} };
+  if (destination === 'off') return { isEnabled: false, write() {}, close: async () => {} };
   const stream: Writable =
     destination === 'stdout' ? process.stdout : destination === 'stderr' ? process.stderr : createWriteStream(destination, { flags: 'a' });
   const ownsStream = destination !== 'stdout' && destination !== 'stderr';
   if (ownsStream) stream.on('error', (error) => process.stderr.write(`access log ${destination}: ${error.message}\n`));
   const formatLine = format === 'json' ? formatJson : formatCombined;
   return {
+    isEnabled: true,
     write(record) {
       stream.write(formatLine(record) + '\n');
     },

@@ -91,6 +91,9 @@ export class ProxyServer {
       router: new Router(this.#routes),
       pool: this.#pool,
       accessLog: {
+        get isEnabled() {
+          return accessLog.isEnabled || observers.size > 0;
+        },
         write(record) {
           accessLog.write(record);
           for (const observe of observers) observe(record);

@@ -71,7 +71,7 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
     attempts: [],
     bytesSent: 0,
   };
-  clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
+  if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
   proxyRequest(context, clientReq, clientRes, exchange).catch((error: unknown) => {
     process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
     if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });

@@ -94,7 +94,7 @@ export interface TestProxy {
 export async function startTestProxy(ini: string, options: Omit<ProxyServerOptions, 'accessLog'> = {}): Promise<TestProxy> {
   const config = parseConfig(ini, 'test.ini', { validateAuthHash: validatePasswordHash, validateAuthUserName: checkUserName });
   const logs: AccessLogRecord[] = [];
-  const accessLog: AccessLog = { write: (r) => logs.push(r), close: async () => {} };
+  const accessLog: AccessLog = { isEnabled: true, write: (r) => logs.push(r), close: async () => {} };
   const proxy = new ProxyServer(config, { ...options, accessLog });
   const port = await proxy.listen(0, '127.0.0.1');
   return { port, proxy, logs, close: async () => void (await proxy.close(2000)) };

@@ -56,6 +56,22 @@ export interface PoolStats {
   readonly idle: number;
 }
 
+/**
+ * Whoever holds a connection gets its socket events through this object. The pool installs one set
+ * of socket listeners per connection, for its whole life, and dispatches to the current handler —
+ * adding and removing five listeners per request would cost more than the request's own parsing.
+ * While a connection is idle it has no handler, and any byte, EOF or error drops it.
+ */
+export interface ConnectionHandler {
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+  onError(error: Error): void;
+  /** The socket closed (whoever closed it). Not called after the holder itself destroyed it. */
+  onClose(): void;
+  /** The socket was idle for the time given to `setIdleTimeout`. */
+  onTimeout(): void;
+}
+
 /** One upstream TCP connection as handed out by the pool. */
 export class UpstreamConnection {
   readonly socket: net.Socket;
@@ -70,12 +86,26 @@ export class UpstreamConnection {
 
   /** `host:port`, the key of the origin's idle list. */
   readonly originKey: string;
+  /** The holder's event handler; undefined while idle (or before the holder sets it). */
+  handler: ConnectionHandler | undefined = undefined;
+  /** The socket's idle timeout now in force, ms (0 = none). */
+  #timeoutMs = 0;
 
   constructor(socket: net.Socket, host: string, port: number) {
     this.socket = socket;
     this.host = host;
     this.port = port;
     this.originKey = originKey(host, port);
+  }
+
+  /**
+   * The socket's inactivity limit, ms (`read_timeout`); `handler.onTimeout` is called when it
+   * passes. Touches the socket only when the value changes: re-arming costs a timer operation.
+   */
+  setIdleTimeout(ms: number): void {
+    if (ms === this.#timeoutMs) return;
+    this.#timeoutMs = ms;
+    this.socket.setTimeout(ms);
   }
 }
 
@@ -93,10 +123,10 @@ const DEFAULT_TIMERS: PoolTimers = {
 /**
  * Keep-alive pool of upstream sockets, keyed by origin.
  *
- * Contract for callers: after `acquire` resolves, attach your `data`/`end`/`error` listeners before
- * writing; the socket is in flowing mode. Before `release`, remove them again (and any socket
- * timeout you set), and release only after a complete response that allows keep-alive with no
- * extra bytes; otherwise `destroy`.
+ * Contract for callers: after `acquire` resolves, set `connection.handler` before writing; the
+ * socket is in flowing mode and its events reach the handler. Release only after a complete
+ * response that allows keep-alive with no extra bytes (the pool clears the handler); otherwise
+ * `destroy`.
  */
 export class ConnectionPool {
   private readonly maxIdlePerOrigin: number;
@@ -110,8 +140,8 @@ export class ConnectionPool {
   private readonly active = new Set<UpstreamConnection>();
   /** Every connection not destroyed and whose socket has not emitted `close` yet. */
   private readonly open = new Set<UpstreamConnection>();
-  /** What an idle connection has installed: its idle timer and the listeners that drop it. */
-  private readonly idleWatch = new Map<UpstreamConnection, { timer: unknown; onData: () => void; onGone: () => void }>();
+  /** The idle timer of each idle connection. */
+  private readonly idleTimers = new Map<UpstreamConnection, unknown>();
   private isClosed = false;
 
   constructor(options: ConnectionPoolOptions = {}) {
@@ -146,20 +176,15 @@ export class ConnectionPool {
    */
   release(connection: UpstreamConnection): void {
     if (!this.active.delete(connection)) return;
+    connection.handler = undefined; // from now on any byte, EOF or error drops it (see connect)
     const socket = connection.socket;
     if (this.isClosed || !isUsable(socket) || socket.readableLength > 0) {
       this.destroy(connection);
       return;
     }
-    const onData = (): void => this.destroy(connection); // the upstream may not speak first
-    const onGone = (): void => this.destroy(connection); // end or error while idle
-    socket.on('data', onData);
-    socket.on('end', onGone);
-    socket.on('error', onGone);
     socket.resume(); // flowing, so that bytes and EOF are noticed
     socket.unref();
-    const timer = this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs);
-    this.idleWatch.set(connection, { timer, onData, onGone });
+    this.idleTimers.set(connection, this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs));
 
     let list = this.idle.get(connection.originKey);
     if (list === undefined) {
@@ -172,6 +197,7 @@ export class ConnectionPool {
 
   /** Closes a connection at once (after an error, or when it may not be reused). Idempotent. */
   destroy(connection: UpstreamConnection): void {
+    connection.handler = undefined;
     this.open.delete(connection);
     this.active.delete(connection);
     this.removeIdle(connection);
@@ -193,7 +219,7 @@ export class ConnectionPool {
   }
 
   stats(): PoolStats {
-    return { open: this.open.size, idle: this.idleWatch.size };
+    return { open: this.open.size, idle: this.idleTimers.size };
   }
 
   // ---- helpers ----------------------------------------------------------------------------------
@@ -216,16 +242,12 @@ export class ConnectionPool {
     return undefined;
   }
 
-  /** Takes a connection off its idle list and uninstalls the idle listeners and timer, if it is idle. */
+  /** Takes a connection off its idle list and clears its idle timer, if it is idle. */
   private removeIdle(connection: UpstreamConnection): void {
-    const watch = this.idleWatch.get(connection);
-    if (watch === undefined) return;
-    this.idleWatch.delete(connection);
-    this.timers.clearTimeout(watch.timer);
-    const socket = connection.socket;
-    socket.off('data', watch.onData);
-    socket.off('end', watch.onGone);
-    socket.off('error', watch.onGone);
+    const timer = this.idleTimers.get(connection);
+    if (timer === undefined) return;
+    this.idleTimers.delete(connection);
+    this.timers.clearTimeout(timer);
     const list = this.idle.get(connection.originKey) as UpstreamConnection[];
     list.splice(list.indexOf(connection), 1);
     if (list.length === 0) this.idle.delete(connection.originKey);
@@ -238,7 +260,17 @@ export class ConnectionPool {
       const connection = new UpstreamConnection(socket, host, port);
       this.open.add(connection);
       this.active.add(connection);
-      socket.once('close', () => this.destroy(connection)); // forget it wherever it is
+      // The connection's one set of listeners, for its whole life: to the holder's handler, or,
+      // while idle, anything at all drops the connection (the upstream may not speak first).
+      socket.on('data', (chunk: Buffer) => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onData(chunk)));
+      socket.on('end', () => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onEnd()));
+      socket.on('error', (error: Error) => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onError(error)));
+      socket.on('timeout', () => connection.handler?.onTimeout());
+      socket.once('close', () => {
+        const handler = connection.handler;
+        this.destroy(connection); // forget it wherever it is
+        handler?.onClose();
+      });
 
       const { connectTimeoutMs, signal } = options;
       const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);

@@ -20,7 +20,7 @@ import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { UpstreamConfig } from '../config/config.js';
 import { RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
-import type { ConnectionPool, UpstreamConnection } from '../http/connection-pool.js';
+import type { ConnectionHandler, ConnectionPool, UpstreamConnection } from '../http/connection-pool.js';
 import { serializeRequestHead } from '../http/request-head.js';
 import { ResponseParser, type ResponseHead } from '../http/response-parser.js';
 
@@ -71,7 +71,7 @@ export interface BodyEvents {
   onError(error: RequestError): void;
 }
 
-export class UpstreamExchange {
+export class UpstreamExchange implements ConnectionHandler {
   readonly progress: AttemptProgress = { isConnected: false, hasStreamedBody: false, isReusedSocket: false, hasResponseBytes: false };
   /** Settles with the final response head, or rejects with a RequestError. */
   readonly response: Promise<ResponseHead>;
@@ -92,12 +92,6 @@ export class UpstreamExchange {
   #sink: BodySink | undefined;
   #events: BodyEvents | undefined;
   #failure: RequestError | undefined;
-  readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
-  readonly #onEnd = (): void => this.#receiveEnd();
-  readonly #onError = (error: NodeJS.ErrnoException): void => this.#fail(this.#classify(error));
-  readonly #onClose = (): void => this.#fail(new UpstreamResetError(`${this.#options.upstream.origin} closed the connection`));
-  readonly #onTimeout = (): void =>
-    this.#fail(new UpstreamTimeoutError(`${this.#options.upstream.origin} sent nothing for ${this.#options.readTimeoutMs}ms`, 'read'));
   readonly #onSinkDrain = (): void => {
     this.#connection?.socket.resume();
   };
@@ -152,13 +146,9 @@ export class UpstreamExchange {
     this.#connection = connection;
     this.progress.isConnected = true;
     this.progress.isReusedSocket = connection.wasReused;
-    const socket = connection.socket;
-    socket.on('data', this.#onData);
-    socket.on('end', this.#onEnd);
-    socket.on('error', this.#onError);
-    socket.on('close', this.#onClose);
-    socket.setTimeout(this.#options.readTimeoutMs, this.#onTimeout);
-    this.#send(socket);
+    connection.handler = this;
+    connection.setIdleTimeout(this.#options.readTimeoutMs);
+    this.#send(connection.socket);
   }
 
   #send(socket: Socket): void {
@@ -209,7 +199,27 @@ export class UpstreamExchange {
 
   #stopBody: () => void = () => {};
 
-  // ---- 3 and 4: receive ------------------------------------------------------------------------
+  // ---- 3 and 4: receive (ConnectionHandler: the pool calls these with the socket's events) --------
+
+  onData(chunk: Buffer): void {
+    this.#receive(chunk);
+  }
+
+  onEnd(): void {
+    this.#receiveEnd();
+  }
+
+  onError(error: NodeJS.ErrnoException): void {
+    this.#fail(this.#classify(error));
+  }
+
+  onClose(): void {
+    this.#fail(new UpstreamResetError(`${this.#options.upstream.origin} closed the connection`));
+  }
+
+  onTimeout(): void {
+    this.#fail(new UpstreamTimeoutError(`${this.#options.upstream.origin} sent nothing for ${this.#options.readTimeoutMs}ms`, 'read'));
+  }
 
   #createParser(): ResponseParser {
     return new ResponseParser({
@@ -294,7 +304,7 @@ export class UpstreamExchange {
       return;
     }
     this.#isDone = true;
-    this.#detach(connection.socket);
+    connection.socket.resume(); // in case backpressure paused it; the pool watches idle sockets in flowing mode
     const isReusable = this.#head?.isKeepAlive === true && !this.#hasExtraBytes;
     if (isReusable) this.#options.pool.release(connection);
     else this.#options.pool.destroy(connection);
@@ -317,18 +327,7 @@ export class UpstreamExchange {
     this.#stopBody();
     const connection = this.#connection;
     if (connection === undefined) return;
-    this.#detach(connection.socket);
     this.#options.pool.destroy(connection);
-  }
-
-  #detach(socket: Socket): void {
-    socket.off('data', this.#onData);
-    socket.off('end', this.#onEnd);
-    socket.off('error', this.#onError);
-    socket.off('close', this.#onClose);
-    socket.setTimeout(0);
-    socket.off('timeout', this.#onTimeout);
-    socket.resume();
   }
 
   #classify(error: NodeJS.ErrnoException): RequestError {

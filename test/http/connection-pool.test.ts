@@ -98,13 +98,9 @@ function roundTrip(connection: UpstreamConnection, method: string, path: string)
       reject(error);
     };
     const cleanup = (): void => {
-      socket.off('data', onData);
-      socket.off('end', onEnd);
-      socket.off('error', onError);
+      connection.handler = undefined;
     };
-    socket.on('data', onData);
-    socket.on('end', onEnd);
-    socket.on('error', onError);
+    connection.handler = { onData, onEnd, onError, onClose: () => onError(new Error('closed')), onTimeout: () => {} };
     socket.write(serializeRequestHead(method, path, ['Host', 'upstream.test', 'User-Agent', 'pool-test']));
   });
 }

@@ -22,7 +22,6 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import http from 'node:http';
 
 const root = new URL('../', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -123,7 +122,7 @@ http { access_log off; keepalive_requests 1000000; client_body_temp_path ${work}
 function startProject(): ChildProcess {
   writeFileSync(
     join(work, 'project.ini'),
-    `[server]\nlisten = 127.0.0.1:${PORTS.project}\naccess_log = off\n[proxy.all]\npath = /\npass = http://127.0.0.1:${PORTS.backend}\n`,
+    `[server]\nlisten = 127.0.0.1:${PORTS.project}\naccess_log = off\nkeepalive_timeout = 120s\n[proxy.all]\npath = /\npass = http://127.0.0.1:${PORTS.backend}\n`,
   );
   return start('project', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project.ini')], proxyCore);
 }
@@ -219,8 +218,8 @@ function measure(port: number, workload: Workload, seconds: number): Measurement
     const out = execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
     if (!/50%/.test(out)) throw new Error(`unexpected wrk output:\n${out}`);
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]);
-    const p50 = parseLatency(/50%\s+(\S+)/.exec(out)![1]!);
-    const p99 = parseLatency(/99%\s+(\S+)/.exec(out)![1]!);
+    const p50 = parseLatency(/^\s+50%\s+(\S+)/m.exec(out)![1]!); // the Latency Distribution lines, not '85.50%' of the thread stats
+    const p99 = parseLatency(/^\s+99%\s+(\S+)/m.exec(out)![1]!);
     const errorsMatch = /Non-2xx or 3xx responses:\s+(\d+)/.exec(out);
     const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
     const errors = Number(errorsMatch?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((n, v) => n + Number(v), 0) : 0);
@@ -241,37 +240,40 @@ function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-/** Opens `count` keep-alive connections, one request each, holds them, counts errors, reads the proxy's RSS. */
+/**
+ * Opens `count` keep-alive connections at once (raw sockets, 200 connecting at a time), sends one
+ * request on each, keeps every one open and idle, then reads the proxy's RSS and counts how many are
+ * still open and answered 200.
+ */
 async function idleConnections(port: number, pid: number, count: number): Promise<{ ok: number; errors: number; rssMiB: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: count, timeout: 60_000 });
+  const sockets: net.Socket[] = [];
   let ok = 0;
   let errors = 0;
-  const batch = 500;
-  for (let i = 0; i < count; i += batch) {
-    await Promise.all(
-      Array.from({ length: Math.min(batch, count - i) }, () =>
-        new Promise<void>((resolve) => {
-          const req = http.get({ host: '127.0.0.1', port, path: '/small', agent }, (res) => {
-            res.resume();
-            res.on('end', () => {
-              if (res.statusCode === 200) ok++;
-              else errors++;
-              resolve();
-            });
-          });
-          req.on('error', () => {
-            errors++;
-            resolve();
-          });
-        }),
-      ),
-    );
-  }
-  await new Promise((r) => setTimeout(r, 1000));
+  const openOne = (): Promise<void> =>
+    new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      sockets.push(socket);
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (text.endsWith('hello world\n')) {
+          if (text.startsWith('HTTP/1.1 200')) ok++;
+          else errors++;
+          resolve();
+        }
+      });
+      socket.on('error', () => {
+        errors++;
+        resolve();
+      });
+      socket.write('GET /small HTTP/1.1\r\nHost: bench\r\n\r\n');
+    });
+  for (let i = 0; i < count; i += 200) await Promise.all(Array.from({ length: Math.min(200, count - i) }, openOne));
+  await new Promise((r) => setTimeout(r, 2000));
   const rss = rssMiB(pid);
-  const open = Object.values(agent.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
-  agent.destroy();
-  return { ok: Math.min(ok, open), errors: errors + (ok - Math.min(ok, open)), rssMiB: rss };
+  const stillOpen = sockets.filter((socket) => !socket.destroyed && !socket.readableEnded).length;
+  for (const socket of sockets) socket.destroy();
+  return { ok: Math.min(ok, stillOpen), errors: errors + (count - errors - Math.min(ok, stillOpen)), rssMiB: rss };
 }
 
 async function main(): Promise<void> {

@@ -1,0 +1,49 @@
+/**
+ * The demo as the README runs it (SPEC 6): `node dist/main.js demo` starts web1 on :9001 (Basic
+ * auth tom:123), web2 on :9002 and the proxy with the tutorial's routes. The proxy listens on a free
+ * port here (the routes are the tutorial's, the listen address is not), the backends on their fixed
+ * ports, as the tutorial has them.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { request } from '../helpers/proxy-harness.js';
+import { removeBuild, startCli } from '../helpers/built-cli.js';
+
+after(removeBuild);
+
+/** True when something already listens on 127.0.0.1:`port` (a demo the user is running, say). */
+function isPortTaken(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+test('demo: /a answers from web1 with the credentials, /b from web2, each with the client IP', async (t) => {
+  if ((await isPortTaken(9001)) || (await isPortTaken(9002))) {
+    t.skip('ports 9001/9002 are taken (is `npm run demo` running?): the demo backends cannot start');
+    return;
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'proxy-demo-')), 'env.ini');
+  writeFileSync(file, '[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[proxy]\n\n[proxy.a]\npath=/a\npass=http://localhost:9001\n\n[proxy.b]\npath=/b\npass=http://localhost:9002\n');
+  const cli = await startCli(['demo', '--config', file]);
+  t.after(() => cli.kill());
+  const port = await cli.port;
+
+  const web1 = await request(port, { path: '/a', headers: { Authorization: `Basic ${Buffer.from('tom:123').toString('base64')}` } });
+  assert.equal(web1.status, 200);
+  assert.equal(web1.body.toString(), 'web1, from ip: 127.0.0.1\n');
+  const refused = await request(port, { path: '/a' });
+  assert.equal(refused.status, 401, 'web1 demands credentials, and its 401 passes through');
+  assert.match(String(refused.headers['www-authenticate']), /^Basic realm=/);
+  const web2 = await request(port, { path: '/b' });
+  assert.equal(web2.body.toString(), 'web2, from ip: 127.0.0.1\n');
+
+  cli.child.kill('SIGINT');
+  assert.equal(await cli.exited, 0, `demo exited uncleanly: ${cli.stderr()}`);
+});

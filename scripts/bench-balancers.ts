@@ -20,6 +20,7 @@ import type { Balancer, PickContext, StrategyOptions } from '../src/balancer/bal
 import { createBalancer, STRATEGIES } from '../src/balancer/registry.js';
 import { HASH_FUNCTIONS } from '../src/balancer/hash.js';
 import { Upstream } from '../src/upstream/upstream.js';
+import { seededRandom } from '../test/helpers/seeded-random.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -30,17 +31,6 @@ const MEASURE_MS = 150;
 /** O(n) per pick by nature: every upstream's state is read (least-connections) or changed (SWRR). */
 const LINEAR: ReadonlySet<StrategyName> = new Set(['smooth-weighted-round-robin', 'least-connections']);
 
-/** Deterministic PRNG (mulberry32), so runs are comparable. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function upstreamConfigs(count: number, weighting: (typeof WEIGHTINGS)[number]): UpstreamConfig[] {
   const random = seededRandom(count);

@@ -15,21 +15,11 @@ import {
 import { hashPassword, parsePasswordHash, verifyPasswordAsync, type PasswordHash } from '../../src/auth/password-hash.js';
 import type { AuthUser } from '../../src/config/config.js';
 import { ConfigValueError } from '../../src/errors.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
 const place = { file: 'env.ini', line: 7, column: 13 };
 const basic = (text: string): string => `Basic ${Buffer.from(text).toString('base64')}`;
 
-/** mulberry32: a tiny seeded PRNG, so the random cases are the same on every run. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('parseBasicAuthorization', () => {
   const valid: [string, string, string][] = [

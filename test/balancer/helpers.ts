@@ -5,6 +5,8 @@
 import type { HashKey, HashName, RouteConfig, StrategyName, UpstreamConfig } from '../../src/config/config.js';
 import type { Balancer, PickContext } from '../../src/balancer/balancer.js';
 import { Upstream } from '../../src/upstream/upstream.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+export { seededRandom };
 
 const PLACE = { file: 'test.ini', line: 1, column: 1 };
 
@@ -88,17 +90,6 @@ export function weights(...values: number[]): UpstreamSpec[] {
   return values.map((weight) => ({ weight }));
 }
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1), so random strategies are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A `random` that replays the given values in a loop. */
 export function scriptedRandom(values: readonly number[]): () => number {

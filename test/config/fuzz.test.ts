@@ -10,21 +10,11 @@ import { describe, it } from 'node:test';
 import { parseIni } from '../../src/config/ini-parser.js';
 import { LIST_KEYS, parseConfig } from '../../src/config/load-config.js';
 import { ConfigSyntaxError, ConfigValueError, type SourcePlace } from '../../src/errors.js';
+import { seededRandom as mulberry32 } from '../helpers/seeded-random.js';
 
 const SEED = 0x5eed_c0f1;
 const CASES = 5_000;
 
-/** mulberry32 (Tommy Ettinger, 2017): a tiny 32-bit PRNG, good enough to pick mutations. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const VALID_CONFIGS = [
   '[proxy]\n\n[proxy.a]\npath=/a\npass=http://localhost:9001\n\n[proxy.b]\npath=/b\npass=http://localhost:9002\n',

@@ -4,6 +4,8 @@
  * random splits and generated corpora are the same on every run.
  */
 import { ResponseParser, type ResponseHead } from '../../src/http/response-parser.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+export { seededRandom };
 
 export interface CollectedResponse {
   informational: ResponseHead[];
@@ -96,17 +98,6 @@ export function bytewise(data: Buffer): Buffer[] {
   return [...data].map((byte) => Buffer.from([byte]));
 }
 
-/** mulberry32: a tiny seeded PRNG returning numbers in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function latin1(text: string): Buffer {
   return Buffer.from(text, 'latin1');

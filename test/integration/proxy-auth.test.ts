@@ -16,6 +16,7 @@ import { hashPassword } from '../../src/auth/password-hash.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { headerValues, request, startBackend, startTestProxy, type Backend, type TestProxy } from '../helpers/proxy-harness.js';
 import { connectWebSocket, startEchoServer, WebSocketHandshakeError } from '../helpers/websocket.js';
+import { seededRandom as mulberry32 } from '../helpers/seeded-random.js';
 
 const configDir = mkdtempSync(join(tmpdir(), 'proxy-auth-'));
 const CHALLENGE = 'Basic realm="Private", charset="UTF-8"';
@@ -105,17 +106,6 @@ function rawExchange(port: number, bytes: Buffer): Promise<RawResponse> {
   });
 }
 
-/** mulberry32: a tiny seeded PRNG, uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * One malformed `Authorization` value as raw latin1 bytes, of a kind chosen by `random`. None is a

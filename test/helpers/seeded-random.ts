@@ -1,0 +1,14 @@
+/**
+ * mulberry32: a tiny seeded PRNG (Tommy Ettinger's, public domain), so random test cases and
+ * benchmark inputs are the same on every run. Uniform in [0, 1), like Math.random.
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

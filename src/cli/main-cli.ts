@@ -48,7 +48,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);
-        reloadOnHangup(running.proxy, command.configFile, log);
+        reloadOnHangup(command.configFile, (config) => running.proxy.reload(config), log);
         const admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log);
         return await waitForShutdown(admin === undefined ? [running] : [running, admin], log);
       }

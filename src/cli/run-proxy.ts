@@ -4,7 +4,7 @@
  * exit 0. A second signal exits at once.
  */
 import type { Config } from '../config/config.js';
-import { ProxyServer } from '../proxy/proxy-server.js';
+import { ProxyServer, type ReloadSummary } from '../proxy/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
@@ -15,10 +15,15 @@ export interface RunningProxy {
 }
 
 /**
- * SIGHUP: reload the config file (SPEC-style operations, nginx `-s reload`). A file that fails to
- * load is rejected with its file:line:column and the running config keeps serving.
+ * SIGHUP: reload the config file (nginx `-s reload`). A file that fails to load is rejected with its
+ * file:line:column and the running config keeps serving; a good one goes to `apply` (a ProxyServer's
+ * `reload`, or the cluster primary's, which also tells the workers).
  */
-export function reloadOnHangup(proxy: ProxyServer, configFile: string, log: (line: string) => void): () => void {
+export function reloadOnHangup(
+  configFile: string,
+  apply: (config: Config) => ReloadSummary,
+  log: (line: string) => void,
+): () => void {
   const onHangup = (): void => {
     let config: Config;
     try {
@@ -27,7 +32,7 @@ export function reloadOnHangup(proxy: ProxyServer, configFile: string, log: (lin
       log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
       return;
     }
-    const summary = proxy.reload(config);
+    const summary = apply(config);
     log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
     for (const warning of summary.warnings) log(`reload: ${warning}`);
   };

@@ -30,7 +30,7 @@ import { AdminServer } from '../admin/admin-server.js';
 import { MetricsCollector, mergeMetrics } from '../admin/metrics-collector.js';
 import type { WorkerReport } from '../admin/status-snapshot.js';
 import { UpstreamRegistry } from '../admin/upstream-registry.js';
-import { loadConfigFile } from '../cli/load-config-file.js';
+import { reloadOnHangup } from '../cli/run-proxy.js';
 import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage } from './cluster-messages.js';
 
 /** How often the primary compares upstream state with what it last pushed: 100 ms. */
@@ -138,21 +138,16 @@ export async function runClusterPrimary(configFile: string, config: Config, work
     log(`admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`);
   }
 
-  const onHangup = (): void => {
-    let next: Config;
-    try {
-      next = loadConfigFile(configFile);
-    } catch (error) {
-      log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
-      return;
-    }
-    const summary = model.reload(next);
-    broadcast({ type: 'reload', config: next });
-    pushIfChanged();
-    log(`reloaded ${configFile} in ${workers.size} workers: ${next.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
-    for (const warning of summary.warnings) log(`reload: ${warning}`);
-  };
-  process.on('SIGHUP', onHangup);
+  const stopReloading = reloadOnHangup(
+    configFile,
+    (next) => {
+      const summary = model.reload(next);
+      broadcast({ type: 'reload', config: next });
+      pushIfChanged();
+      return summary;
+    },
+    (line) => log(line.startsWith('reloaded ') ? `${line} (in ${workers.size} workers)` : line),
+  );
 
   return await new Promise<number>((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -171,7 +166,7 @@ export async function runClusterPrimary(configFile: string, config: Config, work
       void Promise.all(exited).then(async () => {
         clearTimeout(deadline);
         clearInterval(pushTimer);
-        process.off('SIGHUP', onHangup);
+        stopReloading();
         registry.close();
         await admin?.close();
         await model.close(0);

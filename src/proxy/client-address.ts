@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import type { Cidr } from '../config/config.js';
+import { ipv4Bytes, ipv6Bytes } from '../config/values.js';
 
 /** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged; undefined (socket already gone) → ''. */
 export function normalizeClientIp(remoteAddress: string | undefined): string {
@@ -13,34 +14,11 @@ export function normalizeClientIp(remoteAddress: string | undefined): string {
   return remoteAddress;
 }
 
-/** The address as 4 or 16 bytes, or undefined when it is not an IP literal. */
+/** The address as 4 or 16 bytes (zone id dropped), or undefined when it is not an IP literal. */
 export function ipToBytes(ip: string): Uint8Array | undefined {
-  const family = isIP(ip);
-  if (family === 4) {
-    return Uint8Array.from(ip.split('.').map(Number));
-  }
-  if (family !== 6) return undefined;
-  let text = ip.split('%')[0]!; // drop a zone id (`fe80::1%eth0`)
-  const tail: number[] = [];
-  if (text.includes('.')) {
-    // Embedded IPv4 (`::ffff:1.2.3.4`) fills the last 32 bits.
-    const lastColon = text.lastIndexOf(':');
-    const v4 = ipToBytes(text.slice(lastColon + 1))!;
-    tail.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-    text = text.slice(0, lastColon + 1);
-    if (!text.endsWith('::')) text = text.slice(0, -1);
-  }
-  const [head, rest] = text.split('::') as [string, string | undefined];
-  const headGroups = head === '' ? [] : head.split(':').map((g) => parseInt(g, 16));
-  const restGroups = rest === undefined || rest === '' ? [] : rest.split(':').map((g) => parseInt(g, 16));
-  const missing = 8 - tail.length - headGroups.length - restGroups.length;
-  const groups = [...headGroups, ...new Array<number>(rest === undefined ? 0 : missing).fill(0), ...restGroups, ...tail];
-  const bytes = new Uint8Array(16);
-  groups.forEach((g, i) => {
-    bytes[i * 2] = (g >> 8) & 0xff;
-    bytes[i * 2 + 1] = g & 0xff;
-  });
-  return bytes;
+  const address = ip.split('%')[0]!; // `fe80::1%eth0`
+  const family = isIP(address);
+  return family === 4 ? ipv4Bytes(address) : family === 6 ? ipv6Bytes(address) : undefined;
 }
 
 /** True when `ip` lies in one of `networks`. An IPv4 peer also matches IPv4 networks when seen as `::ffff:a.b.c.d`. */

@@ -28,6 +28,11 @@ export interface ForwardingFacts {
   readonly isUpgrade: boolean;
   /** Drop the client's `Authorization` (the proxy checked it itself and `auth_forward = off`). */
   readonly dropAuthorization: boolean;
+  /**
+   * The request's host when it came in the request target (absolute form, `GET http://h/p`): it
+   * replaces any Host header (RFC 9112 §3.2.2). Undefined: the Host header is the host.
+   */
+  readonly targetHost?: string | undefined;
 }
 
 const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
@@ -78,6 +83,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
     out.push(name, value);
   }
 
+  if (facts.targetHost !== undefined) host = facts.targetHost;
   const hostHeader = facts.preserveHost && host !== undefined ? host : facts.upstreamHost;
   out.unshift('Host', hostHeader);
   if (facts.isUpgrade) {

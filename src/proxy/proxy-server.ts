@@ -102,20 +102,36 @@ export class ProxyServer {
       },
       now: this.#deps.now,
       upgradeSockets: new Set(),
+      isDraining: false,
     };
 
     const { server: s } = config;
     this.server = http.createServer({
       maxHeaderSize: s.maxHeaderSize,
       // node refuses requestTimeout < headersTimeout at start-up: the head is part of the request.
-      headersTimeout: Math.min(s.headerTimeoutMs, s.requestTimeoutMs),
+      headersTimeout: s.requestTimeoutMs === 0 ? s.headerTimeoutMs : Math.min(s.headerTimeoutMs, s.requestTimeoutMs),
       requestTimeout: s.requestTimeoutMs,
       keepAliveTimeout: s.keepaliveTimeoutMs,
+      // node checks the two timeouts above only this often (30 s by default): make it fine enough
+      // that a 2 s header_timeout fires at about 2 s.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(Math.min(s.headerTimeoutMs, s.requestTimeoutMs || Infinity) / 4))),
+      // The proxy answers a missing Host itself, with its one-line body (request-checks.ts).
+      requireHostHeader: false,
       noDelay: true,
     });
+    // Every header, however many: the total is bounded by max_header_size (node's default keeps 2000 lines).
+    this.server.maxHeadersCount = 0;
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
     this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
     this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this.#context, clientReq, socket, head));
+    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) =>
+      sendErrorResponse(clientRes, 417, { text: `expectation failed: only 100-continue is supported, got '${clientReq.headers.expect}'`, shouldClose: true }),
+    );
+    // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx: 400).
+    this.server.on('connect', (_clientReq: IncomingMessage, socket: Socket) => {
+      socket.on('error', () => {});
+      socket.end(rawErrorResponse(405));
+    });
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket));
   }
 
@@ -267,6 +283,7 @@ export class ProxyServer {
   async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
     this.#areHealthChecksStarted = false;
     this.#healthChecker.stop();
+    this.#context.isDraining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.

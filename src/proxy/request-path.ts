@@ -2,6 +2,7 @@
  * The request path: everything that happens to one client request, top to bottom, as one checklist
  * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
  *
+ *   0. refuse what cannot be proxied (request-checks.ts)             → 400 / 501
  *   1. route the request (router.ts)                                  → 404 when nothing matches,
  *      and check the route's own Basic auth (route.ts)                → 401
  *   2. check the body limit against Content-Length                    → 413
@@ -25,6 +26,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { AccessLog, AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
+import { findRequestProblem, requestTarget } from './request-checks.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
 import type { Route } from './route.js';
 import type { Router } from './router.js';
@@ -46,6 +48,8 @@ export interface ProxyContext {
   readonly accessLog: AccessLog;
   /** High-resolution clock in ms (durations). */
   readonly now: () => number;
+  /** True once a graceful shutdown began: responses say `Connection: close`. */
+  isDraining: boolean;
   /**
    * Client sockets of upgrade requests (open tunnels included): node:http no longer counts them as
    * its connections, so a shutdown that runs out of time must close them itself.
@@ -80,8 +84,16 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
 }
 
 async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): Promise<void> {
+  // 0. Requests the proxy refuses before routing (request-checks.ts): bad Host, unknown coding.
+  const problem = findRequestProblem(clientReq);
+  if (problem !== undefined) {
+    exchange.bytesSent = sendErrorResponse(clientRes, problem.status, { text: problem.text, shouldClose: true });
+    return;
+  }
+
   // 1. Route.
-  const match = context.router.match(clientReq.headers.host, clientReq.url ?? '/');
+  const target = requestTarget(clientReq);
+  const match = context.router.match(target.host, target.path);
   if (match === undefined) {
     exchange.bytesSent = sendErrorResponse(clientRes, 404);
     return;
@@ -116,6 +128,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
       upstreamHost: upstream.config.hostHeader,
       isUpgrade: false,
       dropAuthorization: route.config.authBasic !== undefined && !route.config.authForward,
+      targetHost: target.targetHost,
     });
     if (isChunked) headers.push('Transfer-Encoding', 'chunked');
     return headers;
@@ -136,7 +149,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   const tried = new Set<Upstream>();
   const pickContext = {
     clientIp: exchange.clientIp,
-    hashKey: hashKeyFor(route.config, exchange.clientIp, clientReq.url ?? '/', clientReq.headers),
+    hashKey: hashKeyFor(route.config, exchange.clientIp, target.path, clientReq.headers),
     tried,
   };
   const method = clientReq.method ?? 'GET';
@@ -152,7 +165,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     const endActiveRequest = upstream.beginRequest();
     let upstreamHead: ResponseHead;
     try {
-      upstreamHead = await sendWithStaleRetry(route, method, (isRetry) => {
+      upstreamHead = await sendWithStaleRetry(route, method, () => isClientGone, (isRetry) => {
         current = new UpstreamExchange({
           pool: context.pool,
           upstream: upstream.config,
@@ -197,7 +210,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     route.recordSuccess(upstream);
 
     // 5. COMMIT POINT.
-    relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, endActiveRequest);
+    relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, context.isDraining, endActiveRequest);
     return;
   }
   if (isClientGone) return;
@@ -221,6 +234,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
 async function sendWithStaleRetry(
   route: Route,
   method: string,
+  isClientGone: () => boolean,
   start: (isRetry: boolean) => UpstreamExchange,
 ): Promise<ResponseHead> {
   for (let isRetry = false; ; isRetry = true) {
@@ -236,7 +250,7 @@ async function sendWithStaleRetry(
         !progress.hasResponseBytes &&
         !progress.hasStreamedBody &&
         error instanceof UpstreamResetError;
-      if (isRetry || !isStale) throw error;
+      if (isRetry || !isStale || isClientGone()) throw error;
     }
   }
 }
@@ -252,14 +266,29 @@ function relayResponse(
   upstream: UpstreamExchange,
   exchange: Exchange,
   traceHeader: string | undefined,
+  isDraining: boolean,
   onDone: () => void,
 ): void {
   const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
+  // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
+  // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
   const announcedTrailers = headerValue(upstreamHead.rawHeaders, 'trailer');
-  if (announcedTrailers !== undefined && clientReq.httpVersion === '1.1') headers.push('Trailer', announcedTrailers);
+  const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
+  if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
+  if (isDraining) headers.push('Connection', 'close'); // shutting down: no further requests on this connection
   clientRes.sendDate = false; // the upstream's Date (or none) passes through
-  clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+  try {
+    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+  } catch (error) {
+    // node refused a header it would have to send (it validates every name and value): nothing
+    // went out yet, so this is still an ordinary 502, and the attempt is over.
+    upstream.abort();
+    onDone();
+    process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}\n`);
+    exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+    return;
+  }
 
   upstream.streamBodyTo(clientRes, {
     onChunk(chunk) {

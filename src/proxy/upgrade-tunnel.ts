@@ -23,6 +23,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { rawErrorResponse } from './error-response.js';
+import { findRequestProblem, requestTarget } from './request-checks.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
 import type { ProxyContext } from './request-path.js';
 import type { Route } from './route.js';
@@ -63,15 +64,18 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
     log();
   };
 
-  // 1. Route.
-  const match = context.router.match(clientReq.headers.host, clientReq.url ?? '/');
+  // 1. Check and route, as for any request.
+  const problem = findRequestProblem(clientReq);
+  if (problem !== undefined) return refuse(problem.status);
+  const target = requestTarget(clientReq);
+  const match = context.router.match(target.host, target.path);
   if (match === undefined) return refuse(404);
   route = match.route;
   const selected = route;
 
   // 2. Attempts: a new connection each (an upgraded connection is never pooled).
   const tried = new Set<Upstream>();
-  const pickContext = { clientIp, hashKey: hashKeyFor(selected.config, clientIp, clientReq.url ?? '/', clientReq.headers), tried };
+  const pickContext = { clientIp, hashKey: hashKeyFor(selected.config, clientIp, target.path, clientReq.headers), tried };
   const isTrustedPeer = isTrustedProxy(clientIp, context.server.trustedProxies);
   let clientGone = false;
   clientSocket.once('close', () => {
@@ -104,6 +108,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
         upstreamHost: upstream.config.hostHeader,
         isUpgrade: true,
         dropAuthorization: selected.config.authBasic !== undefined && !selected.config.authForward,
+        targetHost: target.targetHost,
       }),
       // allowHalfOpen: a FIN from the upstream must not end our writing half towards it. No `agent`
       // (not even `false`, which makes node use a fresh Agent and ignore createConnection): the

@@ -19,7 +19,7 @@
 import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { UpstreamConfig } from '../config/config.js';
-import { RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
 import type { ConnectionHandler, ConnectionPool, UpstreamConnection } from '../http/connection-pool.js';
 import { serializeRequestHead } from '../http/request-head.js';
 import { ResponseParser, type ResponseHead } from '../http/response-parser.js';
@@ -124,7 +124,7 @@ export class UpstreamExchange implements ConnectionHandler {
   /** The client went away: close the upstream connection at once (never reused). Idempotent. */
   abort(): void {
     if (this.#isDone) return;
-    this.#fail(new UpstreamResetError('client went away'));
+    this.#fail(new ClientAbortError('the client went away'));
   }
 
   // ---- 1 and 2: connect, send ------------------------------------------------------------------

@@ -1,0 +1,133 @@
+/**
+ * Requests at the edges of HTTP/1.1, through the real proxy (found by trying the product as a new
+ * user would): absolute-form targets, Host rules, transfer codings, many headers, node's own error
+ * answers given the proxy's one-line bodies, the header timeout, upstream trailers announced on
+ * responses that cannot carry them, and a client that leaves while its request is retried.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { headerValues, listenBackend, rawRequest, startBackend, startRawBackend, startTestProxy, waitFor } from '../helpers/proxy-harness.js';
+
+function routeIni(url: string, extra = ''): string {
+  return `[proxy.a]\npath = /a\npass = ${url}\n${extra}`;
+}
+
+test('an absolute-form target is routed by its path, and its authority becomes the Host (RFC 9112 3.2.2)', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const res = await rawRequest(proxy.port, 'GET http://example.com/a/x?q=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n');
+  assert.match(res.text, /^HTTP\/1\.1 200 /);
+  assert.equal(backend.requests[0]!.url, '/a/x?q=1');
+  assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'host'), ['example.com']);
+});
+
+test('Host: two of them, an invalid one, or none in HTTP/1.1 → 400 with a one-line body; HTTP/1.0 without Host is fine', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const cases: [string, RegExp][] = [
+    ['GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', /more than one Host header\n$/],
+    ['GET /a HTTP/1.1\r\nHost: a b\r\n\r\n', /invalid Host header\n$/],
+    ['GET /a HTTP/1.1\r\n\r\n', /missing Host header\n$/],
+  ];
+  for (const [head, body] of cases) {
+    const res = await rawRequest(proxy.port, head);
+    assert.match(res.text, /^HTTP\/1\.1 400 /, `${JSON.stringify(head)}: got ${res.text.split('\r\n')[0]}`);
+    assert.match(res.text, body);
+  }
+  assert.equal(backend.requests.length, 0, 'none of them reaches the upstream');
+  const old = await rawRequest(proxy.port, 'GET /a HTTP/1.0\r\n\r\n');
+  assert.match(old.text, /^HTTP\/1\.1 200 /);
+});
+
+test('a transfer coding other than chunked → 501; Expect other than 100-continue → 417; CONNECT → 405', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const gzip = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n');
+  assert.match(gzip.text, /^HTTP\/1\.1 501 [\s\S]*transfer coding 'gzip, chunked'\n$/);
+  const expect = await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nExpect: foo\r\n\r\n');
+  assert.match(expect.text, /^HTTP\/1\.1 417 [\s\S]*only 100-continue is supported, got 'foo'\n$/);
+  const connect = await rawRequest(proxy.port, `CONNECT 127.0.0.1:${backend.port} HTTP/1.1\r\nHost: 127.0.0.1:${backend.port}\r\n\r\n`);
+  assert.match(connect.text, /^HTTP\/1\.1 405 [\s\S]*does not tunnel CONNECT\n$/);
+  assert.equal(backend.requests.length, 0);
+});
+
+test('2,100 request headers all arrive (the total is bounded by max_header_size, not a count)', async (t) => {
+  const backend = await startBackend();
+  backend.server.maxHeadersCount = 0;
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  let head = 'GET /a HTTP/1.1\r\nHost: h\r\n';
+  for (let i = 0; i < 2100; i++) head += `x${i}:1\r\n`;
+  await rawRequest(proxy.port, `${head}X-Last: yes\r\nConnection: close\r\n\r\n`);
+  const got = backend.requests[0]!.rawHeaders;
+  assert.deepEqual(headerValues(got, 'x-last'), ['yes']);
+  assert.equal(headerValues(got, 'x2099').length, 1);
+});
+
+test('header_timeout is kept to within about a second: a head that never ends gets 408', async (t) => {
+  const proxy = await startTestProxy(`[server]\nheader_timeout = 1s\n` + routeIni('http://127.0.0.1:1'));
+  t.after(() => proxy.close());
+  const startedAt = Date.now();
+  const res = await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\n', 5000);
+  const elapsed = Date.now() - startedAt;
+  assert.match(res.text, /^HTTP\/1\.1 408 /);
+  assert.ok(elapsed >= 900 && elapsed < 2500, `got 408 after ${elapsed}ms, want about 1000ms`);
+});
+
+test('an upstream Trailer announcement on a Content-Length or HEAD response is dropped, not a crash', async (t) => {
+  const upstream = await startRawBackend((socket) => {
+    socket.on('data', (chunk: Buffer) => {
+      const isHead = chunk.toString('latin1').startsWith('HEAD');
+      socket.write(isHead ? 'HTTP/1.1 200 OK\r\nTrailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n' : 'HTTP/1.1 200 OK\r\nTrailer: X-T\r\nContent-Length: 2\r\n\r\nok');
+    });
+  });
+  const proxy = await startTestProxy(routeIni(upstream.url));
+  t.after(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+  const get = await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  assert.match(get.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok$/);
+  assert.ok(!/\r\nTrailer:/i.test(get.text), 'no Trailer announcement on a Content-Length body');
+  const head = await rawRequest(proxy.port, 'HEAD /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
+  assert.match(head.text, /^HTTP\/1\.1 200 OK\r\n/);
+  await waitFor(() => proxy.proxy.routes[0]!.upstreams[0]!.activeRequests === 0, 2000, 'active requests back to 0');
+});
+
+test('a client that leaves is not followed by a resend of its request on a fresh connection', async (t) => {
+  const seen = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    seen.set(req.url ?? '', (seen.get(req.url ?? '') ?? 0) + 1);
+    setTimeout(() => res.end('ok'), 200);
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  await rawRequest(proxy.port, 'GET /a/warm HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n'); // fills the upstream pool
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.end('DELETE /a/item HTTP/1.1\r\nHost: h\r\n\r\n'); // head, then FIN at once: the client left
+  await new Promise((r) => setTimeout(r, 600));
+  const times = seen.get('/a/item') ?? 0;
+  assert.ok(times <= 1, `got the DELETE ${times} times at the upstream, want at most once`);
+});

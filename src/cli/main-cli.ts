@@ -6,6 +6,7 @@
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
+import { checkAccessLogPath } from '../proxy/access-log.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
@@ -37,6 +38,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'check': {
         const config = loadConfigFile(command.configFile);
+        checkAccessLogPath(config.server.accessLog, config.file);
         process.stdout.write(describeConfig(config));
         process.stdout.write(`configuration file ${command.configFile} is valid\n`);
         return 0;

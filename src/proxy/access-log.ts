@@ -10,7 +10,8 @@
  *
  * `json` writes the same facts as one JSON object per line.
  */
-import { createWriteStream } from 'node:fs';
+import { closeSync, createWriteStream, openSync } from 'node:fs';
+import { ConfigFileError } from '../errors.js';
 import type { Writable } from 'node:stream';
 
 /** How one upstream attempt ended: its status, or the error code that ended it. */
@@ -49,9 +50,28 @@ export interface AccessLog {
   close(): Promise<void>;
 }
 
-/** Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). */
+/**
+ * Checks that an `access_log` file path can be opened for appending (creating it if needed), as
+ * `nginx -t` does. `stdout`, `stderr` and `off` always pass.
+ * @throws ConfigFileError naming the path and the reason (ENOENT, EACCES, EISDIR…)
+ */
+export function checkAccessLogPath(destination: string, configFile?: string): void {
+  if (destination === 'off' || destination === 'stdout' || destination === 'stderr') return;
+  try {
+    closeSync(openSync(destination, 'a'));
+  } catch (error) {
+    const where = configFile === undefined ? '' : `${configFile}: `;
+    throw new ConfigFileError(`${where}access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/**
+ * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended).
+ * @throws ConfigFileError when the path cannot be opened (see checkAccessLogPath)
+ */
 export function openAccessLog(destination: string, format: 'combined' | 'json'): AccessLog {
   if (destination === 'off') return { isEnabled: false, write() {}, close: async () => {} };
+  checkAccessLogPath(destination);
   const stream: Writable =
     destination === 'stdout' ? process.stdout : destination === 'stderr' ? process.stderr : createWriteStream(destination, { flags: 'a' });
   const ownsStream = destination !== 'stdout' && destination !== 'stderr';

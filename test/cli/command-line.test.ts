@@ -46,6 +46,13 @@ test('--check on a broken file exits 1 with file:line:column and a suggestion', 
   assert.match(result.stderr, new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:3:1: .*'pas'.*did you mean 'pass'`));
 });
 
+test('--check fails (exit 1) when the access_log file cannot be opened, as nginx -t does', () => {
+  const file = configFile('badlog.ini', `[server]\naccess_log = ${join(dir, 'no-such-dir', 'x.log')}\n[proxy.a]\npath = /a\npass = http://localhost:9001\n`);
+  const result = run(['--check', '--config', file]);
+  assert.equal(result.status, 1, result.stdout);
+  assert.match(result.stderr, /badlog\.ini: access_log '.*no-such-dir\/x\.log' cannot be opened for appending: ENOENT/);
+});
+
 test('a missing config file exits 1 with a clear message', () => {
   const result = run(['--config', join(dir, 'nope.ini')]);
   assert.equal(result.status, 1);

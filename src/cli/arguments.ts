@@ -2,6 +2,7 @@
  * The command line (SPEC 2), parsed by hand: a command word or flag, `--config PATH`, and each
  * command's own options. Anything else is a UsageError (exit code 2).
  */
+import { isIP } from 'node:net';
 import { UsageError } from '../errors.js';
 import { parseDuration } from '../config/values.js';
 
@@ -103,6 +104,7 @@ export function parseArguments(argv: readonly string[]): Command {
       const n = Number(nText);
       if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UsageError(`-n must be an integer 1..1000000, got '${nText}'`);
       const clientIp = options.get('--client-ip');
+      if (clientIp !== undefined && isIP(clientIp) === 0) throw new UsageError(`--client-ip must be an IPv4 or IPv6 address, got '${clientIp}'`);
       const key = options.get('--key');
       return { kind: 'simulate', configFile, route, n, ...(clientIp === undefined ? {} : { clientIp }), ...(key === undefined ? {} : { key }) };
     }

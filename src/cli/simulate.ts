@@ -18,7 +18,7 @@ export interface SimulateOptions {
   readonly n: number;
   /** Client IP for ip-hash (and the default key). Default `127.0.0.1`. */
   readonly clientIp?: string;
-  /** Hash key for consistent-hash. Default: the client IP. */
+  /** Hash key for consistent-hash. Default: `/` for `hash_key = uri`, else the client IP. */
   readonly key?: string;
   /** Uniform in [0, 1), for the random strategies. Default Math.random. */
   readonly random?: () => number;
@@ -42,7 +42,8 @@ export function runSimulate(config: Config, routeName: string, options: Simulate
   const upstreams = route.upstreams.map((upstreamConfig) => new Upstream(upstreamConfig, route.name));
   const balancer = createBalancer(route, upstreams, { random: options.random ?? Math.random, now: () => 0 });
   const labels = upstreams.map((_, i) => labelFor(i, upstreams.length));
-  const context = { clientIp, hashKey: options.key ?? clientIp, tried: new Set<Upstream>() };
+  // Without --key, the key the proxy would use for a request to `/` from clientIp.
+  const context = { clientIp, hashKey: options.key ?? (route.hashKey.kind === 'uri' ? '/' : clientIp), tried: new Set<Upstream>() };
 
   const describe = (): string =>
     balancer

@@ -117,6 +117,10 @@ export class ProxyServer {
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(Math.min(s.headerTimeoutMs, s.requestTimeoutMs || Infinity) / 4))),
       // The proxy answers a missing Host itself, with its one-line body (request-checks.ts).
       requireHostHeader: false,
+      // Socket buffers of 256 KiB instead of 16 KiB: a 64 KiB chunk read from an upstream no longer
+      // fills the client socket's buffer at once, so large bodies pause and resume the upstream
+      // (two epoll changes each time) once per few chunks instead of once per chunk.
+      highWaterMark: 256 * 1024,
       noDelay: true,
     });
     // Every header, however many: the total is bounded by max_header_size (node's default keeps 2000 lines).

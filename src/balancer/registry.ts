@@ -47,8 +47,8 @@ export interface BalancerDeps {
 
 /**
  * The balancer of one route: `route.strategy` over the primary upstreams, and over the backups for
- * when no primary is available; every pick also lets each upstream regain one unit of effective
- * weight (SPEC 4).
+ * when no primary is available; every pick also lets each upstream that was a candidate regain one
+ * unit of effective weight (SPEC 4, as nginx).
  *
  * @param route the route's config (strategy, hash, virtual_nodes)
  * @param upstreams the route's runtime upstreams, in config order (one per `pass` line)
@@ -63,5 +63,5 @@ export function createBalancer(route: RouteConfig, upstreams: readonly Upstream[
     virtualNodes: route.virtualNodes,
   };
   const Strategy = STRATEGIES[route.strategy];
-  return new RouteBalancer(route.strategy, upstreams, (list) => new Strategy(list, options));
+  return new RouteBalancer(route.strategy, upstreams, (list) => new Strategy(list, options), options.now);
 }

@@ -151,10 +151,12 @@ function parseHeartbeat(options: ReadonlyMap<string, string>): Command {
   const everyMs = duration('--every', '3s');
   const ttlMs = duration('--ttl', '10s');
   if (ttlMs <= everyMs) throw new UsageError(`--ttl (${ttlMs}ms) must be longer than --every (${everyMs}ms), ideally about three heartbeats`);
+  const token = options.get('--token') ?? process.env['PROXY_ADMIN_TOKEN'];
+  if (token === undefined || token === '') throw new UsageError('heartbeat needs --token (or the PROXY_ADMIN_TOKEN environment variable): registering is a state-changing call');
   return {
     kind: 'heartbeat',
     admin,
-    token: options.get('--token') ?? process.env['PROXY_ADMIN_TOKEN'],
+    token,
     route: required('--route'),
     url: required('--url'),
     weight,

@@ -34,6 +34,11 @@ export interface HeartbeatDeps {
 export interface RunningHeartbeat {
   /** Resolves after the first PUT finished (either way): true when it was accepted. */
   readonly firstBeat: Promise<boolean>;
+  /**
+   * Resolves with the reason when the admin listener refused in a way retrying cannot fix (401 or
+   * 403: the token; 404: no such route); the heartbeat has stopped then. Never rejects.
+   */
+  readonly refused: Promise<string>;
   /** Stops the timer and DELETEs the registration; resolves true when the DELETE was accepted. */
   stop(): Promise<boolean>;
 }
@@ -56,11 +61,20 @@ export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = 
   let timer: unknown;
   let isStopped = false;
   let wasFailing = false;
+  let onRefused: (reason: string) => void = () => {};
+  const refused = new Promise<string>((resolve) => (onRefused = resolve));
 
   const beat = async (): Promise<boolean> => {
     try {
       const response = await doFetch(endpoint, { method: 'PUT', headers, body, signal: AbortSignal.timeout(Math.max(1_000, options.everyMs)) });
       const text = await response.text();
+      if (PERMANENT_REFUSALS.has(response.status)) {
+        isStopped = true;
+        const reason = `heartbeat: PUT ${endpoint} refused: ${response.status} ${errorOf(text)}; not retrying`;
+        log(reason);
+        onRefused(reason);
+        return false;
+      }
       if (!response.ok) throw new Error(`${response.status} ${errorOf(text)}`);
       if (wasFailing || response.status === 201) log(`heartbeat: ${options.url} registered for route ${options.route} at ${options.admin}`);
       wasFailing = false;
@@ -80,6 +94,7 @@ export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = 
 
   return {
     firstBeat,
+    refused,
     async stop() {
       isStopped = true;
       if (timer !== undefined) timers.clearTimeout(timer);
@@ -97,16 +112,26 @@ export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = 
   };
 }
 
-/** Runs the heartbeat until SIGTERM/SIGINT, then deregisters. Resolves with the exit code (0). */
+/**
+ * Runs the heartbeat until SIGTERM/SIGINT, then deregisters: exit code 0. A permanent refusal (bad
+ * token, unknown route) ends it at once with exit code 1.
+ */
 export async function runHeartbeat(options: HeartbeatOptions, log: (line: string) => void): Promise<number> {
   const running = startHeartbeat(options, { log });
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', () => resolve());
-    process.once('SIGINT', () => resolve());
-  });
+  const isRefused = await Promise.race([
+    running.refused.then(() => true),
+    new Promise<boolean>((resolve) => {
+      process.once('SIGTERM', () => resolve(false));
+      process.once('SIGINT', () => resolve(false));
+    }),
+  ]);
+  if (isRefused) return 1;
   await running.stop();
   return 0;
 }
+
+/** Answers that retrying cannot change: a missing or wrong token, or a route the proxy does not have. */
+const PERMANENT_REFUSALS: ReadonlySet<number> = new Set([401, 403, 404]);
 
 function errorOf(text: string): string {
   try {

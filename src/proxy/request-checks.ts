@@ -6,6 +6,8 @@
  *   "client sent duplicate host header" / "invalid host header");
  * - a request target in absolute form (`GET http://example.com/a?q HTTP/1.1`) carries the host
  *   itself, which then replaces the Host header;
+ * - at most one `Authorization` header: with two, the proxy's own Basic auth would check one while
+ *   the upstream may read the other (nginx: "client sent duplicate header line", 400);
  * - `Transfer-Encoding` must be exactly `chunked`: the body is re-framed for the upstream, and a
  *   coding the proxy does not understand (`gzip, chunked`) cannot be passed on (501, as nginx).
  */
@@ -34,6 +36,7 @@ const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
 /** The first problem of `clientReq`, or undefined when it may go on. */
 export function findRequestProblem(clientReq: IncomingMessage): RequestProblem | undefined {
   let hostCount = 0;
+  let authorizationCount = 0;
   let transferEncoding: string | undefined;
   const raw = clientReq.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
@@ -41,11 +44,14 @@ export function findRequestProblem(clientReq: IncomingMessage): RequestProblem |
     if (name.length === 4 && name.toLowerCase() === 'host') {
       hostCount++;
       if (!VALID_HOST.test(raw[i + 1]!)) return { status: 400, text: 'bad request: invalid Host header' };
+    } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      authorizationCount++;
     } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
       transferEncoding = transferEncoding === undefined ? raw[i + 1]! : `${transferEncoding}, ${raw[i + 1]!}`;
     }
   }
   if (hostCount > 1) return { status: 400, text: 'bad request: more than one Host header' };
+  if (authorizationCount > 1) return { status: 400, text: 'bad request: more than one Authorization header' };
   if (hostCount === 0 && clientReq.httpVersion === '1.1') return { status: 400, text: 'bad request: missing Host header' };
   if (transferEncoding !== undefined && transferEncoding.trim().toLowerCase() !== 'chunked') {
     return { status: 501, text: `not implemented: transfer coding '${transferEncoding}'` };

@@ -92,13 +92,54 @@ test('heartbeat command line: flags, defaults, and errors', () => {
   });
   const custom = parseArguments(['heartbeat', '--admin', 'http://h:1', '--token', 'T', '--route', 'a', '--url', 'http://x:1', '--every', '500ms', '--ttl', '2s']);
   assert.equal(custom.kind === 'heartbeat' && custom.everyMs, 500);
-  for (const argv of [
-    ['heartbeat', '--admin', 'http://h:1', '--route', 'a'],
-    ['heartbeat', '--admin', 'nope', '--route', 'a', '--url', 'http://x:1'],
-    ['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '--weight', '0'],
-    ['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '--every', '10s', '--ttl', '5s'],
-    ['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '-n', '3'],
-  ]) {
-    assert.throws(() => parseArguments(argv), UsageError, `got no UsageError for ${argv.join(' ')}`);
+  const withToken = ['--token', 'T'];
+  for (const [argv, reason] of [
+    [['heartbeat', '--admin', 'http://h:1', '--route', 'a', ...withToken], /needs --url/],
+    [['heartbeat', '--admin', 'nope', '--route', 'a', '--url', 'http://x:1', ...withToken], /--admin must be a URL/],
+    [['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '--weight', '0', ...withToken], /--weight/],
+    [['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '--every', '10s', '--ttl', '5s', ...withToken], /--ttl/],
+    [['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1', '-n', '3', ...withToken], /-n/],
+  ] as const) {
+    assert.throws(() => parseArguments(argv), (error: unknown) => error instanceof UsageError && reason.test(error.message), `got no UsageError matching ${reason} for ${argv.join(' ')}`);
+  }
+  const savedToken = process.env['PROXY_ADMIN_TOKEN'];
+  delete process.env['PROXY_ADMIN_TOKEN'];
+  try {
+    assert.throws(
+      () => parseArguments(['heartbeat', '--admin', 'http://h:1', '--route', 'a', '--url', 'http://x:1']),
+      /heartbeat needs --token \(or the PROXY_ADMIN_TOKEN environment variable\)/,
+    );
+  } finally {
+    if (savedToken !== undefined) process.env['PROXY_ADMIN_TOKEN'] = savedToken;
+  }
+});
+
+test('a wrong token is a permanent refusal: the heartbeat stops instead of retrying forever', async () => {
+  const configured = await startBackend();
+  const config = parseConfig(
+    `[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[admin]\nlisten = 127.0.0.1:0\ntoken = s3cret\n[proxy.a]\npath = /a\npass = ${configured.url}\n`,
+    't.ini',
+  );
+  const proxy = new ProxyServer(config, { deps: { log: () => {} } });
+  await proxy.listen(0);
+  const admin = await startLocalAdmin(proxy, config.admin!, () => {}, { port: 0 });
+  const beatClock = new FakeClock();
+  let puts = 0;
+  const countingFetch: typeof fetch = async (input, init) => {
+    if (init?.method === 'PUT') puts++;
+    return fetch(input, init);
+  };
+  const options = { admin: `http://127.0.0.1:${admin.port}`, token: 'wrong', route: 'a', url: 'http://127.0.0.1:9', weight: undefined, everyMs: 3_000, ttlMs: 10_000 };
+  const heartbeat = startHeartbeat(options, { fetch: countingFetch, timers: beatClock, log: () => {} });
+  try {
+    assert.equal(await heartbeat.firstBeat, false);
+    assert.match(await heartbeat.refused, /refused: 401 .*; not retrying/);
+    beatClock.advance(30_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(puts, 1, `got ${puts} PUTs, want no retry after a 401`);
+  } finally {
+    await admin.stop();
+    await proxy.close(100);
+    await configured.close();
   }
 });

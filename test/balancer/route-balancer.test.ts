@@ -14,7 +14,7 @@ describe('createBalancer', () => {
     }
   });
 
-  test('every upstream of the route regains 1 effective weight per pick, up to its weight, even unpicked and backup ones', () => {
+  test('every candidate upstream regains 1 effective weight per pick, up to its weight, even unpicked and backup ones; a DOWN one does not (nginx skips it)', () => {
     const route = routeConfig({ strategy: 'round-robin', upstreams: [{ weight: 3 }, { weight: 3 }, { weight: 2, isBackup: true }] });
     const upstreams = upstreamsOf(route);
     const balancer = createBalancer(route, upstreams);
@@ -24,7 +24,19 @@ describe('createBalancer', () => {
       balancer.pick(contextFor());
       return upstreams.map((upstream) => upstream.effectiveWeight).join(',');
     });
-    assert.deepEqual(history, ['1,1,1', '2,2,2', '3,3,2', '3,3,2']);
+    assert.deepEqual(history, ['1,0,1', '2,0,2', '3,0,2', '3,0,2']);
+  });
+
+  test('an upstream already tried by the request regains nothing on the retry pick', () => {
+    const route = routeConfig({ strategy: 'smooth-weighted-round-robin', upstreams: weights(5, 1) });
+    const upstreams = upstreamsOf(route);
+    const balancer = createBalancer(route, upstreams);
+    upstreams[0]!.effectiveWeight = 4; // a just failed (fail_factor 5)
+    const retry = { ...contextFor(), tried: new Set([upstreams[0]!]) };
+    assert.equal(balancer.pick(retry), upstreams[1]);
+    assert.equal(upstreams[0]!.effectiveWeight, 4, `got the failed upstream's weight back on its own retry, want it kept at 4`);
+    balancer.pick(contextFor());
+    assert.equal(upstreams[0]!.effectiveWeight, 5, 'the next ordinary pick gives 1 back');
   });
 
   test('the pick uses the effective weight as it was; the regain comes after (nginx order)', () => {

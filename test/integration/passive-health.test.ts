@@ -174,3 +174,33 @@ test('weight degradation through the proxy: a {5,1} route where a fails its thir
   assert.deepEqual(served, ['a', 'a', '502', 'b', 'a', 'a', 'a', 'a', 'b', 'a', 'a'], `got ${served.join(' ')}`);
   assert.equal(upstreamA.effectiveWeight, 5);
 });
+
+test('weight degradation survives the retry: with default retries the failed request is served by b and a keeps effective weight 4', async (t) => {
+  let aReceived = 0;
+  const a = await startBackend((req, res) => {
+    if (++aReceived === 3) req.socket.destroy();
+    else res.end('a');
+  });
+  const b = await startBackend((_req, res) => res.end('b'));
+  const proxy = await startTestProxy(
+    `[proxy.r]\npath = /\npass = ${a.url} weight=5\npass = ${b.url} weight=1\n` + 'strategy = smooth-weighted-round-robin\nfail_factor = 5\nmax_fails = 100\n',
+    { deps: { log: () => {} } },
+  );
+  t.after(async () => {
+    await proxy.close();
+    await a.close();
+    await b.close();
+  });
+  const upstreamA = proxy.proxy.routes[0]!.upstreams[0]!;
+  const served: string[] = [];
+  for (let i = 1; i <= 11; i++) {
+    const res = await request(proxy.port, { path: `/${i}` });
+    served.push(res.status === 200 ? res.body.toString() : String(res.status));
+    if (i === 3) assert.equal(upstreamA.effectiveWeight, 4, `got effective weight ${upstreamA.effectiveWeight} after a's failure and the retry on b, want 4`);
+  }
+  // As the test above, plus the retry of request 3: only b is a candidate (a was tried), so only b's
+  // current weight moves (3+1 → picked → 3) and a regains nothing. Request 4: a -3+4 = 1, b 3+1 = 4
+  // → b → -1, a back to 5; then 6,0 → a; 5,1 → a; 4,2 → a; 3,3 → a; 2,4 → b; 7,-1 → a; 6,0 → a.
+  assert.deepEqual(served, ['a', 'a', 'b', 'b', 'a', 'a', 'a', 'a', 'b', 'a', 'a'], `got ${served.join(' ')}`);
+  assert.equal(upstreamA.effectiveWeight, 5);
+});

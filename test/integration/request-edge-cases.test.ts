@@ -27,7 +27,7 @@ test('an absolute-form target is routed by its path, and its authority becomes t
   assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'host'), ['example.com']);
 });
 
-test('Host: two of them, an invalid one, or none in HTTP/1.1 → 400 with a one-line body; HTTP/1.0 without Host is fine', async (t) => {
+test('Host: two of them, an invalid one, or none in HTTP/1.1, or two Authorization headers → 400 with a one-line body; HTTP/1.0 without Host is fine', async (t) => {
   const backend = await startBackend();
   const proxy = await startTestProxy(routeIni(backend.url));
   t.after(async () => {
@@ -38,6 +38,7 @@ test('Host: two of them, an invalid one, or none in HTTP/1.1 → 400 with a one-
     ['GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', /more than one Host header\n$/],
     ['GET /a HTTP/1.1\r\nHost: a b\r\n\r\n', /invalid Host header\n$/],
     ['GET /a HTTP/1.1\r\n\r\n', /missing Host header\n$/],
+    ['GET /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic dG9tOjEyMw==\r\nAuthorization: Basic YWRtaW46YWRtaW4=\r\n\r\n', /more than one Authorization header\n$/],
   ];
   for (const [head, body] of cases) {
     const res = await rawRequest(proxy.port, head);

@@ -46,6 +46,8 @@ export interface AcquireOptions {
   readonly connectTimeoutMs: number;
   /** Aborts a pending connect (the client went away); the promise rejects with `signal.reason`. */
   readonly signal?: AbortSignal;
+  /** Open a new connection even when an idle one is there (the retry after a stale one). */
+  readonly isNewRequired?: boolean;
 }
 
 /** Counts for tests and status pages. */
@@ -161,10 +163,18 @@ export class ConnectionPool {
    * @throws UpstreamTimeoutError (phase `connect`) after `connectTimeoutMs`.
    * @throws `signal.reason` when the signal aborts first.
    */
+  /**
+   * The most recently released live idle connection to `host:port`, or undefined: the synchronous
+   * half of `acquire`, for callers that set up cancellation only when they must wait for a connect.
+   */
+  acquireIdle(host: string, port: number): UpstreamConnection | undefined {
+    return this.isClosed ? undefined : this.takeIdle(originKey(host, port));
+  }
+
   acquire(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    const reused = this.takeIdle(originKey(host, port));
+    const reused = options.isNewRequired === true ? undefined : this.takeIdle(originKey(host, port));
     if (reused !== undefined) return Promise.resolve(reused);
     return this.connect(host, port, options);
   }

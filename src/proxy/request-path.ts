@@ -14,8 +14,8 @@
  *   6. stream the response body with backpressure, then the trailers
  *   7. log the request once the client connection is done with it (access-log.ts)
  *
- * Names are fixed: `clientReq`/`clientRes` face the client, `upstreamReq`/`upstreamRes` face the
- * upstream. `clientReq` is never mutated.
+ * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
+ * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -84,6 +84,17 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
 }
 
 async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): Promise<void> {
+  // Client gone → abort whatever attempt is in flight (SPEC 5). Registered before the first await,
+  // so a client that leaves while its credentials are checked is noticed too.
+  let current: UpstreamExchange | undefined;
+  let isClientGone = false;
+  clientRes.once('close', () => {
+    if (!clientRes.writableFinished) {
+      isClientGone = true;
+      current?.abort();
+    }
+  });
+
   // 0. Requests the proxy refuses before routing (request-checks.ts): bad Host, unknown coding.
   const problem = findRequestProblem(clientReq);
   if (problem !== undefined) {
@@ -103,10 +114,12 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
 
   // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
   if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
-    if (clientRes.destroyed) return;
+    if (isClientGone) return;
     exchange.bytesSent = sendErrorResponse(clientRes, 401, { extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
     return;
   }
+
+  if (isClientGone) return;
 
   // 2. Body limit, as far as Content-Length tells it (chunked bodies are counted while streaming).
   const maxBodySize = context.server.maxBodySize;
@@ -134,16 +147,6 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     return headers;
   };
   const body = hasBody ? withBodyLimit(clientReq, maxBodySize) : undefined;
-
-  // Client gone → abort whatever attempt is in flight (SPEC 5).
-  let current: UpstreamExchange | undefined;
-  let isClientGone = false;
-  clientRes.once('close', () => {
-    if (!clientRes.writableFinished) {
-      isClientGone = true;
-      current?.abort();
-    }
-  });
 
   // 4. Attempt loop.
   const tried = new Set<Upstream>();
@@ -176,6 +179,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
           isChunkedBody: isChunked,
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
+          isNewConnectionRequired: isRetry,
         });
         if (isRetry) attemptLog.error = 'stale connection, sent again';
         return current;
@@ -189,9 +193,12 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
         exchange.bytesSent = sendErrorResponse(clientRes, 413, { shouldClose: true });
         return;
       }
-      route.recordFailure(upstream);
       lastError = failure;
       const errorKind = retryErrorKind(failure);
+      // Passive health counts only the upstream's own failures: not a request the proxy could not
+      // write (400), and not a read timeout while the client was still slowly sending its body.
+      const isClientsFault = errorKind === 'read-timeout' && body !== undefined && !clientReq.complete;
+      if (errorKind !== undefined && !isClientsFault) route.recordFailure(upstream);
       const isRetryable =
         errorKind !== undefined &&
         canRetry({
@@ -210,20 +217,27 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
     route.recordSuccess(upstream);
 
     // 5. COMMIT POINT.
-    relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, context.isDraining, endActiveRequest);
+    try {
+      relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, context.isDraining, endActiveRequest);
+    } catch (error) {
+      endActiveRequest(); // a bug past the commit point must not leave the counter up
+      current!.abort();
+      throw error;
+    }
     return;
   }
   if (isClientGone) return;
   lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
-  exchange.bytesSent = sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && (current?.progress.hasStreamedBody ?? false) });
+  // A body left half-read cannot be skipped reliably: close the connection after the answer.
+  exchange.bytesSent = sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
 }
 
 /**
  * Sends one attempt; if it was written into a pooled keep-alive connection that the upstream had
  * just closed (a reset before any response byte, nothing of the body read yet), sends it once more
- * on a fresh connection — the race every HTTP client with a pool has (Go's transport retries the
- * same way).
+ * on a new connection (not another pooled one, which may be just as stale) — the race every HTTP
+ * client with a pool has (Go's transport retries the same way).
  *
  * Only for the route's only upstream and an idempotent method. A reset on a reused connection may
  * also mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110
@@ -235,6 +249,7 @@ async function sendWithStaleRetry(
   route: Route,
   method: string,
   isClientGone: () => boolean,
+  /** Starts an exchange; `isRetry` asks for a new connection instead of a pooled one. */
   start: (isRetry: boolean) => UpstreamExchange,
 ): Promise<ResponseHead> {
   for (let isRetry = false; ; isRetry = true) {
@@ -263,7 +278,7 @@ function relayResponse(
   clientReq: IncomingMessage,
   clientRes: ServerResponse,
   upstreamHead: ResponseHead,
-  upstream: UpstreamExchange,
+  upstreamExchange: UpstreamExchange,
   exchange: Exchange,
   traceHeader: string | undefined,
   isDraining: boolean,
@@ -276,21 +291,24 @@ function relayResponse(
   const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
   if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
-  if (isDraining) headers.push('Connection', 'close'); // shutting down: no further requests on this connection
+  // Close the client connection after this response when the proxy is shutting down, or when the
+  // upstream answered before the client finished sending its body (an early 413 or 401): that body
+  // will not be read to its end, so the connection cannot carry another request (nginx does the same).
+  if (isDraining || !clientReq.complete) headers.push('Connection', 'close');
   clientRes.sendDate = false; // the upstream's Date (or none) passes through
   try {
     clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
   } catch (error) {
     // node refused a header it would have to send (it validates every name and value): nothing
     // went out yet, so this is still an ordinary 502, and the attempt is over.
-    upstream.abort();
+    upstreamExchange.abort();
     onDone();
     process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}\n`);
     exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     return;
   }
 
-  upstream.streamBodyTo(clientRes, {
+  upstreamExchange.streamBodyTo(clientRes, {
     onChunk(chunk) {
       exchange.bytesSent += chunk.length;
     },

@@ -18,6 +18,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import { hashKeyFor } from '../balancer/registry.js';
 import { NoUpstreamError, RequestError, UpstreamConnectError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import { canRetry, retryErrorKind } from './retry-policy.js';
 import type { UpstreamConfig } from '../config/config.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { AttemptLog } from './access-log.js';
@@ -81,6 +82,22 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   clientSocket.once('close', () => {
     clientGone = true;
   });
+  // node hands the socket over paused; read it during the handshake so a client that leaves is
+  // noticed (EOF, reset) instead of holding an upstream handshake open. Bytes it sends meanwhile
+  // (a first WebSocket frame) are kept, up to 64 KiB, and go upstream first once the tunnel is up.
+  const earlyBytes: Buffer[] = [];
+  let earlyByteCount = 0;
+  const onEarlyData = (chunk: Buffer): void => {
+    earlyBytes.push(chunk);
+    earlyByteCount += chunk.length;
+    if (earlyByteCount > 64 * 1024) clientSocket.pause();
+  };
+  const onEarlyEnd = (): void => {
+    if (!isTunnel) clientSocket.destroy(); // a FIN before the 101: the client gave up
+  };
+  clientSocket.on('data', onEarlyData);
+  clientSocket.once('end', onEarlyEnd);
+  clientSocket.resume();
 
   const attempt = (number: number, lastError: RequestError): void => {
     const upstream = number <= 1 + selected.config.retries ? selected.pick(pickContext) : undefined;
@@ -137,14 +154,25 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       clearTimeout(connectTimer);
       clientSocket.off('close', onClientGone);
       endActiveRequest();
-      if (isTunnel || status !== 0) return;
+      if (isTunnel || status !== 0 || clientGone) return;
       const failure = classifyUpgradeError(error, upstream.config, isConnected);
       attemptLog.error = failure.code;
       selected.recordFailure(upstream);
-      // The handshake is a bodiless GET: safe to send elsewhere unless it may have reached the upstream.
-      const isRetryable = !isConnected || !(failure instanceof UpstreamTimeoutError);
-      if (isRetryable && !clientGone) attempt(number + 1, failure);
-      else if (!clientGone) refuse(failure.status);
+      // The same retry decision as every request (retry-policy.ts); the handshake has no body.
+      const errorKind = retryErrorKind(failure);
+      const isRetryable =
+        errorKind !== undefined &&
+        canRetry({
+          errorKind,
+          method: clientReq.method ?? 'GET',
+          wasRequestSent: isConnected,
+          hasStreamedBody: false,
+          wereResponseBytesSent: false,
+          attempt: number,
+          retries: selected.config.retries,
+        });
+      if (isRetryable) attempt(number + 1, failure);
+      else refuse(failure.status);
     });
 
     // Not a 101: relay it as a normal response on the raw socket, then close.
@@ -156,6 +184,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       status = upstreamRes.statusCode ?? 502;
       clientSocket.write(serializeHead(upstreamRes, buildClientResponseHeaders(upstreamRes.rawHeaders, upstreamRes.statusCode).concat('Connection', 'close')));
       upstreamRes.pipe(clientSocket);
+      clientSocket.once('close', () => upstreamRes.destroy()); // the client left: stop reading the answer
       upstreamRes.once('close', () => {
         if (!upstreamRes.complete) clientSocket.destroy();
         endActiveRequest();
@@ -172,8 +201,10 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       selected.recordSuccess(upstream);
       status = 101;
       isTunnel = true;
+      clientSocket.off('data', onEarlyData);
+      clientSocket.off('end', onEarlyEnd);
       clientSocket.write(serializeHead(upstreamRes, upstreamRes.rawHeaders));
-      joinSockets(clientSocket, upstreamSocket, clientHead, upstreamHead, selected.config.readTimeoutMs, tunnel, () => {
+      joinSockets(clientSocket, upstreamSocket, Buffer.concat([clientHead, ...earlyBytes]), upstreamHead, selected.config.readTimeoutMs, tunnel, () => {
         endActiveRequest();
         log();
       });

@@ -41,13 +41,18 @@ export interface ExchangeOptions {
   readonly connectTimeoutMs: number;
   /** ms, upstream idle limit. */
   readonly readTimeoutMs: number;
+  /** Use a new connection, not a pooled one (the resend after a stale pooled connection). */
+  readonly isNewConnectionRequired?: boolean;
 }
 
 /** What happened on the wire, for the retry policy (SPEC 4) and the stale-connection retry. */
 export interface AttemptProgress {
   /** A connection was established or a pooled one assigned. */
   isConnected: boolean;
-  /** Request body bytes were read from the client (the body cannot be replayed any more). */
+  /**
+   * The request body started to stream to the upstream (set when the head goes out, before the
+   * first body byte): from here on the body cannot be replayed.
+   */
   hasStreamedBody: boolean;
   /** The connection came from the keep-alive pool. */
   isReusedSocket: boolean;
@@ -92,8 +97,13 @@ export class UpstreamExchange implements ConnectionHandler {
   #sink: BodySink | undefined;
   #events: BodyEvents | undefined;
   #failure: RequestError | undefined;
+  /** A `drain` listener is waiting on the sink (one at a time, however many chunks filled it). */
+  #isWaitingForDrain = false;
+  /** Cancels a connect still in progress when the exchange ends first (only made when one is needed). */
+  #connectAbort: AbortController | undefined;
   readonly #onSinkDrain = (): void => {
-    this.#connection?.socket.resume();
+    this.#isWaitingForDrain = false;
+    if (!this.#isDone) this.#connection?.socket.resume(); // a released connection is someone else's now
   };
 
   constructor(options: ExchangeOptions) {
@@ -104,7 +114,7 @@ export class UpstreamExchange implements ConnectionHandler {
       this.#rejectHead = reject;
     });
     this.response.catch(() => {}); // the caller reads it; a rejection nobody awaited is not a crash
-    this.#start();
+    this.#start().catch((error: unknown) => this.#fail(asRequestError(error as Error)));
   }
 
   /**
@@ -133,10 +143,20 @@ export class UpstreamExchange implements ConnectionHandler {
     const { pool, upstream } = this.#options;
     let connection: UpstreamConnection;
     try {
-      connection = await pool.acquire(upstream.host, upstream.port, { connectTimeoutMs: this.#options.connectTimeoutMs });
+      const idle = this.#options.isNewConnectionRequired === true ? undefined : pool.acquireIdle(upstream.host, upstream.port);
+      if (idle !== undefined) {
+        connection = idle;
+      } else {
+        this.#connectAbort = new AbortController();
+        connection = await pool.acquire(upstream.host, upstream.port, {
+          connectTimeoutMs: this.#options.connectTimeoutMs,
+          signal: this.#connectAbort.signal,
+          isNewRequired: true,
+        });
+      }
     } catch (error) {
       this.#isDone = true;
-      this.#rejectHead(error instanceof RequestError ? error : new UpstreamResetError(String(error)));
+      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(String(error))));
       return;
     }
     if (this.#isDone) {
@@ -278,7 +298,8 @@ export class UpstreamExchange implements ConnectionHandler {
     const sink = this.#sink!;
     const hasRoom = sink.write(chunk);
     this.#events!.onChunk?.(chunk);
-    if (!hasRoom && !this.#isComplete) {
+    if (!hasRoom && !this.#isComplete && !this.#isWaitingForDrain) {
+      this.#isWaitingForDrain = true;
       this.#connection?.socket.pause();
       sink.once('drain', this.#onSinkDrain);
     }
@@ -324,6 +345,7 @@ export class UpstreamExchange implements ConnectionHandler {
 
   #close(): void {
     this.#isDone = true;
+    this.#connectAbort?.abort(new ClientAbortError('the exchange ended before its connection was up'));
     this.#stopBody();
     const connection = this.#connection;
     if (connection === undefined) return;
@@ -339,6 +361,7 @@ export class UpstreamExchange implements ConnectionHandler {
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 
+/** A failure of the client's request body (it went away mid-upload) is the client's, not the upstream's. */
 function asRequestError(error: Error): RequestError {
-  return error instanceof RequestError ? error : new UpstreamResetError(`request body: ${error.message}`);
+  return error instanceof RequestError ? error : new ClientAbortError(`request body: ${error.message}`);
 }

@@ -132,3 +132,46 @@ test('a client that leaves is not followed by a resend of its request on a fresh
   const times = seen.get('/a/item') ?? 0;
   assert.ok(times <= 1, `got the DELETE ${times} times at the upstream, want at most once`);
 });
+
+test('a client that leaves while the proxy checks its credentials sends nothing upstream', async (t) => {
+  const { hashPassword } = await import('../../src/auth/password-hash.js');
+  const backend = await startBackend();
+  const proxy = await startTestProxy(`[proxy.a]\npath = /a\npass = ${backend.url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  socket.on('error', () => {});
+  // scrypt takes tens of ms: leave well before it is done.
+  socket.write(`GET /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\n\r\n`);
+  await new Promise((r) => setTimeout(r, 5));
+  socket.destroy();
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(backend.requests.length, 0, 'got the request at the upstream after its client had left');
+  assert.equal(proxy.proxy.routes[0]!.upstreams[0]!.activeRequests, 0);
+});
+
+test('an upstream that answers before the request body is all sent: the client gets the answer and Connection: close', async (t) => {
+  const upstream = await startRawBackend((socket) => {
+    socket.once('data', () => socket.end('HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large'));
+  });
+  const proxy = await startTestProxy(routeIni(upstream.url));
+  t.after(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 20000000\r\n\r\n' + 'x'.repeat(64 * 1024));
+  const text = await new Promise<string>((resolve) => {
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (received.endsWith('too large')) resolve(received);
+    });
+  });
+  socket.destroy();
+  assert.match(text, /^HTTP\/1\.1 413 /);
+  assert.match(text, /\r\nConnection: close\r\n/i, 'the half-read upload leaves the connection unusable: it must be closed');
+});

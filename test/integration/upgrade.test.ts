@@ -447,3 +447,29 @@ test('a graceful shutdown with a tunnel still open ends it at shutdown_timeout i
   await client.ended; // the proxy closed the client's side of the tunnel
   client.destroy();
 });
+
+test('a client that leaves during the upgrade handshake aborts the upstream handshake at once', async (t) => {
+  let upstreamClosedAt = 0;
+  const slow = await startRawBackend((socket) => {
+    socket.resume(); // read, so the proxy's close is seen
+    socket.on('close', () => (upstreamClosedAt = Date.now()));
+    // answers nothing for a second: the handshake is in flight when the client leaves
+    setTimeout(() => socket.destroyed || socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n'), 1000);
+  });
+  const proxy = await startTestProxy(routeIni([slow.url]));
+  t.after(async () => {
+    await proxy.close();
+    await slow.close();
+  });
+  const { connect } = await import('node:net');
+  const client = connect(proxy.port, '127.0.0.1');
+  client.on('error', () => {});
+  client.write('GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+  await waitFor(() => activeRequests(proxy)[0] === 1, 2000, 'the handshake to reach the upstream');
+  const leftAt = Date.now();
+  client.destroy();
+  await waitFor(() => activeRequests(proxy)[0] === 0, 2000, 'the active request to end');
+  assert.ok(Date.now() - leftAt < 500, `got the upstream handshake held ${Date.now() - leftAt}ms after the client left, want < 500ms`);
+  await waitFor(() => upstreamClosedAt > 0, 2000, 'the upstream connection to close');
+  assert.ok(upstreamClosedAt - leftAt < 500);
+});

@@ -40,7 +40,15 @@ export function connectionTokens(rawHeaders: readonly string[]): Set<string> {
   return tokens;
 }
 
+/**
+ * Headers a `Connection` header may not remove: `Content-Length` frames the message the proxy
+ * forwards byte for byte, so dropping it because the sender listed it (`Connection: Content-Length`)
+ * would turn the body into the start of another request on the upstream connection — request
+ * smuggling. `Host` is rebuilt by the proxy anyway.
+ */
+const FRAMING_HEADERS: ReadonlySet<string> = new Set(['content-length', 'host']);
+
 /** True when `name` (any case) is hop-by-hop for a message whose Connection header listed `named`. */
 export function isHopByHop(lowerName: string, named: ReadonlySet<string>): boolean {
-  return HOP_BY_HOP_HEADERS.has(lowerName) || named.has(lowerName);
+  return HOP_BY_HOP_HEADERS.has(lowerName) || (named.has(lowerName) && !FRAMING_HEADERS.has(lowerName));
 }

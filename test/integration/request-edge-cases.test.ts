@@ -175,3 +175,17 @@ test('an upstream that answers before the request body is all sent: the client g
   assert.match(text, /^HTTP\/1\.1 413 /);
   assert.match(text, /\r\nConnection: close\r\n/i, 'the half-read upload leaves the connection unusable: it must be closed');
 });
+
+test('Connection: Content-Length cannot strip the framing: a body is never read upstream as a second request', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const smuggled = 'GET /a/SMUGGLED HTTP/1.1\r\nHost: x\r\n\r\n';
+  await rawRequest(proxy.port, `POST /a/cx HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(backend.requests.map((r) => r.url), ['/a/cx'], 'got the body read as another request');
+  assert.equal(backend.requests[0]!.body.toString(), smuggled, 'the body arrives as a body, byte for byte');
+});

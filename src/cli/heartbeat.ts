@@ -35,8 +35,8 @@ export interface RunningHeartbeat {
   /** Resolves after the first PUT finished (either way): true when it was accepted. */
   readonly firstBeat: Promise<boolean>;
   /**
-   * Resolves with the reason when the admin listener refused in a way retrying cannot fix (401 or
-   * 403: the token; 404: no such route); the heartbeat has stopped then. Never rejects.
+   * Resolves with the reason when the admin listener refused in a way retrying cannot fix (400, 401,
+   * 403, 404, 409; see PERMANENT_REFUSALS); the heartbeat has stopped then. Never rejects.
    */
   readonly refused: Promise<string>;
   /** Stops the timer and DELETEs the registration; resolves true when the DELETE was accepted. */
@@ -130,8 +130,12 @@ export async function runHeartbeat(options: HeartbeatOptions, log: (line: string
   return 0;
 }
 
-/** Answers that retrying cannot change: a missing or wrong token, or a route the proxy does not have. */
-const PERMANENT_REFUSALS: ReadonlySet<number> = new Set([401, 403, 404]);
+/**
+ * Answers that retrying cannot change: a bad request (an invalid URL, a path that does not match
+ * the route), a missing or wrong token, a route the proxy does not have, a URL that duplicates a
+ * configured upstream.
+ */
+const PERMANENT_REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 409]);
 
 function errorOf(text: string): string {
   try {

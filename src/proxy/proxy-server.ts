@@ -131,7 +131,8 @@ export class ProxyServer {
     this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) =>
       sendErrorResponse(clientRes, 417, { text: `expectation failed: only 100-continue is supported, got '${clientReq.headers.expect}'`, shouldClose: true }),
     );
-    // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx: 400).
+    // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx answers
+    // 400; 405 says why).
     this.server.on('connect', (_clientReq: IncomingMessage, socket: Socket) => {
       socket.on('error', () => {});
       socket.end(rawErrorResponse(405));
@@ -309,16 +310,14 @@ export class ProxyServer {
     return isDrained;
   }
 
-  /** `Expect: 100-continue`: refuse an over-long body before it is sent, else say "go on" and proxy. */
+  /**
+   * `Expect: 100-continue`: the request path answers 100 once routing, auth and the body limit let
+   * the body come (nginx's order); a request refused before that never invites its body.
+   */
   #onExpectContinue(clientReq: IncomingMessage, clientRes: ServerResponse): void {
-    const maxBodySize = this.#context.server.maxBodySize;
-    if (maxBodySize > 0 && Number(clientReq.headers['content-length'] ?? 0) > maxBodySize) {
-      sendErrorResponse(clientRes, 413, { shouldClose: true });
-      return;
-    }
-    clientRes.writeContinue();
-    handleRequest(this.#context, clientReq, clientRes);
+    handleRequest(this.#context, clientReq, clientRes, true);
   }
+
 }
 
 /**

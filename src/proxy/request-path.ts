@@ -66,8 +66,21 @@ interface Exchange {
   bytesSent: number;
 }
 
-/** Handles one request from `clientReq` to the end of `clientRes`. Never throws. */
-export function handleRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse): void {
+/**
+ * Pipelined requests (several sent on one connection before the first answer) are proxied one at a
+ * time, in order, as nginx does: node's server hands them over all at once, and forwarding them in
+ * parallel would run a POST and the request after it concurrently (RFC 9112 §9.3.2) and let one
+ * connection open any number of upstream requests. Per client socket: is a request in progress, and
+ * which are waiting.
+ */
+const pipelines = new WeakMap<Socket, { isBusy: boolean; waiting: (() => void)[] }>();
+
+/**
+ * Handles one request from `clientReq` to the end of `clientRes`. Never throws.
+ * @param isExpectingContinue the client sent `Expect: 100-continue`: answer 100 once the request
+ *   passed routing, auth and the body limit, before its body is read (nginx's order)
+ */
+export function handleRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, isExpectingContinue = false): void {
   const exchange: Exchange = {
     startedAt: context.now(),
     clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
@@ -76,14 +89,42 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
     bytesSent: 0,
   };
   if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
-  proxyRequest(context, clientReq, clientRes, exchange).catch((error: unknown) => {
-    process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
-    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
-    else clientRes.destroy();
+
+  const socket = clientReq.socket;
+  let pipeline = pipelines.get(socket);
+  if (pipeline === undefined) {
+    pipeline = { isBusy: false, waiting: [] };
+    pipelines.set(socket, pipeline);
+  }
+  const line = pipeline;
+  clientRes.once('close', () => {
+    const next = line.waiting.shift();
+    if (next === undefined) line.isBusy = false;
+    else next();
   });
+  const start = (): void => {
+    if (clientRes.destroyed) return; // the client left while this request waited its turn
+    proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
+      process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
+      if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+      else clientRes.destroy();
+    });
+  };
+  if (line.isBusy) {
+    line.waiting.push(start);
+  } else {
+    line.isBusy = true;
+    start();
+  }
 }
 
-async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): Promise<void> {
+async function proxyRequest(
+  context: ProxyContext,
+  clientReq: IncomingMessage,
+  clientRes: ServerResponse,
+  exchange: Exchange,
+  isExpectingContinue: boolean,
+): Promise<void> {
   // Client gone → abort whatever attempt is in flight (SPEC 5). Registered before the first await,
   // so a client that leaves while its credentials are checked is noticed too.
   let current: UpstreamExchange | undefined;
@@ -130,6 +171,7 @@ async function proxyRequest(context: ProxyContext, clientReq: IncomingMessage, c
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
   const hasBody = isChunked || contentLength > 0;
+  if (isExpectingContinue && hasBody) clientRes.writeContinue(); // routed, allowed, not too large: send it
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
   const isTrustedPeer = isTrustedProxy(exchange.clientIp, context.server.trustedProxies);

@@ -189,3 +189,43 @@ test('Connection: Content-Length cannot strip the framing: a body is never read 
   assert.deepEqual(backend.requests.map((r) => r.url), ['/a/cx'], 'got the body read as another request');
   assert.equal(backend.requests[0]!.body.toString(), smuggled, 'the body arrives as a body, byte for byte');
 });
+
+test('pipelined requests are proxied one at a time, in order (a POST and the request after it never overlap)', async (t) => {
+  const events: string[] = [];
+  const server = http.createServer((req, res) => {
+    events.push(`start ${req.url}`);
+    req.resume();
+    req.on('end', () =>
+      setTimeout(() => {
+        events.push(`end ${req.url}`);
+        res.end(req.url);
+      }, req.url === '/a/slow-post' ? 300 : 0),
+    );
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const res = await rawRequest(
+    proxy.port,
+    'POST /a/slow-post HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhiGET /a/after HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n',
+  );
+  assert.deepEqual(events, ['start /a/slow-post', 'end /a/slow-post', 'start /a/after', 'end /a/after']);
+  assert.match(res.text, /\/a\/slow-post[\s\S]*\/a\/after$/, 'both answers, in order');
+});
+
+test('Expect: 100-continue on a route that demands credentials: 401 without inviting the body first', async (t) => {
+  const { hashPassword } = await import('../../src/auth/password-hash.js');
+  const backend = await startBackend();
+  const proxy = await startTestProxy(`[proxy.a]\npath = /a\npass = ${backend.url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const res = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n');
+  assert.match(res.text, /^HTTP\/1\.1 401 /, `got ${res.text.split('\r\n')[0]}, want 401 first (no 100 Continue)`);
+  const ok = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, 1500);
+  assert.match(ok.text, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'allowed: the body is invited');
+});

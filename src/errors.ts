@@ -72,12 +72,6 @@ export abstract class RequestError extends ProxyError {
   abstract readonly status: number;
 }
 
-/** No route matches the request's host and path. Becomes 404. */
-export class NoRouteError extends RequestError {
-  readonly code = 'PRX_NO_ROUTE';
-  readonly status = 404;
-}
-
 /** The balancer found no available upstream (all DOWN, ejected, `down`, or already tried). Becomes 503 + Retry-After. */
 export class NoUpstreamError extends RequestError {
   readonly code = 'PRX_NO_UPSTREAM';

@@ -50,8 +50,14 @@ export async function main(argv: readonly string[]): Promise<number> {
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);
+        let admin: Awaited<ReturnType<typeof startLocalAdmin>> | undefined;
+        try {
+          admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log);
+        } catch (error) {
+          await running.stop(); // do not keep serving after reporting a fatal error
+          throw error;
+        }
         reloadOnHangup(command.configFile, (config) => running.proxy.reload(config), log);
-        const admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log);
         return await waitForShutdown(admin === undefined ? [running] : [running, admin], log);
       }
       case 'demo':

@@ -4,24 +4,35 @@
  * `curl -u tom:123 localhost:8080/a` and `curl localhost:8080/b` work right away.
  */
 import { loadConfigFile } from './load-config-file.js';
+import type { Server } from 'node:http';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
 
 export async function runDemo(configFile: string, credentials: string, log: (line: string) => void): Promise<number> {
   const config = loadConfigFile(configFile);
-  const web1 = await startDemoBackend({ name: 'web1', port: 9001, credentials });
-  const web2 = await startDemoBackend({ name: 'web2', port: 9002 });
-  log(`web1 listening on 127.0.0.1:9001 (Basic auth ${credentials.slice(0, credentials.indexOf(':'))}:***)`);
-  log('web2 listening on 127.0.0.1:9002');
-  const running = await startProxy(config, log);
-  const port = running.port;
-  log(`try:  curl -u ${credentials} localhost:${port}/a    curl localhost:${port}/b`);
-  const closeServer = (server: typeof web1) => ({
+  const started: { stop(): Promise<unknown> }[] = [];
+  try {
+    started.push(closable(await startDemoBackend({ name: 'web1', port: 9001, credentials })));
+    started.push(closable(await startDemoBackend({ name: 'web2', port: 9002 })));
+    log(`web1 listening on 127.0.0.1:9001 (Basic auth ${credentials.slice(0, credentials.indexOf(':'))}:***)`);
+    log('web2 listening on 127.0.0.1:9002');
+    const running = await startProxy(config, log);
+    started.unshift(running);
+    log(`try:  curl -u ${credentials} localhost:${running.port}/a    curl localhost:${running.port}/b`);
+  } catch (error) {
+    await Promise.all(started.map((server) => server.stop())); // a port in use: leave nothing running
+    throw error;
+  }
+  return waitForShutdown(started, log);
+}
+
+/** A node:http server as something `waitForShutdown` can stop. */
+function closable(server: Server): { stop(): Promise<void> } {
+  return {
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
-  });
-  return waitForShutdown([running, closeServer(web1), closeServer(web2)], log);
+  };
 }

@@ -50,8 +50,8 @@ export async function startProxy(config: Config, log: (line: string) => void): P
 }
 
 /**
- * Runs until SIGTERM/SIGINT, then drains. Resolves with the exit code (0, or 1 if the drain timed out
- * and connections had to be cut).
+ * Runs until SIGTERM/SIGINT, then drains (SPEC 2). Resolves with exit code 0, also when
+ * `shutdown_timeout` ran out and connections were cut (the log says so); a second signal exits 1 at once.
  */
 export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> }[], log: (line: string) => void): Promise<number> {
   return new Promise((resolve) => {
@@ -63,10 +63,16 @@ export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> 
       }
       isStopping = true;
       log(`${signal}: no longer accepting connections; waiting for in-flight requests`);
-      void Promise.all(stoppables.map((s) => s.stop())).then(() => {
-        log('shut down');
-        resolve(0);
-      });
+      void Promise.all(stoppables.map((s) => s.stop())).then(
+        () => {
+          log('shut down');
+          resolve(0);
+        },
+        (error: unknown) => {
+          log(`shut down, with an error while stopping: ${(error as Error)?.message ?? String(error)}`);
+          resolve(0);
+        },
+      );
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

@@ -5,7 +5,6 @@
  * so health checks can probe them.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { normalizeClientIp } from '../proxy/client-address.js';
 
@@ -47,8 +46,4 @@ function hasCredentials(authorization: string | undefined, expected: Buffer): bo
   if (authorization === undefined) return false;
   const given = Buffer.from(authorization);
   return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-export function portOf(server: http.Server): number {
-  return (server.address() as AddressInfo).port;
 }

@@ -11,7 +11,8 @@
  *   empties a route; active health DOWN and the config's `down` still can, and that is a 503.
  *
  * This is the object the request path reports to, nginx's get/free pair: after an attempt it calls
- * `recordFailure(upstream, now)` or `recordSuccess(upstream, now)`; on every pick, `regainWeights()`.
+ * `recordFailure(upstream, now)` or `recordSuccess(upstream, now)`. (The per-pick regain of effective
+ * weight is the route balancer's: src/balancer/route-balancer.ts.)
  */
 import type { RouteConfig } from '../config/config.js';
 import type { PassiveHealthParams, Upstream } from './upstream.js';
@@ -80,10 +81,6 @@ export class UpstreamPool {
     upstream.recordSuccess(nowMs);
   }
 
-  /** Gives every upstream of the route back one unit of effective weight: call on every pick (nginx). */
-  regainWeights(): void {
-    for (const upstream of this.#upstreams) upstream.regainWeight();
-  }
 
   /** True when at least one upstream (primary or backup) may be picked at `nowMs`. */
   isAnyAvailable(nowMs: number): boolean {

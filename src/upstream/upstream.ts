@@ -120,8 +120,8 @@ export class Upstream {
   }
 
   /**
-   * Gives back one unit of effective weight, up to the configured weight. Called for every upstream
-   * of a route on every pick of that route (nginx), so a degraded upstream is never starved.
+   * Gives back one unit of effective weight, up to the configured weight. The route balancer calls
+   * it on every pick for each degraded upstream that was a candidate (nginx), so none is starved.
    */
   regainWeight(): void {
     if (this.effectiveWeight < this.config.weight) this.effectiveWeight++;

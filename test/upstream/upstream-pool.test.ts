@@ -98,16 +98,6 @@ describe('UpstreamPool', () => {
     assert.equal(a.recentFailures, 0, `got recentFailures ${a.recentFailures}, want 0`);
   });
 
-  it('regainWeights gives every upstream back 1', () => {
-    const a = makeUpstream(9001, { weight: 5 });
-    const b = makeUpstream(9002, { weight: 10 });
-    const pool = new UpstreamPool(routeConfig({ maxFails: 100 }), [a, b]);
-    pool.recordFailure(a, 0);
-    pool.recordFailure(b, 0);
-    pool.regainWeights();
-    assert.deepEqual([a.effectiveWeight, b.effectiveWeight], [5, 9], `got ${[a.effectiveWeight, b.effectiveWeight]}, want 5,9`);
-  });
-
   it('add/remove change the members and the lone rule follows', () => {
     const a = makeUpstream(9001);
     const b = makeUpstream(9002);

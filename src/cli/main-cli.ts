@@ -38,7 +38,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'check': {
         const config = loadConfigFile(command.configFile);
-        checkAccessLogPath(config.server.accessLog, config.file);
+        checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
         process.stdout.write(describeConfig(config));
         process.stdout.write(`configuration file ${command.configFile} is valid\n`);
         return 0;

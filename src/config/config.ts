@@ -31,6 +31,8 @@ export interface ServerConfig {
   readonly listen: ListenAddress;
   /** `stdout`, `stderr`, `off`, or a file path (appended). Default `stdout`. */
   readonly accessLog: string;
+  /** Where `access_log` was set, for errors about the file (undefined when defaulted). */
+  readonly accessLogPlace?: SourcePlace | undefined;
   readonly accessLogFormat: AccessLogFormat;
   readonly trustedProxies: readonly Cidr[];
   /** Time to receive a request head. Default 10 000. */

@@ -175,7 +175,10 @@ type KeyReader<T> = (target: T, entry: IniEntry) => void;
 
 const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = {
   listen: (s, e) => (s.listen = read(e, parseListenAddress)),
-  access_log: (s, e) => (s.accessLog = read(e, parseAccessLog)),
+  access_log: (s, e) => {
+    s.accessLog = read(e, parseAccessLog);
+    s.accessLogPlace = e.valuePlace;
+  },
   access_log_format: (s, e) =>
     (s.accessLogFormat = read(e, (t) => parseChoice<AccessLogFormat>(t, ['combined', 'json'], 'access log format'))),
   trusted_proxies: (s, e) => (s.trustedProxies = read(e, parseCidrList)),

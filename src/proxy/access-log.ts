@@ -11,7 +11,7 @@
  * `json` writes the same facts as one JSON object per line.
  */
 import { closeSync, createWriteStream, openSync } from 'node:fs';
-import { ConfigFileError } from '../errors.js';
+import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
 import type { Writable } from 'node:stream';
 
 /** How one upstream attempt ended: its status, or the error code that ended it. */
@@ -53,15 +53,16 @@ export interface AccessLog {
 /**
  * Checks that an `access_log` file path can be opened for appending (creating it if needed), as
  * `nginx -t` does. `stdout`, `stderr` and `off` always pass.
- * @throws ConfigFileError naming the path and the reason (ENOENT, EACCES, EISDIR…)
+ * @throws ConfigValueError at `place` (file:line:column of the `access_log` value), or ConfigFileError
+ *   without one, naming the path and the reason (ENOENT, EACCES, EISDIR…)
  */
-export function checkAccessLogPath(destination: string, configFile?: string): void {
+export function checkAccessLogPath(destination: string, place?: SourcePlace): void {
   if (destination === 'off' || destination === 'stdout' || destination === 'stderr') return;
   try {
     closeSync(openSync(destination, 'a'));
   } catch (error) {
-    const where = configFile === undefined ? '' : `${configFile}: `;
-    throw new ConfigFileError(`${where}access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const reason = `access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+    throw place === undefined ? new ConfigFileError(reason) : new ConfigValueError(place, reason);
   }
 }
 
@@ -69,9 +70,9 @@ export function checkAccessLogPath(destination: string, configFile?: string): vo
  * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended).
  * @throws ConfigFileError when the path cannot be opened (see checkAccessLogPath)
  */
-export function openAccessLog(destination: string, format: 'combined' | 'json'): AccessLog {
+export function openAccessLog(destination: string, format: 'combined' | 'json', place?: SourcePlace): AccessLog {
   if (destination === 'off') return { isEnabled: false, write() {}, close: async () => {} };
-  checkAccessLogPath(destination);
+  checkAccessLogPath(destination, place);
   const stream: Writable =
     destination === 'stdout' ? process.stdout : destination === 'stderr' ? process.stderr : createWriteStream(destination, { flags: 'a' });
   const ownsStream = destination !== 'stdout' && destination !== 'stderr';

@@ -83,7 +83,7 @@ export class ProxyServer {
     // (and most others), so we rarely write into a connection being closed.
     this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
     this.#healthChecker = this.#createHealthChecker();
-    this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat);
+    this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat, config.server.accessLogPlace);
     const accessLog = this.#accessLog;
     const observers = this.#observers;
     this.#context = {

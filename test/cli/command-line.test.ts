@@ -50,7 +50,7 @@ test('--check fails (exit 1) when the access_log file cannot be opened, as nginx
   const file = configFile('badlog.ini', `[server]\naccess_log = ${join(dir, 'no-such-dir', 'x.log')}\n[proxy.a]\npath = /a\npass = http://localhost:9001\n`);
   const result = run(['--check', '--config', file]);
   assert.equal(result.status, 1, result.stdout);
-  assert.match(result.stderr, /badlog\.ini: access_log '.*no-such-dir\/x\.log' cannot be opened for appending: ENOENT/);
+  assert.match(result.stderr, /badlog\.ini:2:14: access_log '.*no-such-dir\/x\.log' cannot be opened for appending: ENOENT/);
 });
 
 test('a missing config file exits 1 with a clear message', () => {

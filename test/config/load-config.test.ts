@@ -207,6 +207,7 @@ trace = true
     assert.deepEqual(server, {
       listen: { host: '127.0.0.1', port: 0 },
       accessLog: '/var/log/proxy.log',
+      accessLogPlace: { file: 'env.ini', line: 4, column: 14 },
       accessLogFormat: 'json',
       headerTimeoutMs: 2_000,
       requestTimeoutMs: 0,

@@ -236,8 +236,14 @@ export class ProxyServer {
     if (before.listen.host !== config.server.listen.host || before.listen.port !== config.server.listen.port) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
-    if (JSON.stringify({ ...before, listen: 0 }) !== JSON.stringify({ ...config.server, listen: 0 })) {
+    // What needs a restart, compared without the parts a reload does apply or that are only places.
+    const restartOnly = (server: Config['server']): string =>
+      JSON.stringify({ ...server, listen: 0, trustedProxies: 0, accessLogPlace: 0 });
+    if (restartOnly(before) !== restartOnly(config.server)) {
       warnings.push('[server] settings other than trusted_proxies take effect only after a restart');
+    }
+    if (JSON.stringify(this.#config.admin) !== JSON.stringify(config.admin)) {
+      warnings.push('[admin] changes take effect only after a restart');
     }
 
     this.#healthChecker.stop();

@@ -9,8 +9,9 @@
  *   3. build the upstream header list (forward-headers.ts)
  *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
  *      retry policy whether another upstream may be tried             → 502 / 503 / 504
- *   5. COMMIT POINT: write the upstream's status and headers to the client; from here on no error
- *      page can be sent, so a failure closes the client connection instead
+ *   5. COMMIT POINT: the upstream's status and headers go to the client with the first body byte
+ *      (or the end); from then on no error page can be sent, so a failure closes the client
+ *      connection instead
  *   6. stream the response body with backpressure, then the trailers
  *   7. log the request once the client connection is done with it (access-log.ts)
  *
@@ -31,7 +32,7 @@ import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } 
 import type { Route } from './route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
-import { UpstreamExchange } from './upstream-exchange.js';
+import { UpstreamExchange, type BodySink } from './upstream-exchange.js';
 import type { ConnectionPool } from '../http/connection-pool.js';
 import type { ResponseHead } from '../http/response-parser.js';
 import { formatTrace } from '../balancer/trace.js';
@@ -260,7 +261,7 @@ async function proxyRequest(
 
     // 5. COMMIT POINT.
     try {
-      relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, traceHeader, context.isDraining, endActiveRequest);
+      relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, traceHeader, context.isDraining, endActiveRequest);
     } catch (error) {
       endActiveRequest(); // a bug past the commit point must not leave the counter up
       current!.abort();
@@ -322,6 +323,7 @@ function relayResponse(
   upstreamHead: ResponseHead,
   upstreamExchange: UpstreamExchange,
   exchange: Exchange,
+  attemptLog: AttemptLog,
   traceHeader: string | undefined,
   isDraining: boolean,
   onDone: () => void,
@@ -338,30 +340,52 @@ function relayResponse(
   // will not be read to its end, so the connection cannot carry another request (nginx does the same).
   if (isDraining || !clientReq.complete) headers.push('Connection', 'close');
   clientRes.sendDate = false; // the upstream's Date (or none) passes through
-  try {
-    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
-  } catch (error) {
-    // node refused a header it would have to send (it validates every name and value): nothing
-    // went out yet, so this is still an ordinary 502, and the attempt is over.
-    upstreamExchange.abort();
-    onDone();
-    process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}\n`);
-    exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
-    return;
-  }
 
-  upstreamExchange.streamBodyTo(clientRes, {
+  // The head is committed with the first body byte, or at the end (node would hold it until then
+  // anyway): a body whose very first bytes are malformed is still a clean 502, never a head
+  // followed by a cut connection.
+  let head: 'pending' | 'committed' | 'failed' = 'pending';
+  const failBeforeHead = (error: Error): void => {
+    head = 'failed';
+    onDone();
+    attemptLog.error = error instanceof RequestError ? error.code : 'PRX_BAD_RESPONSE_HEADER';
+    if (!(error instanceof RequestError)) {
+      // node refused a header it would have to send (it validates every name and value)
+      process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}\n`);
+    }
+    exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+  };
+  const commitHead = (): boolean => {
+    if (head === 'pending') {
+      try {
+        clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+        head = 'committed';
+      } catch (error) {
+        failBeforeHead(error as Error);
+        upstreamExchange.abort();
+      }
+    }
+    return head === 'committed';
+  };
+  const sink: BodySink = {
+    write: (chunk) => (commitHead() ? clientRes.write(chunk) : true),
+    once: (event, listener) => clientRes.once(event, listener),
+  };
+  upstreamExchange.streamBodyTo(sink, {
     onChunk(chunk) {
       exchange.bytesSent += chunk.length;
     },
     onEnd(rawTrailers) {
+      if (!commitHead()) return;
       onDone();
       if (rawTrailers.length > 0) clientRes.addTrailers(pairs(rawTrailers));
       clientRes.end();
     },
-    onError() {
+    onError(error) {
+      if (head === 'pending' && !clientRes.destroyed) return failBeforeHead(error);
+      if (head === 'failed') return;
       onDone();
-      clientRes.destroy();
+      clientRes.destroy(); // past the commit point: the client must not see a complete-looking response
     },
   });
 }

@@ -229,3 +229,19 @@ test('Expect: 100-continue on a route that demands credentials: 401 without invi
   const ok = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, 1500);
   assert.match(ok.text, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'allowed: the body is invited');
 });
+
+test('a body whose first bytes are malformed (bad chunk size) is a clean 502, not a head and a cut connection', async (t) => {
+  const upstream = await startRawBackend((socket) => {
+    socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n'));
+  });
+  const proxy = await startTestProxy(routeIni(upstream.url, 'max_fails = 0\n'));
+  t.after(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+  const res = await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\n\r\n');
+  assert.match(res.text, /^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*bad gateway: the upstream failed\n$/, `got ${JSON.stringify(res.text)}`);
+  assert.equal(proxy.logs[0]?.status, 502, 'the access log says what the client got');
+  assert.equal(proxy.logs[0]?.attempts[0]?.error, 'PRX_UPSTREAM_PROTOCOL');
+  assert.equal(proxy.proxy.routes[0]!.upstreams[0]!.activeRequests, 0);
+});

@@ -68,15 +68,6 @@ interface Exchange {
 }
 
 /**
- * Pipelined requests (several sent on one connection before the first answer) are proxied one at a
- * time, in order, as nginx does: node's server hands them over all at once, and forwarding them in
- * parallel would run a POST and the request after it concurrently (RFC 9112 §9.3.2) and let one
- * connection open any number of upstream requests. Per client socket: is a request in progress, and
- * which are waiting.
- */
-const pipelines = new WeakMap<Socket, { isBusy: boolean; waiting: (() => void)[] }>();
-
-/**
  * Handles one request from `clientReq` to the end of `clientRes`. Never throws.
  * @param isExpectingContinue the client sent `Expect: 100-continue`: answer 100 once the request
  *   passed routing, auth and the body limit, before its body is read (nginx's order)
@@ -91,32 +82,11 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
   };
   if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
 
-  const socket = clientReq.socket;
-  let pipeline = pipelines.get(socket);
-  if (pipeline === undefined) {
-    pipeline = { isBusy: false, waiting: [] };
-    pipelines.set(socket, pipeline);
-  }
-  const line = pipeline;
-  clientRes.once('close', () => {
-    const next = line.waiting.shift();
-    if (next === undefined) line.isBusy = false;
-    else next();
+  proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
+    process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
+    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+    else clientRes.destroy();
   });
-  const start = (): void => {
-    if (clientRes.destroyed) return; // the client left while this request waited its turn
-    proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
-      process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
-      if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
-      else clientRes.destroy();
-    });
-  };
-  if (line.isBusy) {
-    line.waiting.push(start);
-  } else {
-    line.isBusy = true;
-    start();
-  }
 }
 
 async function proxyRequest(
@@ -172,7 +142,9 @@ async function proxyRequest(
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
   const hasBody = isChunked || contentLength > 0;
-  if (isExpectingContinue && hasBody) clientRes.writeContinue(); // routed, allowed, not too large: send it
+  // Routed, allowed, not too large: invite the body. (Also without one: node keeps a connection
+  // alive after an Expect request only when the 100 was sent.)
+  if (isExpectingContinue) clientRes.writeContinue();
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
   const isTrustedPeer = isTrustedProxy(exchange.clientIp, context.server.trustedProxies);

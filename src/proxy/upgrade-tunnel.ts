@@ -60,6 +60,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       ...(isTunnel ? { tunnel } : {}),
     });
   const refuse = (code: number, extra = ''): void => {
+    if (status !== 0) return; // answered (or logged as abandoned) already
     status = code;
     clientSocket.end(rawErrorResponse(code).replace('\r\n\r\n', `${extra}\r\n\r\n`));
     log();
@@ -81,6 +82,11 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   let clientGone = false;
   clientSocket.once('close', () => {
     clientGone = true;
+    if (status === 0) {
+      // Left before any answer (during the auth check or the upstream handshake): logged as nginx's 499.
+      status = 499;
+      log();
+    }
   });
   // node hands the socket over paused; read it during the handshake so a client that leaves is
   // noticed (EOF, reset) instead of holding an upstream handshake open. Bytes it sends meanwhile

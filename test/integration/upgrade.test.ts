@@ -473,3 +473,22 @@ test('a client that leaves during the upgrade handshake aborts the upstream hand
   await waitFor(() => upstreamClosedAt > 0, 2000, 'the upstream connection to close');
   assert.ok(upstreamClosedAt - leftAt < 500);
 });
+
+test('an upgrade abandoned during the handshake is logged as 499', async (t) => {
+  const slow = await startRawBackend((socket) => socket.resume()); // never answers
+  const proxy = await startTestProxy(routeIni([slow.url]));
+  t.after(async () => {
+    await proxy.close();
+    await slow.close();
+  });
+  const { connect } = await import('node:net');
+  const client = connect(proxy.port, '127.0.0.1');
+  client.on('error', () => {});
+  client.write('GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  await waitFor(() => activeRequests(proxy)[0] === 1, 2000, 'the handshake to reach the upstream');
+  client.destroy();
+  await waitFor(() => proxy.logs.length === 1, 2000, 'one access log line');
+  assert.equal(proxy.logs[0]!.status, 499);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(proxy.logs.length, 1, 'exactly one line');
+});

@@ -9,7 +9,10 @@
  *     tunnel counts as an active request until both sockets are closed.
  *   - upstream answers anything else: relay that response on the raw client socket, then close both
  *     connections (nginx does the same: an upgrade request's connection is not reused).
- *   - the upstream connection fails: 502/504 like any request, with retries for connect failures.
+ *   - the upstream connection fails: 502/504 like any request, retried as retry-policy.ts allows.
+ *
+ * The handshake is sent with node:http's client on a dedicated connection (created with
+ * `allowHalfOpen`, never pooled): upgrades are rare, and the connection becomes a raw tunnel anyway.
  */
 import http from 'node:http';
 import type { IncomingMessage } from 'node:http';

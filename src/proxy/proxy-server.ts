@@ -10,10 +10,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { Upstream } from '../upstream/upstream.js';
-import { rawErrorResponse, sendErrorResponse } from './error-response.js';
+import { rawErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
+import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker } from '../health/health-checker.js';
@@ -128,16 +129,17 @@ export class ProxyServer {
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
     this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
     this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this.#context, clientReq, socket, head));
-    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) =>
-      sendErrorResponse(clientRes, 417, { text: `expectation failed: only 100-continue is supported, got '${clientReq.headers.expect}'`, shouldClose: true }),
-    );
+    // An Expect other than 100-continue: the request path answers 417 (request-checks.ts) and logs it.
+    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
     // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx answers
     // 400; 405 says why).
-    this.server.on('connect', (_clientReq: IncomingMessage, socket: Socket) => {
+    this.server.on('connect', (clientReq: IncomingMessage, socket: Socket) => {
       socket.on('error', () => {});
-      socket.end(rawErrorResponse(405));
+      const answer = rawErrorResponse(405);
+      socket.end(answer);
+      if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, 405, answer, 'CONNECT', clientReq.url ?? '-');
     });
-    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket));
+    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket, this.#context));
   }
 
   get config(): Config {
@@ -331,12 +333,35 @@ export class ProxyServer {
  * chunked framing (400), a head over `max_header_size` (431), a head or request too slow (408).
  * The connection is closed after the answer: its framing cannot be trusted.
  */
-function onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
-  const isResponseStarted = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
-  if (error.code === 'ECONNRESET' || !socket.writable || isResponseStarted) {
+function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: ProxyContext): void {
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent === true) {
     socket.destroy();
     return;
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  socket.end(rawErrorResponse(status));
+  const answer = rawErrorResponse(status);
+  socket.end(answer);
+  // A request in progress (a slow body, say) is logged by the request path; one node could not
+  // even parse is logged here, with what is known of it.
+  if (pending === undefined && context.accessLog.isEnabled) logRawAnswer(context, socket, status, answer);
+}
+
+/** An access-log line for an answer written straight to the socket (no request object exists). */
+export function logRawAnswer(context: ProxyContext, socket: Socket, status: number, answer: string, method = '-', target = '-'): void {
+  context.accessLog.write({
+    time: new Date(),
+    clientIp: normalizeClientIp(socket.remoteAddress),
+    user: undefined,
+    method,
+    target,
+    httpVersion: '1.1',
+    status,
+    bytesSent: Buffer.byteLength(answer) - answer.indexOf('\r\n\r\n') - 4,
+    referer: undefined,
+    userAgent: undefined,
+    route: undefined,
+    attempts: [],
+    durationMs: 0,
+  });
 }

@@ -8,6 +8,7 @@
  *   itself, which then replaces the Host header;
  * - at most one `Authorization` header: with two, the proxy's own Basic auth would check one while
  *   the upstream may read the other (nginx: "client sent duplicate header line", 400);
+ * - `Expect` may only be `100-continue` (RFC 9110 §10.1.1: anything else → 417);
  * - `Transfer-Encoding` must be exactly `chunked`: the body is re-framed for the upstream, and a
  *   coding the proxy does not understand (`gzip, chunked`) cannot be passed on (501, as nginx).
  */
@@ -15,7 +16,7 @@ import type { IncomingMessage } from 'node:http';
 
 /** A request the proxy refuses: the status and its one-line reason. */
 export interface RequestProblem {
-  readonly status: 400 | 501;
+  readonly status: 400 | 417 | 501;
   readonly text: string;
 }
 
@@ -53,6 +54,10 @@ export function findRequestProblem(clientReq: IncomingMessage): RequestProblem |
   if (hostCount > 1) return { status: 400, text: 'bad request: more than one Host header' };
   if (authorizationCount > 1) return { status: 400, text: 'bad request: more than one Authorization header' };
   if (hostCount === 0 && clientReq.httpVersion === '1.1') return { status: 400, text: 'bad request: missing Host header' };
+  const expect = clientReq.headers.expect;
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
+    return { status: 417, text: `expectation failed: only 100-continue is supported, got '${expect}'` };
+  }
   if (transferEncoding !== undefined && transferEncoding.trim().toLowerCase() !== 'chunked') {
     return { status: 501, text: `not implemented: transfer coding '${transferEncoding}'` };
   }

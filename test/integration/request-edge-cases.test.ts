@@ -231,3 +231,15 @@ test('Expect: 100-continue on a request without a body keeps the connection aliv
   assert.equal(res.text.match(/HTTP\/1\.1 200 OK/g)?.length, 2, `got ${JSON.stringify(res.text)}, want both requests answered on one connection`);
   assert.deepEqual(backend.requests.map((r) => r.url), ['/a/z', '/a/after']);
 });
+
+test('answers written before a request object exists are logged too: 400 unparsable, 431, 405 CONNECT, 417', async (t) => {
+  const proxy = await startTestProxy(routeIni('http://127.0.0.1:1'));
+  t.after(() => proxy.close());
+  await rawRequest(proxy.port, 'GARBAGE\r\n\r\n');
+  await rawRequest(proxy.port, `GET /a HTTP/1.1\r\nHost: h\r\nX-Big: ${'b'.repeat(20 * 1024)}\r\n\r\n`);
+  await rawRequest(proxy.port, 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n');
+  await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nExpect: foo\r\n\r\n');
+  await waitFor(() => proxy.logs.length === 4, 2000, 'four access log lines');
+  assert.deepEqual(proxy.logs.map((r) => r.status), [400, 431, 405, 417]);
+  assert.equal(proxy.logs[2]!.method, 'CONNECT');
+});

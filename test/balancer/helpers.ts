@@ -6,9 +6,9 @@ import type { HashKey, HashName, RouteConfig, StrategyName, UpstreamConfig } fro
 import type { Balancer, PickContext } from '../../src/balancer/balancer.js';
 import { Upstream } from '../../src/upstream/upstream.js';
 import { seededRandom } from '../helpers/seeded-random.js';
+import { ROUTE_DEFAULTS } from '../../src/config/load-config.js';
+import { routeConfig as baseRouteConfig, upstreamConfig as baseUpstreamConfig } from '../upstream/upstream-fixtures.js';
 export { seededRandom };
-
-const PLACE = { file: 'test.ini', line: 1, column: 1 };
 
 export interface UpstreamSpec {
   readonly weight?: number;
@@ -18,18 +18,7 @@ export interface UpstreamSpec {
 
 /** An UpstreamConfig for `http://127.0.0.1:PORT`. */
 export function upstreamConfig(port: number, spec: UpstreamSpec = {}): UpstreamConfig {
-  return {
-    url: `http://127.0.0.1:${port}`,
-    origin: `http://127.0.0.1:${port}`,
-    host: '127.0.0.1',
-    port,
-    hostHeader: `127.0.0.1:${port}`,
-    path: undefined,
-    weight: spec.weight ?? 1,
-    isBackup: spec.isBackup ?? false,
-    isDown: spec.isDown ?? false,
-    place: PLACE,
-  };
+  return baseUpstreamConfig({ port, ...spec });
 }
 
 export interface RouteSpec {
@@ -45,39 +34,16 @@ export interface RouteSpec {
 /** A RouteConfig with SPEC 1.2 defaults for everything the balancer does not read. */
 export function routeConfig(spec: RouteSpec): RouteConfig {
   const upstreams = spec.upstreams.map((upstream, i) => upstreamConfig(9001 + i, upstream));
-  return {
+  return baseRouteConfig({
     name: spec.name ?? 'r',
     path: { kind: 'prefix', prefix: '/' },
-    host: undefined,
     upstreams,
-    passPath: undefined,
     strategy: spec.strategy,
-    hash: spec.hash ?? 'crc32',
-    hashKey: spec.hashKey ?? { kind: 'client_ip' },
-    virtualNodes: spec.virtualNodes ?? 160,
-    preserveHost: true,
-    connectTimeoutMs: 5000,
-    readTimeoutMs: 60000,
-    retries: upstreams.length - 1,
-    maxFails: 1,
-    failTimeoutMs: 10000,
-    failFactor: 5,
-    health: {
-      isEnabled: false,
-      method: 'HEAD',
-      path: '/',
-      intervalMs: 3000,
-      timeoutMs: 2000,
-      fall: 3,
-      rise: 2,
-      statuses: [{ from: 200, to: 399 }],
-    },
-    authBasic: undefined,
-    authUsers: [],
-    authForward: false,
-    trace: false,
-    place: PLACE,
-  };
+    health: { ...ROUTE_DEFAULTS.health },
+    ...(spec.hash === undefined ? {} : { hash: spec.hash }),
+    ...(spec.hashKey === undefined ? {} : { hashKey: spec.hashKey }),
+    ...(spec.virtualNodes === undefined ? {} : { virtualNodes: spec.virtualNodes }),
+  });
 }
 
 /** Runtime upstreams for a route, in config order. */

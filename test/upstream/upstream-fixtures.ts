@@ -1,9 +1,10 @@
 /**
  * Config fixtures for the upstream and health tests: a valid UpstreamConfig / RouteConfig with the
- * SPEC 1.2 defaults, overridable per test, without going through the INI loader.
+ * SPEC 1.2 defaults (the loader's ROUTE_DEFAULTS), overridable per test, without parsing INI text.
  */
 import type { HealthCheckConfig, RouteConfig, UpstreamConfig } from '../../src/config/config.js';
 import { Upstream } from '../../src/upstream/upstream.js';
+import { ROUTE_DEFAULTS } from '../../src/config/load-config.js';
 
 const place = { file: 'test.ini', line: 1, column: 1 };
 
@@ -27,46 +28,23 @@ export function upstreamConfig(overrides: Partial<UpstreamConfig> = {}): Upstrea
   };
 }
 
-/** `health_*` with SPEC defaults, checks on. */
+/** `health_*` with SPEC defaults (the loader's own), checks on. */
 export function healthConfig(overrides: Partial<HealthCheckConfig> = {}): HealthCheckConfig {
-  return {
-    isEnabled: true,
-    method: 'HEAD',
-    path: '/',
-    intervalMs: 3000,
-    timeoutMs: 2000,
-    fall: 3,
-    rise: 2,
-    statuses: [{ from: 200, to: 399 }],
-    ...overrides,
-  };
+  return { ...ROUTE_DEFAULTS.health, isEnabled: true, ...overrides };
 }
 
-/** A route `a` with SPEC defaults and the given upstreams. */
+/** A route `a` with the loader's SPEC defaults and the given upstreams. */
 export function routeConfig(overrides: Partial<RouteConfig> = {}): RouteConfig {
   const upstreams = overrides.upstreams ?? [upstreamConfig()];
   return {
+    ...ROUTE_DEFAULTS,
     name: 'a',
     path: { kind: 'prefix', prefix: '/a' },
     host: undefined,
     upstreams,
     passPath: undefined,
-    strategy: 'round-robin',
-    hash: 'crc32',
-    hashKey: { kind: 'client_ip' },
-    virtualNodes: 160,
-    preserveHost: true,
-    connectTimeoutMs: 5000,
-    readTimeoutMs: 60000,
     retries: upstreams.length - 1,
-    maxFails: 1,
-    failTimeoutMs: 10000,
-    failFactor: 5,
     health: healthConfig(),
-    authBasic: undefined,
-    authUsers: [],
-    authForward: false,
-    trace: false,
     place,
     ...overrides,
   };

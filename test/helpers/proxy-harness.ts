@@ -4,6 +4,7 @@
  * what the test is about.
  */
 import http from 'node:http';
+import type { TestContext } from 'node:test';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -178,4 +179,22 @@ export async function waitFor(predicate: () => boolean, timeoutMs = 3000, what =
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * A recording backend and a proxy in front of it, both closed when test `t` ends: the setup most
+ * integration tests share. `ini` gets the backend's URL and returns the proxy's config.
+ */
+export async function startProxiedBackend(
+  t: TestContext,
+  ini: (backendUrl: string) => string,
+  handler?: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void,
+): Promise<{ backend: Backend; proxy: TestProxy }> {
+  const backend = await startBackend(handler);
+  const proxy = await startTestProxy(ini(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  return { backend, proxy };
 }

@@ -5,19 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { headerValues, rawRequest, request, startBackend, startTestProxy } from '../helpers/proxy-harness.js';
+import { headerValues, rawRequest, request, startBackend, startTestProxy, startProxiedBackend } from '../helpers/proxy-harness.js';
 
 function routeIni(url: string, extra = '', path = '/a'): string {
   return `[proxy.a]\npath = ${path}\npass = ${url}\n${extra}`;
 }
 
 test('every end-to-end request header and value arrives in order, hop-by-hop ones are gone', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const head =
     'GET /a/x HTTP/1.1\r\nHost: example.test\r\nX-One: 1\r\nAccept: */*\r\nX-Custom: secret\r\nX-One: 2\r\n' +
     'Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nTE: trailers, deflate\r\nProxy-Authorization: Basic eDp5\r\n' +
@@ -35,12 +30,7 @@ test('every end-to-end request header and value arrives in order, hop-by-hop one
 });
 
 test("a client's Connection: X-Forwarded-For cannot remove the proxy's own X-Forwarded-For", async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: X-Forwarded-For, close\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n');
   assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'x-forwarded-for'), ['127.0.0.1']);
 });
@@ -88,12 +78,7 @@ test('the query string arrives byte for byte and pass with a path replaces the r
 });
 
 test('preserve_host = off sends the upstream host:port', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url, 'preserve_host = off\n'));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url, 'preserve_host = off\n'));
   await request(proxy.port, { path: '/a', headers: { Host: 'client.test' } });
   assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'host'), [`127.0.0.1:${backend.port}`]);
   assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'x-forwarded-host'), ['client.test']);
@@ -188,12 +173,7 @@ test('upstream connections are kept alive and reused', async (t) => {
 });
 
 test('no route → 404 with a one-line body; the access log records route, upstream and status', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const missing = await request(proxy.port, { path: '/ab' });
   assert.equal(missing.status, 404);
   assert.equal(missing.body.toString(), 'no route for this request\n');

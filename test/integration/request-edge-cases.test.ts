@@ -8,19 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { headerValues, listenBackend, rawRequest, startBackend, startRawBackend, startTestProxy, waitFor } from '../helpers/proxy-harness.js';
+import { headerValues, listenBackend, rawRequest, startBackend, startRawBackend, startTestProxy, waitFor, startProxiedBackend } from '../helpers/proxy-harness.js';
 
 function routeIni(url: string, extra = ''): string {
   return `[proxy.a]\npath = /a\npass = ${url}\n${extra}`;
 }
 
 test('an absolute-form target is routed by its path, and its authority becomes the Host (RFC 9112 3.2.2)', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const res = await rawRequest(proxy.port, 'GET http://example.com/a/x?q=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n');
   assert.match(res.text, /^HTTP\/1\.1 200 /);
   assert.equal(backend.requests[0]!.url, '/a/x?q=1');
@@ -28,12 +23,7 @@ test('an absolute-form target is routed by its path, and its authority becomes t
 });
 
 test('Host: two of them, an invalid one, or none in HTTP/1.1, or two Authorization headers → 400 with a one-line body; HTTP/1.0 without Host is fine', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const cases: [string, RegExp][] = [
     ['GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', /more than one Host header\n$/],
     ['GET /a HTTP/1.1\r\nHost: a b\r\n\r\n', /invalid Host header\n$/],
@@ -51,12 +41,7 @@ test('Host: two of them, an invalid one, or none in HTTP/1.1, or two Authorizati
 });
 
 test('a transfer coding other than chunked → 501; Expect other than 100-continue → 417; CONNECT → 405', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const gzip = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n');
   assert.match(gzip.text, /^HTTP\/1\.1 501 [\s\S]*transfer coding 'gzip, chunked'\n$/);
   const expect = await rawRequest(proxy.port, 'GET /a HTTP/1.1\r\nHost: h\r\nExpect: foo\r\n\r\n');
@@ -135,12 +120,7 @@ test('a client that leaves is not followed by a resend of its request on a fresh
 
 test('a client that leaves while the proxy checks its credentials sends nothing upstream', async (t) => {
   const { hashPassword } = await import('../../src/auth/password-hash.js');
-  const backend = await startBackend();
-  const proxy = await startTestProxy(`[proxy.a]\npath = /a\npass = ${backend.url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => `[proxy.a]\npath = /a\npass = ${url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
   const socket = net.connect(proxy.port, '127.0.0.1');
   socket.on('error', () => {});
   // scrypt takes tens of ms: leave well before it is done.
@@ -177,12 +157,7 @@ test('an upstream that answers before the request body is all sent: the client g
 });
 
 test('Connection: Content-Length cannot strip the framing: a body is never read upstream as a second request', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const smuggled = 'GET /a/SMUGGLED HTTP/1.1\r\nHost: x\r\n\r\n';
   await rawRequest(proxy.port, `POST /a/cx HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
   await new Promise((r) => setTimeout(r, 100));
@@ -192,12 +167,7 @@ test('Connection: Content-Length cannot strip the framing: a body is never read 
 
 test('Expect: 100-continue on a route that demands credentials: 401 without inviting the body first', async (t) => {
   const { hashPassword } = await import('../../src/auth/password-hash.js');
-  const backend = await startBackend();
-  const proxy = await startTestProxy(`[proxy.a]\npath = /a\npass = ${backend.url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => `[proxy.a]\npath = /a\npass = ${url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
   const res = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n');
   assert.match(res.text, /^HTTP\/1\.1 401 /, `got ${res.text.split('\r\n')[0]}, want 401 first (no 100 Continue)`);
   const ok = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, 1500);
@@ -221,12 +191,7 @@ test('a body whose first bytes are malformed (bad chunk size) is a clean 502, no
 });
 
 test('Expect: 100-continue on a request without a body keeps the connection alive', async (t) => {
-  const backend = await startBackend();
-  const proxy = await startTestProxy(routeIni(backend.url));
-  t.after(async () => {
-    await proxy.close();
-    await backend.close();
-  });
+  const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const res = await rawRequest(proxy.port, 'POST /a/z HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\nGET /a/after HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
   assert.equal(res.text.match(/HTTP\/1\.1 200 OK/g)?.length, 2, `got ${JSON.stringify(res.text)}, want both requests answered on one connection`);
   assert.deepEqual(backend.requests.map((r) => r.url), ['/a/z', '/a/after']);

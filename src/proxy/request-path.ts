@@ -107,7 +107,8 @@ async function proxyRequest(
     }
   });
 
-  // 0. Requests the proxy refuses before routing (request-checks.ts): bad Host, unknown coding.
+  // 0. Requests the proxy refuses before routing (request-checks.ts): bad or repeated Host, repeated
+  //    Authorization, an Expect other than 100-continue, a transfer coding other than chunked.
   const problem = findRequestProblem(clientReq);
   if (problem !== undefined) {
     exchange.bytesSent = sendErrorResponse(clientRes, problem.status, { text: problem.text, shouldClose: true });

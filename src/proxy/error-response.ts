@@ -4,7 +4,7 @@
  * Used only before the commit point — once the upstream's head went to the client, errors close the
  * connection instead (see request-path.ts).
  */
-import type { ServerResponse } from 'node:http';
+import type { ClientResponse } from '../http/client-exchange.js';
 import { STATUS_CODES } from 'node:http';
 
 /** One-line bodies, keyed by status. */
@@ -35,7 +35,7 @@ export function errorText(status: number): string {
  * Returns the body bytes written (for the access log).
  */
 export function sendErrorResponse(
-  clientRes: ServerResponse,
+  clientRes: ClientResponse,
   status: number,
   options: { extraHeaders?: readonly string[]; shouldClose?: boolean; text?: string } = {},
 ): number {

@@ -18,6 +18,7 @@ import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker } from '../health/health-checker.js';
+import { FastLane } from '../http/fast-lane.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
 export interface ProxyServerOptions {
@@ -32,6 +33,11 @@ export interface ProxyServerOptions {
    * pushes the results (src/cluster). Default false.
    */
   readonly isHealthCheckDisabled?: boolean;
+  /**
+   * True: node:http parses every request; no fast lane (src/http/fast-lane.ts). Default false.
+   * Tests use it to compare the bytes both server sides write.
+   */
+  readonly isFastLaneDisabled?: boolean;
 }
 
 /** Called with every finished active health probe (metrics count them by result). */
@@ -67,6 +73,8 @@ export class ProxyServer {
   /** Upstreams added at run time by the admin registry, per route name; they survive reloads. */
   readonly #registered = new Map<string, readonly UpstreamConfig[]>();
   readonly #context: ProxyContext;
+  /** Simple requests skip node:http's server machinery (src/http/fast-lane.ts); undefined when disabled. */
+  readonly #fastLane: FastLane | undefined;
   #areHealthChecksStarted = false;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
@@ -107,10 +115,11 @@ export class ProxyServer {
     };
 
     const { server: s } = config;
+    // node refuses requestTimeout < headersTimeout at start-up: the head is part of the request.
+    const headersTimeoutMs = s.requestTimeoutMs === 0 ? s.headerTimeoutMs : Math.min(s.headerTimeoutMs, s.requestTimeoutMs);
     this.server = http.createServer({
       maxHeaderSize: s.maxHeaderSize,
-      // node refuses requestTimeout < headersTimeout at start-up: the head is part of the request.
-      headersTimeout: s.requestTimeoutMs === 0 ? s.headerTimeoutMs : Math.min(s.headerTimeoutMs, s.requestTimeoutMs),
+      headersTimeout: headersTimeoutMs,
       requestTimeout: s.requestTimeoutMs,
       keepAliveTimeout: s.keepaliveTimeoutMs,
       // node checks the two timeouts above only this often (30 s by default): make it fine enough
@@ -140,6 +149,16 @@ export class ProxyServer {
       if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, 405, answer, 'CONNECT', clientReq.url ?? '-');
     });
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket, this.#context));
+    this.#fastLane = options.isFastLaneDisabled
+      ? undefined
+      : new FastLane(this.server, {
+          onRequest: (clientReq, clientRes) => handleRequest(this.#context, clientReq, clientRes),
+          onHeadTimeout: (socket) => answerRawError(408, socket, this.#context),
+          isDraining: () => this.#context.isDraining,
+          headTimeoutMs: headersTimeoutMs,
+          keepAliveTimeoutMs: s.keepaliveTimeoutMs,
+          maxHeadBytes: Math.floor(s.maxHeaderSize / 2),
+        });
   }
 
   get config(): Config {
@@ -298,9 +317,13 @@ export class ProxyServer {
     this.#healthChecker.stop();
     this.#context.isDraining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.server.closeIdleConnections();
+    const closeIdleConnections = (): void => {
+      this.server.closeIdleConnections();
+      this.#fastLane?.closeIdleConnections();
+    };
+    closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.
-    const sweeper = setInterval(() => this.server.closeIdleConnections(), 50);
+    const sweeper = setInterval(closeIdleConnections, 50);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
@@ -310,6 +333,7 @@ export class ProxyServer {
     clearTimeout(timer);
     if (!isDrained) {
       this.server.closeAllConnections();
+      this.#fastLane?.closeAllConnections();
       for (const socket of this.#context.upgradeSockets) socket.destroy();
       await closed;
     }
@@ -340,11 +364,17 @@ function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: Pr
     return;
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const answer = rawErrorResponse(status);
-  socket.end(answer);
   // A request in progress (a slow body, say) is logged by the request path; one node could not
   // even parse is logged here, with what is known of it.
-  if (pending === undefined && context.accessLog.isEnabled) logRawAnswer(context, socket, status, answer);
+  if (pending === undefined) answerRawError(status, socket, context);
+  else socket.end(rawErrorResponse(status));
+}
+
+/** Writes `status` as a whole raw response, closes the connection, and logs it. */
+function answerRawError(status: number, socket: Socket, context: ProxyContext): void {
+  const answer = rawErrorResponse(status);
+  socket.end(answer);
+  if (context.accessLog.isEnabled) logRawAnswer(context, socket, status, answer);
 }
 
 /** An access-log line for an answer written straight to the socket (no request object exists). */

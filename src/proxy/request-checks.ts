@@ -12,7 +12,7 @@
  * - `Transfer-Encoding` must be exactly `chunked`: the body is re-framed for the upstream, and a
  *   coding the proxy does not understand (`gzip, chunked`) cannot be passed on (501, as nginx).
  */
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest } from '../http/client-exchange.js';
 
 /** A request the proxy refuses: the status and its one-line reason. */
 export interface RequestProblem {
@@ -35,7 +35,7 @@ const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::\d*
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
 
 /** The first problem of `clientReq`, or undefined when it may go on. */
-export function findRequestProblem(clientReq: IncomingMessage): RequestProblem | undefined {
+export function findRequestProblem(clientReq: ClientRequest): RequestProblem | undefined {
   let hostCount = 0;
   let authorizationCount = 0;
   let transferEncoding: string | undefined;
@@ -65,7 +65,7 @@ export function findRequestProblem(clientReq: IncomingMessage): RequestProblem |
 }
 
 /** Host and origin-form path of the request target (absolute form included). */
-export function requestTarget(clientReq: IncomingMessage): RequestTarget {
+export function requestTarget(clientReq: ClientRequest): RequestTarget {
   const url = clientReq.url ?? '/';
   if (url.charCodeAt(0) !== 0x2f /* / */) {
     const absolute = ABSOLUTE_FORM.exec(url);

@@ -18,9 +18,9 @@
  * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, ClientResponse } from '../http/client-exchange.js';
 import type { Socket } from 'node:net';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -72,7 +72,7 @@ interface Exchange {
  * @param isExpectingContinue the client sent `Expect: 100-continue`: answer 100 once the request
  *   passed routing, auth and the body limit, before its body is read (nginx's order)
  */
-export function handleRequest(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, isExpectingContinue = false): void {
+export function handleRequest(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue = false): void {
   const exchange: Exchange = {
     startedAt: context.now(),
     clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
@@ -91,8 +91,8 @@ export function handleRequest(context: ProxyContext, clientReq: IncomingMessage,
 
 async function proxyRequest(
   context: ProxyContext,
-  clientReq: IncomingMessage,
-  clientRes: ServerResponse,
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
   exchange: Exchange,
   isExpectingContinue: boolean,
 ): Promise<void> {
@@ -162,7 +162,7 @@ async function proxyRequest(
     if (isChunked) headers.push('Transfer-Encoding', 'chunked');
     return headers;
   };
-  const body = hasBody ? withBodyLimit(clientReq, maxBodySize) : undefined;
+  const body = hasBody ? withBodyLimit(bodyStream(clientReq), maxBodySize) : undefined;
 
   // 4. Attempt loop.
   const tried = new Set<Upstream>();
@@ -291,8 +291,8 @@ async function sendWithStaleRetry(
  * A failure after this point closes the client connection: it must not see a complete-looking response.
  */
 function relayResponse(
-  clientReq: IncomingMessage,
-  clientRes: ServerResponse,
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
   upstreamHead: ResponseHead,
   upstreamExchange: UpstreamExchange,
   exchange: Exchange,
@@ -370,8 +370,17 @@ function pairs(raw: readonly string[]): [string, string][] {
   return out;
 }
 
+/**
+ * The body of a request that has one. Only node's `IncomingMessage` carries a body: the fast lane
+ * (src/http/fast-lane.ts) takes only requests without.
+ */
+function bodyStream(clientReq: ClientRequest): Readable {
+  if (clientReq instanceof Readable) return clientReq;
+  throw new Error('a request with a body must come from node:http');
+}
+
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
-function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): Readable {
+function withBodyLimit(clientReq: Readable, maxBodySize: number): Readable {
   if (maxBodySize === 0) return clientReq;
   let received = 0;
   const limiter = new Transform({
@@ -386,7 +395,7 @@ function withBodyLimit(clientReq: IncomingMessage, maxBodySize: number): Readabl
   return clientReq.pipe(limiter);
 }
 
-function logExchange(context: ProxyContext, clientReq: IncomingMessage, clientRes: ServerResponse, exchange: Exchange): void {
+function logExchange(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, exchange: Exchange): void {
   const authorization = clientReq.headers.authorization;
   context.accessLog.write({
     time: new Date(),

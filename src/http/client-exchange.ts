@@ -1,0 +1,83 @@
+/**
+ * The client side of one exchange, as the request path sees it: the request head it reads and the
+ * response it writes. Two implementations stand behind these interfaces: node:http's own
+ * `IncomingMessage`/`ServerResponse` (every request node parses), and the fast lane's objects
+ * (src/http/fast-lane.ts: simple requests without a body, parsed by our own strict parser). Both put
+ * the same bytes on the wire; test/integration/fast-lane.test.ts compares them.
+ *
+ * Only what the request path uses is here, so each member is a promise the fast lane must keep.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** A request head (RFC 9112 §3), with node's shapes. */
+export interface ClientRequest {
+  readonly method?: string | undefined;
+  /** The request target as sent. */
+  readonly url?: string | undefined;
+  /** `'1.1'` or `'1.0'`. */
+  readonly httpVersion: string;
+  /** `[name, value, …]`: names as sent, values without surrounding whitespace, latin1. */
+  readonly rawHeaders: string[];
+  /** Lower-cased names, duplicates combined by node's rules (see `combineHeaders`). */
+  readonly headers: IncomingHttpHeaders;
+  readonly socket: Socket;
+  /** The whole request, body included, has been received. */
+  readonly complete: boolean;
+}
+
+/** The response to a `ClientRequest`, with node's `ServerResponse` semantics. */
+export interface ClientResponse {
+  readonly req: { readonly method?: string | undefined };
+  /** True once `writeHead` ran (the head may not be on the wire yet). */
+  readonly headersSent: boolean;
+  /** The response, or the connection under it, was destroyed. */
+  readonly destroyed: boolean;
+  /** The whole response was handed to the operating system. */
+  readonly writableFinished: boolean;
+  readonly statusCode: number;
+  /** Add a `Date` header when the head has none. Default true. */
+  sendDate: boolean;
+  /** `headers` is a flat raw list `[name, value, …]`; throws on invalid names or values (as node). */
+  writeHead(statusCode: number, headers: string[]): unknown;
+  writeHead(statusCode: number, statusMessage: string, headers: string[]): unknown;
+  /** Returns false when the connection's buffer is full: wait for `drain`. */
+  write(chunk: Buffer): boolean;
+  end(chunk?: string): unknown;
+  destroy(): unknown;
+  addTrailers(trailers: [string, string][]): void;
+  /** Sends `HTTP/1.1 100 Continue`. */
+  writeContinue(): void;
+  /** `close`: the response finished or the connection closed (check `writableFinished`). */
+  once(event: 'close' | 'drain', listener: () => void): unknown;
+}
+
+/** Header names of which node keeps only the first occurrence in `headers` (`matchKnownFields`). */
+const FIRST_ONLY = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host',
+  'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards',
+  'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent',
+]);
+
+/**
+ * node's `IncomingMessage.headers` from a raw list: names lower-cased; for the names in
+ * `FIRST_ONLY` the first value wins; `set-cookie` becomes an array; `cookie` values are joined
+ * with `; `, all others with `, ` (Node 20, lib/_http_incoming.js).
+ */
+export function combineHeaders(rawHeaders: readonly string[]): IncomingHttpHeaders {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    const value = rawHeaders[i + 1]!;
+    const existing = Object.hasOwn(headers, name) ? headers[name] : undefined; // `constructor` is a header name too
+    if (name === 'set-cookie') {
+      if (existing === undefined) headers[name] = [value];
+      else (existing as string[]).push(value);
+    } else if (existing === undefined) {
+      headers[name] = value;
+    } else if (!FIRST_ONLY.has(name)) {
+      headers[name] = `${existing as string}${name === 'cookie' ? '; ' : ', '}${value}`;
+    }
+  }
+  return headers;
+}

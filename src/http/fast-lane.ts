@@ -1,0 +1,274 @@
+/**
+ * The fast lane (issue 5): the proxy's own HTTP/1.1 server side for the common request, beside
+ * node:http for everything else.
+ *
+ * Most requests a proxy sees are simple: a complete head in one read, HTTP/1.1, no body, no
+ * upgrade. For those, node:http's server machinery (IncomingMessage and ServerResponse streams,
+ * per-request timers and bookkeeping) costs as much as the whole rest of the proxy. So the proxy's
+ * http.Server still listens, but each new connection goes to a `FastLaneConnection` first. It reads
+ * the bytes itself and, for each request in turn:
+ *
+ *   1. parses the head with the strict parser of src/http/request-parser.ts;
+ *   2. a simple request → builds a `FastLaneRequest`/`FastLaneResponse` pair (the same interfaces
+ *      as node's objects, src/http/client-exchange.ts) and hands it to the request path;
+ *   3. anything else — an incomplete head, a body, Expect, Upgrade, HTTP/1.0, any byte the parser
+ *      is not sure of — hands the connection to node:http for good: the unread bytes go back into
+ *      the socket (`unshift`) and node's own connection listener takes over, exactly as if node had
+ *      accepted the connection. node then answers 400/408/431, streams bodies, upgrades, and so on.
+ *
+ * So the fast lane never decides a hard case: it only recognises easy ones. Requests on one
+ * connection are answered one at a time, in order (RFC 9112 §9.3.2); pipelined bytes wait.
+ *
+ * Timeouts, as node's server applies them (Node 20, lib/_http_server.js): a new connection that
+ * sends nothing within the head timeout gets `onHeadTimeout` (the proxy answers 408); an idle
+ * keep-alive connection is closed silently after `keepAliveTimeoutMs`. One interval checks all
+ * connections (like node's `connectionsCheckingInterval`), so a request costs no timer calls.
+ */
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
+import { FastLaneResponse, type ResponseConnection } from './fast-lane-response.js';
+import { parseSimpleRequestHead, type SimpleRequestHead } from './request-parser.js';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface FastLaneOptions {
+  /** Every simple request; never throws. */
+  readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse) => void;
+  /** A new connection sent no byte within `headTimeoutMs`: answer it (408) and close it. */
+  readonly onHeadTimeout: (socket: Socket) => void;
+  /** True while the server shuts down: every response closes its connection. */
+  readonly isDraining: () => boolean;
+  /** Time a new connection has for its first request head, ms (node's `headersTimeout`). 0: none. */
+  readonly headTimeoutMs: number;
+  /** Idle time allowed between requests, ms (node's `keepAliveTimeout`). 0: none. */
+  readonly keepAliveTimeoutMs: number;
+  /** Heads longer than this go to node:http, bytes (half of `max_header_size`: node judges near the limit). */
+  readonly maxHeadBytes: number;
+  /** Clock for the idle checks, ms. Default `performance.now`. */
+  readonly now?: () => number;
+}
+
+export class FastLane {
+  readonly #server: Server;
+  readonly #options: FastLaneOptions;
+  readonly #now: () => number;
+  /** node:http's own connection listener, for the connections handed over. */
+  readonly #nodeConnectionListener: (socket: Socket) => void;
+  readonly #connections = new Set<FastLaneConnection>();
+  #checker: NodeJS.Timeout | undefined;
+
+  /**
+   * Takes over `server`'s new connections. Throws when the server's `connection` listeners are not
+   * node's one (the fast lane must be installed right after `http.createServer`).
+   */
+  constructor(server: Server, options: FastLaneOptions) {
+    const listeners = server.listeners('connection');
+    if (listeners.length !== 1) throw new Error(`fast lane: expected node's one connection listener, found ${listeners.length}`);
+    this.#server = server;
+    this.#options = options;
+    this.#now = options.now ?? (() => performance.now());
+    this.#nodeConnectionListener = listeners[0] as (socket: Socket) => void;
+    server.removeListener('connection', this.#nodeConnectionListener);
+    server.on('connection', (socket: Socket) => this.#connections.add(new FastLaneConnection(socket, this)));
+    server.on('listening', () => this.#startChecks());
+    server.on('close', () => this.#stopChecks());
+  }
+
+  get options(): FastLaneOptions {
+    return this.#options;
+  }
+
+  now(): number {
+    return this.#now();
+  }
+
+  /** Connections the fast lane still holds (not handed to node, not closed). */
+  get size(): number {
+    return this.#connections.size;
+  }
+
+  /** Gives `socket` to node:http, with `unread` bytes put back in front of whatever comes next. */
+  handOver(connection: FastLaneConnection, socket: Socket, unread: Buffer | undefined): void {
+    this.#connections.delete(connection);
+    if (unread !== undefined && unread.length > 0) socket.unshift(unread);
+    this.#nodeConnectionListener.call(this.#server, socket);
+    socket.resume();
+  }
+
+  forget(connection: FastLaneConnection): void {
+    this.#connections.delete(connection);
+  }
+
+  /** Closes every connection with no request in flight (graceful shutdown). */
+  closeIdleConnections(): void {
+    for (const connection of this.#connections) connection.closeIfIdle();
+  }
+
+  /** Destroys every connection (shutdown time is up). */
+  closeAllConnections(): void {
+    for (const connection of this.#connections) connection.destroy();
+  }
+
+  /** Applies the head and keep-alive timeouts; runs every `checkIntervalMs`. */
+  checkTimeouts(): void {
+    const now = this.#now();
+    for (const connection of this.#connections) connection.checkTimeout(now);
+  }
+
+  #startChecks(): void {
+    const { headTimeoutMs, keepAliveTimeoutMs } = this.#options;
+    const shortest = Math.min(headTimeoutMs || Infinity, keepAliveTimeoutMs || Infinity);
+    if (shortest === Infinity || this.#checker !== undefined) return;
+    const checkIntervalMs = Math.max(50, Math.min(1000, Math.floor(shortest / 4)));
+    this.#checker = setInterval(() => this.checkTimeouts(), checkIntervalMs);
+    this.#checker.unref();
+  }
+
+  #stopChecks(): void {
+    clearInterval(this.#checker);
+    this.#checker = undefined;
+  }
+}
+
+/** One client connection while the fast lane holds it. */
+export class FastLaneConnection implements ResponseConnection {
+  readonly socket: Socket;
+  readonly #lane: FastLane;
+  /** Bytes received and not yet parsed (pipelined requests, or what arrived while busy). */
+  #unread: Buffer | undefined;
+  /** The response in flight; undefined while idle. */
+  #response: FastLaneResponse | undefined;
+  #isFresh = true;
+  #idleSince: number;
+  readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
+  readonly #onEnd = (): void => this.#onClientEnd();
+  readonly #onClose = (): void => this.#onSocketClose();
+  readonly #onDrain = (): void => this.#response?.emitDrain();
+
+  constructor(socket: Socket, lane: FastLane) {
+    this.socket = socket;
+    this.#lane = lane;
+    this.#idleSince = lane.now();
+    socket.on('data', this.#onData);
+    socket.on('end', this.#onEnd);
+    socket.on('close', this.#onClose);
+    socket.on('drain', this.#onDrain);
+    socket.on('error', ignoreError); // reported through 'close'
+  }
+
+  onResponseFinished(isLast: boolean): void {
+    this.#response = undefined;
+    if (isLast || this.#lane.options.isDraining()) {
+      this.socket.destroySoon();
+      return;
+    }
+    this.#idleSince = this.#lane.now();
+    const unread = this.#unread;
+    this.#unread = undefined;
+    if (this.socket.isPaused()) this.socket.resume();
+    if (unread !== undefined) this.#receive(unread);
+  }
+
+  closeIfIdle(): void {
+    if (this.#response === undefined) this.socket.destroySoon();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  checkTimeout(now: number): void {
+    if (this.#response !== undefined) return;
+    const { headTimeoutMs, keepAliveTimeoutMs, onHeadTimeout } = this.#lane.options;
+    const limitMs = this.#isFresh ? headTimeoutMs : keepAliveTimeoutMs;
+    if (limitMs === 0 || now - this.#idleSince < limitMs) return;
+    if (this.#isFresh) {
+      this.socket.removeListener('data', this.#onData); // whatever comes after the 408 is not read
+      this.#lane.forget(this);
+      onHeadTimeout(this.socket);
+    } else {
+      this.socket.destroy();
+    }
+  }
+
+  #receive(chunk: Buffer): void {
+    if (this.#response !== undefined) {
+      // Busy: keep the bytes for after this response; stop reading if the client sends a lot.
+      this.#unread = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
+      if (this.#unread.length > this.#lane.options.maxHeadBytes) this.socket.pause();
+      return;
+    }
+    const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
+    this.#unread = undefined;
+    const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
+    if (parse.kind !== 'request') {
+      this.#handOver(bytes);
+      return;
+    }
+    if (parse.end < bytes.length) this.#unread = bytes.subarray(parse.end);
+    this.#isFresh = false;
+    this.#start(parse.head);
+  }
+
+  #start(head: SimpleRequestHead): void {
+    const clientReq = new FastLaneRequest(head, this.socket);
+    const clientRes = new FastLaneResponse(this, {
+      method: head.method,
+      shouldKeepAlive: !head.isCloseRequested && !this.#lane.options.isDraining(),
+      keepAliveTimeoutMs: this.#lane.options.keepAliveTimeoutMs,
+    });
+    this.#response = clientRes;
+    this.#lane.options.onRequest(clientReq, clientRes);
+  }
+
+  #handOver(unread: Buffer): void {
+    this.socket.pause();
+    this.#detach();
+    this.#lane.handOver(this, this.socket, unread);
+  }
+
+  /** The client half-closed: as node's server (no `allowHalfOpen`), abandon what is in flight and close. */
+  #onClientEnd(): void {
+    if (this.#response === undefined) this.socket.end();
+    else this.socket.destroy();
+  }
+
+  #onSocketClose(): void {
+    this.#lane.forget(this);
+    const response = this.#response;
+    this.#response = undefined;
+    response?.onConnectionClose();
+  }
+
+  #detach(): void {
+    this.socket.removeListener('data', this.#onData);
+    this.socket.removeListener('end', this.#onEnd);
+    this.socket.removeListener('close', this.#onClose);
+    this.socket.removeListener('drain', this.#onDrain);
+    this.socket.removeListener('error', ignoreError);
+  }
+}
+
+/** A simple request as the request path reads it (no body: `complete` from the start). */
+class FastLaneRequest implements ClientRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly httpVersion = '1.1';
+  readonly rawHeaders: string[];
+  readonly socket: Socket;
+  readonly complete = true;
+  #headers: IncomingHttpHeaders | undefined;
+
+  constructor(head: SimpleRequestHead, socket: Socket) {
+    this.method = head.method;
+    this.url = head.target;
+    this.rawHeaders = head.rawHeaders;
+    this.socket = socket;
+  }
+
+  get headers(): IncomingHttpHeaders {
+    return (this.#headers ??= combineHeaders(this.rawHeaders));
+  }
+}
+
+function ignoreError(): void {}

@@ -56,6 +56,10 @@ export class FastLane {
   readonly #nodeConnectionListener: (socket: Socket) => void;
   readonly #connections = new Set<FastLaneConnection>();
   #checker: NodeJS.Timeout | undefined;
+  /** Requests the fast lane answered itself. */
+  requestCount = 0;
+  /** Connections given to node:http. */
+  handOverCount = 0;
 
   /**
    * Takes over `server`'s new connections. Throws when the server's `connection` listeners are not
@@ -90,6 +94,7 @@ export class FastLane {
   /** Gives `socket` to node:http, with `unread` bytes put back in front of whatever comes next. */
   handOver(connection: FastLaneConnection, socket: Socket, unread: Buffer | undefined): void {
     this.#connections.delete(connection);
+    this.handOverCount++;
     if (unread !== undefined && unread.length > 0) socket.unshift(unread);
     this.#nodeConnectionListener.call(this.#server, socket);
     socket.resume();
@@ -218,6 +223,7 @@ export class FastLaneConnection implements ResponseConnection {
       keepAliveTimeoutMs: this.#lane.options.keepAliveTimeoutMs,
     });
     this.#response = clientRes;
+    this.#lane.requestCount++;
     this.#lane.options.onRequest(clientReq, clientRes);
   }
 

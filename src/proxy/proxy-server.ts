@@ -170,6 +170,12 @@ export class ProxyServer {
     return this.#routes;
   }
 
+  /** What the fast lane did so far (undefined when it is disabled): tests and diagnostics. */
+  get fastLaneStats(): { readonly requests: number; readonly handOvers: number; readonly openConnections: number } | undefined {
+    const lane = this.#fastLane;
+    return lane === undefined ? undefined : { requests: lane.requestCount, handOvers: lane.handOverCount, openConnections: lane.size };
+  }
+
   get healthChecker(): HealthChecker {
     return this.#healthChecker;
   }

@@ -8,21 +8,24 @@
  * http.Server still listens, but each new connection goes to a `FastLaneConnection` first. It reads
  * the bytes itself and, for each request in turn:
  *
- *   1. parses the head with the strict parser of src/http/request-parser.ts;
+ *   1. parses the head with the strict parser of src/http/request-parser.ts (a head that arrives
+ *      in pieces is parsed again as each piece comes);
  *   2. a simple request → builds a `FastLaneRequest`/`FastLaneResponse` pair (the same interfaces
  *      as node's objects, src/http/client-exchange.ts) and hands it to the request path;
- *   3. anything else — an incomplete head, a body, Expect, Upgrade, HTTP/1.0, any byte the parser
- *      is not sure of — hands the connection to node:http for good: the unread bytes go back into
+ *   3. anything else — a body, Expect, Upgrade, HTTP/1.0, any byte the parser is not sure of, a
+ *      head longer than `maxHeadBytes` — hands the connection to node:http for good: the unread bytes go back into
  *      the socket (`unshift`) and node's own connection listener takes over, exactly as if node had
  *      accepted the connection. node then answers 400/408/431, streams bodies, upgrades, and so on.
  *
  * So the fast lane never decides a hard case: it only recognises easy ones. Requests on one
  * connection are answered one at a time, in order (RFC 9112 §9.3.2); pipelined bytes wait.
  *
- * Timeouts, as node's server applies them (Node 20, lib/_http_server.js): a new connection that
- * sends nothing within the head timeout gets `onHeadTimeout` (the proxy answers 408); an idle
- * keep-alive connection is closed silently after `keepAliveTimeoutMs`. One interval checks all
- * connections (like node's `connectionsCheckingInterval`), so a request costs no timer calls.
+ * Timeouts, as node's server applies them (Node 20, lib/_http_server.js): a head not complete
+ * within `headTimeoutMs` — counted from the connection's start for its first request, from the
+ * head's first byte for later ones — gets `onBadHead(socket, 408)`; an idle keep-alive connection
+ * is closed silently after `keepAliveTimeoutMs`. One interval checks all connections (like node's
+ * `connectionsCheckingInterval`), so a request costs no timer calls. A client that closes its side
+ * in the middle of a head gets `onBadHead(socket, 400)`, as node's parser reports it.
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -34,8 +37,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 export interface FastLaneOptions {
   /** Every simple request; never throws. */
   readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse) => void;
-  /** A new connection sent no byte within `headTimeoutMs`: answer it (408) and close it. */
-  readonly onHeadTimeout: (socket: Socket) => void;
+  /**
+   * No complete head in time (408), or the client ended the connection in the middle of one (400):
+   * answer `status` and close the socket (what node's `clientError` handler does).
+   */
+  readonly onBadHead: (socket: Socket, status: 400 | 408) => void;
   /** True while the server shuts down: every response closes its connection. */
   readonly isDraining: () => boolean;
   /** Time a new connection has for its first request head, ms (node's `headersTimeout`). 0: none. */
@@ -143,8 +149,12 @@ export class FastLaneConnection implements ResponseConnection {
   #unread: Buffer | undefined;
   /** The response in flight; undefined while idle. */
   #response: FastLaneResponse | undefined;
+  /** No request has started on this connection yet. */
   #isFresh = true;
+  /** When the last response finished (or the connection opened), ms. */
   #idleSince: number;
+  /** When the first byte of a head still incomplete arrived, ms; undefined when there is none. */
+  #headStartedAt: number | undefined;
   readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
   readonly #onEnd = (): void => this.#onClientEnd();
   readonly #onClose = (): void => this.#onSocketClose();
@@ -184,14 +194,11 @@ export class FastLaneConnection implements ResponseConnection {
 
   checkTimeout(now: number): void {
     if (this.#response !== undefined) return;
-    const { headTimeoutMs, keepAliveTimeoutMs, onHeadTimeout } = this.#lane.options;
-    const limitMs = this.#isFresh ? headTimeoutMs : keepAliveTimeoutMs;
-    if (limitMs === 0 || now - this.#idleSince < limitMs) return;
-    if (this.#isFresh) {
-      this.socket.removeListener('data', this.#onData); // whatever comes after the 408 is not read
-      this.#lane.forget(this);
-      onHeadTimeout(this.socket);
-    } else {
+    const { headTimeoutMs, keepAliveTimeoutMs } = this.#lane.options;
+    if (this.#isFresh || this.#headStartedAt !== undefined) {
+      const since = this.#isFresh ? this.#idleSince : this.#headStartedAt!;
+      if (headTimeoutMs > 0 && now - since >= headTimeoutMs) this.#refuseHead(408);
+    } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs) {
       this.socket.destroy();
     }
   }
@@ -206,12 +213,18 @@ export class FastLaneConnection implements ResponseConnection {
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
     const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
-    if (parse.kind !== 'request') {
+    if (parse.kind === 'incomplete') {
+      this.#unread = bytes; // wait for the rest, under the head timeout
+      this.#headStartedAt ??= this.#lane.now();
+      return;
+    }
+    if (parse.kind === 'other') {
       this.#handOver(bytes);
       return;
     }
     if (parse.end < bytes.length) this.#unread = bytes.subarray(parse.end);
     this.#isFresh = false;
+    this.#headStartedAt = undefined;
     this.#start(parse.head);
   }
 
@@ -235,8 +248,17 @@ export class FastLaneConnection implements ResponseConnection {
 
   /** The client half-closed: as node's server (no `allowHalfOpen`), abandon what is in flight and close. */
   #onClientEnd(): void {
-    if (this.#response === undefined) this.socket.end();
-    else this.socket.destroy();
+    if (this.#response !== undefined) this.socket.destroy();
+    else if (this.#unread !== undefined) this.#refuseHead(400); // a head cut short
+    else this.socket.end();
+  }
+
+  /** Answers `status` through the proxy (node's `clientError` answer) and stops reading. */
+  #refuseHead(status: 400 | 408): void {
+    this.socket.removeListener('data', this.#onData); // whatever comes after the answer is not read
+    this.#unread = undefined;
+    this.#lane.forget(this);
+    this.#lane.options.onBadHead(this.socket, status);
   }
 
   #onSocketClose(): void {

@@ -153,7 +153,7 @@ export class ProxyServer {
       ? undefined
       : new FastLane(this.server, {
           onRequest: (clientReq, clientRes) => handleRequest(this.#context, clientReq, clientRes),
-          onHeadTimeout: (socket) => answerRawError(408, socket, this.#context),
+          onBadHead: (socket, status) => answerRawError(status, socket, this.#context),
           isDraining: () => this.#context.isDraining,
           headTimeoutMs: headersTimeoutMs,
           keepAliveTimeoutMs: s.keepaliveTimeoutMs,

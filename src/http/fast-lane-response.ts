@@ -38,10 +38,8 @@ const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
 const INVALID_FIELD_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 const CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
-/** Queued output of at least this many bytes is written at once (bodies stream with backpressure). */
+/** Queued output of at least this many bytes is written at once, in place; less is copied into one buffer at the end of the tick. */
 const FLUSH_AT_BYTES = 16 * 1024;
-/** Up to this many queued bytes are copied into one buffer for one write; more go out corked. */
-const COALESCE_MAX_BYTES = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 export class FastLaneResponse implements ClientResponse {
@@ -55,6 +53,10 @@ export class FastLaneResponse implements ClientResponse {
   #output: (string | Buffer)[] = [];
   #outputBytes = 0;
   #isFlushQueued = false;
+  /** In-place writes so far (see `#flush`). */
+  #inPlaceWrites = 0;
+  /** The in-place write whose chunks the socket still holds; 0: none. */
+  #heldWrite = 0;
   #hasBody: boolean;
   #isChunked = false;
   #isLast: boolean;
@@ -216,8 +218,12 @@ export class FastLaneResponse implements ClientResponse {
     return this;
   }
 
-  /** The connection's socket drained (the connection forwards it to the response in flight). */
-  emitDrain(): void {
+  /**
+   * Everything written so far has left the socket's queue (the socket's `drain`, forwarded by the
+   * connection, or the completion of the newest in-place write): `drain` for whoever waits.
+   */
+  onSocketDrain(): void {
+    this.#heldWrite = 0;
     const listeners = this.#drainListeners;
     this.#drainListeners = [];
     for (const listener of listeners) listener();
@@ -248,7 +254,15 @@ export class FastLaneResponse implements ClientResponse {
     }
   }
 
-  /** Writes the queued output; returns false when the socket's buffer is full. */
+  /**
+   * Writes the queued output. Body chunks may be views of an upstream connection's read buffer,
+   * which the caller reuses once `write` returned true (src/proxy/upstream-exchange.ts, BodySink):
+   *
+   * - under 16 KiB in all, the output is copied into one new buffer and written: the caller's
+   *   chunks are free at once; false means the socket's buffer is full (wait for `drain`);
+   * - more, it is written in place (no copy of large bodies); if the socket could not take it all
+   *   at once, the chunks are still held: false, and `drain` once the socket wrote them.
+   */
   #flush(callback: ((error?: Error | null) => void) | undefined): boolean {
     const socket = this.#connection.socket;
     const output = this.#output;
@@ -256,19 +270,26 @@ export class FastLaneResponse implements ClientResponse {
     this.#output = [];
     this.#outputBytes = 0;
     if (this.#isDestroyed) return false;
-    if (output.length === 1) return socket.write(output[0]!, 'latin1', callback);
-    if (output.length === 0) return socket.write(EMPTY, callback);
-    if (bytes <= COALESCE_MAX_BYTES) {
+    if (bytes < FLUSH_AT_BYTES) {
+      if (output.length === 0) return socket.write(EMPTY, callback);
+      if (output.length === 1 && typeof output[0] === 'string') return socket.write(output[0], 'latin1', callback);
       const buffer = Buffer.allocUnsafe(bytes);
       let offset = 0;
       for (const data of output) offset += typeof data === 'string' ? buffer.write(data, offset, 'latin1') : data.copy(buffer, offset);
       return socket.write(buffer, callback);
     }
-    socket.cork();
+    // Several in-place writes may be queued; only the newest one's completion frees them all.
+    const id = ++this.#inPlaceWrites;
+    const onWritten = (error?: Error | null): void => {
+      if (this.#heldWrite === id) this.onSocketDrain();
+      callback?.(error);
+    };
+    if (output.length > 1) socket.cork();
     for (let i = 0; i < output.length - 1; i++) socket.write(output[i]!, 'latin1');
-    const isBelowLimit = socket.write(output[output.length - 1]!, 'latin1', callback);
-    socket.uncork();
-    return isBelowLimit;
+    socket.write(output[output.length - 1]!, 'latin1', onWritten);
+    if (output.length > 1) socket.uncork();
+    if (socket.writableLength > 0) this.#heldWrite = id; // its tail waits in the socket's queue, in place
+    return this.#heldWrite === 0;
   }
 
   /** The end-of-tick flush (see `#queue`). */

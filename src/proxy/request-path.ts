@@ -19,6 +19,7 @@
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
 import type { ClientRequest, ClientResponse } from '../http/client-exchange.js';
+import { FastLaneResponse } from '../http/fast-lane-response.js';
 import type { Socket } from 'node:net';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
@@ -340,8 +341,11 @@ function relayResponse(
     }
     return head === 'committed';
   };
+  // Body chunks are views of the upstream connection's read buffer (BodySink): the fast lane's
+  // response is done with a chunk when write returns true, node's ServerResponse may queue it.
+  const isCopyNeeded = !(clientRes instanceof FastLaneResponse);
   const sink: BodySink = {
-    write: (chunk) => (commitHead() ? clientRes.write(chunk) : true),
+    write: (chunk) => (commitHead() ? clientRes.write(isCopyNeeded ? Buffer.from(chunk) : chunk) : true),
     once: (event, listener) => clientRes.once(event, listener),
   };
   upstreamExchange.streamBodyTo(sink, {

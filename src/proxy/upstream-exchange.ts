@@ -62,7 +62,11 @@ export interface AttemptProgress {
 
 /** Where the response body goes: the client response, in practice. */
 export interface BodySink {
-  /** Returns false when the sink is full; then `drain` is awaited. */
+  /**
+   * `chunk` is a view of the upstream connection's read buffer. Returns true when the sink is done
+   * with it (copied or written) and has room for more; false when it still holds it or is full:
+   * then nothing is read until `drain`.
+   */
   write(chunk: Buffer): boolean;
   once(event: 'drain', listener: () => void): unknown;
 }
@@ -103,7 +107,9 @@ export class UpstreamExchange implements ConnectionHandler {
   #connectAbort: AbortController | undefined;
   readonly #onSinkDrain = (): void => {
     this.#isWaitingForDrain = false;
-    if (!this.#isDone) this.#connection?.socket.resume(); // a released connection is someone else's now
+    if (this.#isDone) return; // a released connection is someone else's now
+    if (this.#isComplete) this.#releaseIfDone();
+    else this.#connection?.socket.resume();
   };
 
   constructor(options: ExchangeOptions) {
@@ -252,7 +258,8 @@ export class UpstreamExchange implements ConnectionHandler {
         this.#resolveHead(head);
       },
       onBody: (chunk) => {
-        if (this.#sink === undefined) this.#pending.push(chunk);
+        // A copy: the chunk lives in the connection's read buffer only until the next read.
+        if (this.#sink === undefined) this.#pending.push(Buffer.from(chunk));
         else this.#deliver(chunk);
       },
       onTrailers: (rawTrailers) => {
@@ -294,11 +301,16 @@ export class UpstreamExchange implements ConnectionHandler {
     }
   }
 
+  /**
+   * Writes a body chunk to the sink. The chunk is a view of the connection's read buffer: while the
+   * sink holds it (write returned false, until `drain`) the socket reads nothing, and the
+   * connection is not given back to the pool.
+   */
   #deliver(chunk: Buffer): void {
     const sink = this.#sink!;
     const hasRoom = sink.write(chunk);
     this.#events!.onChunk?.(chunk);
-    if (!hasRoom && !this.#isComplete && !this.#isWaitingForDrain) {
+    if (!hasRoom && !this.#isWaitingForDrain) {
       this.#isWaitingForDrain = true;
       this.#connection?.socket.pause();
       sink.once('drain', this.#onSinkDrain);
@@ -315,7 +327,7 @@ export class UpstreamExchange implements ConnectionHandler {
 
   /** Once both the response is complete and the request fully sent, the connection goes back to the pool (or is closed). */
   #releaseIfDone(): void {
-    if (this.#isDone || !this.#isComplete) return;
+    if (this.#isDone || !this.#isComplete || this.#isWaitingForDrain) return; // after drain, then
     const connection = this.#connection;
     if (connection === undefined) return;
     if (!this.#isRequestSent) {

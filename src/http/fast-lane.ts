@@ -23,7 +23,7 @@
  * Timeouts, as node's server applies them (Node 20, lib/_http_server.js): a head not complete
  * within `headTimeoutMs` — counted from the connection's start for its first request, from the
  * head's first byte for later ones — gets `onBadHead(socket, 408)`; an idle keep-alive connection
- * is closed silently after `keepAliveTimeoutMs`. One interval checks all connections (like node's
+ * is closed silently `KEEP_ALIVE_GRACE_MS` after the `keepAliveTimeoutMs` it announced. One interval checks all connections (like node's
  * `connectionsCheckingInterval`), so a request costs no timer calls. A client that closes its side
  * in the middle of a head gets `onBadHead(socket, 400)`, as node's parser reports it.
  */
@@ -33,6 +33,13 @@ import { combineHeaders, type ClientRequest, type ClientResponse } from './clien
 import { FastLaneResponse, type ResponseConnection } from './fast-lane-response.js';
 import { parseSimpleRequestHead, type SimpleRequestHead } from './request-parser.js';
 import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * An idle keep-alive connection is closed this long after the `Keep-Alive: timeout` it announced,
+ * ms, so that a client which trusts the announcement never sends into a closing connection (node
+ * 20's `HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER`, lib/_http_server.js).
+ */
+export const KEEP_ALIVE_GRACE_MS = 1000;
 
 export interface FastLaneOptions {
   /** Every simple request; never throws. */
@@ -46,7 +53,7 @@ export interface FastLaneOptions {
   readonly isDraining: () => boolean;
   /** Time a new connection has for its first request head, ms (node's `headersTimeout`). 0: none. */
   readonly headTimeoutMs: number;
-  /** Idle time allowed between requests, ms (node's `keepAliveTimeout`). 0: none. */
+  /** Idle time between requests, ms, announced as `Keep-Alive: timeout` (node's `keepAliveTimeout`); the connection closes `KEEP_ALIVE_GRACE_MS` later. 0: no limit. */
   readonly keepAliveTimeoutMs: number;
   /** Heads longer than this go to node:http, bytes (half of `max_header_size`: node judges near the limit). */
   readonly maxHeadBytes: number;
@@ -158,7 +165,7 @@ export class FastLaneConnection implements ResponseConnection {
   readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
   readonly #onEnd = (): void => this.#onClientEnd();
   readonly #onClose = (): void => this.#onSocketClose();
-  readonly #onDrain = (): void => this.#response?.emitDrain();
+  readonly #onDrain = (): void => this.#response?.onSocketDrain();
 
   constructor(socket: Socket, lane: FastLane) {
     this.socket = socket;
@@ -198,7 +205,7 @@ export class FastLaneConnection implements ResponseConnection {
     if (this.#isFresh || this.#headStartedAt !== undefined) {
       const since = this.#isFresh ? this.#idleSince : this.#headStartedAt!;
       if (headTimeoutMs > 0 && now - since >= headTimeoutMs) this.#refuseHead(408);
-    } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs) {
+    } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs + KEEP_ALIVE_GRACE_MS) {
       this.socket.destroy();
     }
   }

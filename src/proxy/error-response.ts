@@ -46,7 +46,8 @@ export function sendErrorResponse(
   const body = `${options.text ?? errorText(status)}\n`;
   const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(options.extraHeaders ?? [])];
   if (options.shouldClose === true) headers.push('Connection', 'close');
-  clientRes.writeHead(status, headers);
+  // The reason phrase is given: node's writeHead keeps the phrase of an earlier head it refused.
+  clientRes.writeHead(status, STATUS_CODES[status] ?? 'Error', headers);
   const isHead = clientRes.req.method === 'HEAD';
   clientRes.end(isHead ? undefined : body);
   return isHead ? 0 : Buffer.byteLength(body);

@@ -97,6 +97,8 @@ export class UpstreamExchange implements ConnectionHandler {
   #hasExtraBytes = false;
   /** Body chunks parsed before `streamBodyTo` attached a sink. */
   #pending: Buffer[] = [];
+  /** `#pending` holds a view of the read buffer: the socket is paused until they are delivered. */
+  #isHoldingPending = false;
   #trailers: readonly string[] = [];
   #sink: BodySink | undefined;
   #events: BodyEvents | undefined;
@@ -133,6 +135,11 @@ export class UpstreamExchange implements ConnectionHandler {
     const pending = this.#pending;
     this.#pending = [];
     for (const chunk of pending) this.#deliver(chunk);
+    if (this.#isHoldingPending) {
+      this.#isHoldingPending = false;
+      if (this.#isComplete) this.#releaseIfDone();
+      else if (!this.#isWaitingForDrain && !this.#isDone) this.#connection?.socket.resume();
+    }
     if (this.#failure !== undefined) events.onError(this.#failure);
     else if (this.#isComplete) this.#finishBody();
   }
@@ -258,9 +265,16 @@ export class UpstreamExchange implements ConnectionHandler {
         this.#resolveHead(head);
       },
       onBody: (chunk) => {
-        // A copy: the chunk lives in the connection's read buffer only until the next read.
-        if (this.#sink === undefined) this.#pending.push(Buffer.from(chunk));
-        else this.#deliver(chunk);
+        if (this.#sink !== undefined) {
+          this.#deliver(chunk);
+        } else if (chunk.length <= PENDING_COPY_MAX_BYTES) {
+          this.#pending.push(Buffer.from(chunk)); // the read buffer is reused by the next read: a copy
+        } else {
+          // Too big to copy: kept in place, and the socket reads nothing until streamBodyTo.
+          this.#pending.push(chunk);
+          this.#isHoldingPending = true;
+          this.#connection?.socket.pause();
+        }
       },
       onTrailers: (rawTrailers) => {
         this.#trailers = rawTrailers;
@@ -327,7 +341,7 @@ export class UpstreamExchange implements ConnectionHandler {
 
   /** Once both the response is complete and the request fully sent, the connection goes back to the pool (or is closed). */
   #releaseIfDone(): void {
-    if (this.#isDone || !this.#isComplete || this.#isWaitingForDrain) return; // after drain, then
+    if (this.#isDone || !this.#isComplete || this.#isWaitingForDrain || this.#isHoldingPending) return; // later, then
     const connection = this.#connection;
     if (connection === undefined) return;
     if (!this.#isRequestSent) {
@@ -370,6 +384,8 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 }
 
+/** Body bytes that arrive before the sink is attached are copied up to this size, bytes; larger ones are held in place. */
+const PENDING_COPY_MAX_BYTES = 4096;
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 

@@ -6,6 +6,7 @@
 import type { Config } from '../config/config.js';
 import { ProxyServer, type ReloadSummary } from '../proxy/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
+import { keepYoungGenerationSmall } from './young-generation.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
@@ -42,6 +43,7 @@ export function reloadOnHangup(
 
 /** Starts the proxy for `config` and logs where it listens. */
 export async function startProxy(config: Config, log: (line: string) => void): Promise<RunningProxy> {
+  keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
   const port = await proxy.listen();
   const { host } = config.server.listen;

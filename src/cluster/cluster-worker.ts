@@ -7,12 +7,14 @@
  */
 import type { Config } from '../config/config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
+import { keepYoungGenerationSmall } from '../cli/young-generation.js';
 import { MetricsCollector } from '../admin/metrics-collector.js';
 import { collectWorkerReport } from '../admin/status-snapshot.js';
 import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage } from './cluster-messages.js';
 
 /** Runs one worker until it is told to stop; resolves with the exit code. */
 export async function runClusterWorker(config: Config, log: (line: string) => void): Promise<number> {
+  keepYoungGenerationSmall();
   const proxy = new ProxyServer(config, { isHealthCheckDisabled: true });
   const metrics = new MetricsCollector();
   metrics.attach(proxy);

@@ -13,7 +13,8 @@
  *   2. a simple request → builds a `FastLaneRequest`/`FastLaneResponse` pair (the same interfaces
  *      as node's objects, src/http/client-exchange.ts) and hands it to the request path;
  *   3. anything else — a body, Expect, Upgrade, HTTP/1.0, any byte the parser is not sure of, a
- *      head longer than `maxHeadBytes` — hands the connection to node:http for good: the unread bytes go back into
+ *      head longer than `maxHeadBytes` or still incomplete after `MAX_HEAD_PIECES` reads — hands
+ *      the connection to node:http for good: the unread bytes go back into
  *      the socket (`unshift`) and node's own connection listener takes over, exactly as if node had
  *      accepted the connection. node then answers 400/408/431, streams bodies, upgrades, and so on.
  *
@@ -40,6 +41,13 @@ import type { IncomingHttpHeaders } from 'node:http';
  * 20's `HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER`, lib/_http_server.js).
  */
 export const KEEP_ALIVE_GRACE_MS = 1000;
+
+/**
+ * A head still incomplete after this many reads goes to node:http. The fast lane parses a head
+ * again from its start with each new piece; a few pieces (a head split across TCP segments) are
+ * cheap, a head sent a byte at a time would cost quadratic work.
+ */
+export const MAX_HEAD_PIECES = 4;
 
 export interface FastLaneOptions {
   /** Every simple request; never throws. */
@@ -162,6 +170,8 @@ export class FastLaneConnection implements ResponseConnection {
   #idleSince: number;
   /** When the first byte of a head still incomplete arrived, ms; undefined when there is none. */
   #headStartedAt: number | undefined;
+  /** Reads that brought pieces of the head still incomplete. */
+  #headPieces = 0;
   readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
   readonly #onEnd = (): void => this.#onClientEnd();
   readonly #onClose = (): void => this.#onSocketClose();
@@ -220,9 +230,14 @@ export class FastLaneConnection implements ResponseConnection {
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
     const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
-    if (parse.kind === 'incomplete') {
+    if (parse.kind === 'incomplete' && ++this.#headPieces < MAX_HEAD_PIECES) {
       this.#unread = bytes; // wait for the rest, under the head timeout
       this.#headStartedAt ??= this.#lane.now();
+      return;
+    }
+    if (parse.kind === 'incomplete') {
+      // A head trickling in: node's incremental parser reads it without parsing it all again each time.
+      this.#handOver(bytes);
       return;
     }
     if (parse.kind === 'other') {
@@ -232,6 +247,7 @@ export class FastLaneConnection implements ResponseConnection {
     if (parse.end < bytes.length) this.#unread = bytes.subarray(parse.end);
     this.#isFresh = false;
     this.#headStartedAt = undefined;
+    this.#headPieces = 0;
     this.#start(parse.head);
   }
 

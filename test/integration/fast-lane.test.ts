@@ -808,6 +808,23 @@ describe('the fast lane hands what it does not take to node:http', () => {
     assert.deepEqual(moved, { requests: 1, handOvers: 0 }, `got ${JSON.stringify(moved)}`);
   });
 
+  test('a head trickling in, byte after byte, goes to node:http after MAX_HEAD_PIECES reads and is answered', async () => {
+    const client = await RawClient.connect(proxy.port);
+    client.socket.setNoDelay(true);
+    const head = 'GET /n/cl HTTP/1.1\r\nHost: h\r\nX-Slow: 1\r\n\r\n';
+    const moved = await counting(async () => {
+      for (const byte of head) {
+        client.write(byte);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const response = await client.readResponse();
+      assert.equal(statusOf(response), 200, `got ${headOf(response)}`);
+      assert.equal(bodyOf(response), 'hello');
+    });
+    client.destroy();
+    assert.deepEqual(moved, { requests: 0, handOvers: 1 }, `got ${JSON.stringify(moved)}, want the head handed to node`);
+  });
+
   test('a GET pipelined with a POST and its body in one write', async () => {
     const client = await RawClient.connect(proxy.port);
     const moved = await counting(async () => {

@@ -341,6 +341,7 @@ function cleanUp(): void {
 }
 process.on('exit', cleanUp);
 process.on('SIGINT', () => process.exit(130));
+process.on('SIGTERM', () => process.exit(143)); // exit runs cleanUp: no peer outlives the script
 main().then(
   () => process.exit(0),
   (error: unknown) => {

@@ -33,6 +33,7 @@
  * stops early (a head that is not simple, or bytes that ran out) does one `indexOf` for CRLF CRLF
  * decide between "other" and "incomplete".
  */
+import { byteTable, COLON, CR, CRLF_CRLF, HTAB, isAlphaNumeric, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
 
 /** A request head the fast lane takes. Strings are latin1-decoded (bytes pass unchanged). */
 export interface SimpleRequestHead {
@@ -71,21 +72,11 @@ const MAX_SIMPLE_HEADER_FIELDS = 100;
 const INCOMPLETE: RequestHeadParse = Object.freeze({ kind: 'incomplete' });
 const OTHER: RequestHeadParse = Object.freeze({ kind: 'other' });
 
-const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
 const HTTP_1_1_CRLF = Buffer.from(' HTTP/1.1\r\n', 'latin1');
-const CR = 0x0d;
-const LF = 0x0a;
-const SP = 0x20;
-const HTAB = 0x09;
-const COLON = 0x3a;
 const COMMA = 0x2c;
 const SLASH = 0x2f;
 const ZERO = 0x30;
 
-/** tchar (RFC 9110 5.6.2): ALPHA / DIGIT / `!#$%&'*+-.^_`|~`. */
-const IS_TOKEN = byteTable((b) => isAlphaNumeric(b) || "!#$%&'*+-.^_`|~".includes(String.fromCharCode(b)));
-/** field-vchar / SP / HTAB (RFC 9110 5.5), obs-text included: everything but CTLs and DEL. */
-const IS_FIELD_CHAR = byteTable((b) => b === HTAB || (b >= 0x20 && b !== 0x7f));
 /** pchar / `/` / `?` (RFC 3986 3.3, 3.4): unreserved, sub-delims, `:`, `@`, `%`. */
 const IS_TARGET_CHAR = byteTable((b) => isAlphaNumeric(b) || "-._~!$&'()*+,;=:@/?%".includes(String.fromCharCode(b)));
 
@@ -287,14 +278,4 @@ function readConnectionTokens(buffer: Buffer, start: number, end: number): 'clos
     pos++;
     while (pos < end && (buffer[pos] === SP || buffer[pos] === HTAB)) pos++;
   }
-}
-
-function isAlphaNumeric(b: number): boolean {
-  return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a);
-}
-
-function byteTable(isMember: (byte: number) => boolean): Uint8Array {
-  const table = new Uint8Array(256);
-  for (let b = 0; b < 256; b++) table[b] = isMember(b) ? 1 : 0;
-  return table;
 }

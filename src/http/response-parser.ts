@@ -19,6 +19,7 @@
  * far; body bytes are handed out as `subarray`s of the input, never copied.
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
+import { byteTable, COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
 
 /** How the body of a response is delimited (RFC 9112 6.3). */
 export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
@@ -81,21 +82,11 @@ type State =
 
 export const DEFAULT_MAX_HEADER_SIZE = 16384;
 
-const CR = 0x0d;
-const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
-const LF = 0x0a;
-const SP = 0x20;
-const HTAB = 0x09;
-const COLON = 0x3a;
 const SEMICOLON = 0x3b;
 const EQUALS = 0x3d;
 const DQUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-/** tchar (RFC 9110 5.6.2): ALPHA / DIGIT / `!#$%&'*+-.^_`|~`. */
-const IS_TOKEN = byteTable((b) => /[A-Za-z0-9!#$%&'*+\-.^_`|~]/.test(String.fromCharCode(b)));
-/** field-vchar / SP / HTAB (RFC 9110 5.5), obs-text included: everything but CTLs and DEL. */
-const IS_FIELD_CHAR = byteTable((b) => b === HTAB || (b >= 0x20 && b !== 0x7f));
 /** qdtext (RFC 9110 5.6.4): HTAB / SP / 0x21 / 0x23-0x5B / 0x5D-0x7E / obs-text. */
 const IS_QDTEXT = byteTable((b) => b === HTAB || b === SP || b === 0x21 || (b >= 0x23 && b <= 0x5b) || (b >= 0x5d && b <= 0x7e) || b >= 0x80);
 /** What may follow a backslash in a quoted-pair: HTAB / SP / VCHAR / obs-text. */
@@ -595,12 +586,6 @@ function checkChunkExtensions(line: string, i: number): void {
 
 function protocolError(reason: string): UpstreamProtocolError {
   return new UpstreamProtocolError(`malformed upstream response: ${reason}`);
-}
-
-function byteTable(isMember: (byte: number) => boolean): Uint8Array {
-  const table = new Uint8Array(256);
-  for (let b = 0; b < 256; b++) table[b] = isMember(b) ? 1 : 0;
-  return table;
 }
 
 function hex(byte: number): string {

@@ -25,13 +25,15 @@
  *
  * Speed: this runs once per request, so it is one JS pass over the bytes and a single native call,
  * the final decode (a `Buffer.indexOf` or `compare` call costs more than the whole loop over a
- * typical head: about 0.7 µs for a 75-byte curl head, 1.7 µs for a 380-byte browser head). Every byte is checked once against a 256-entry lookup table; the lines' own CRLFs lead to
- * the empty line that ends the head (in a valid head, no CRLF CRLF can come earlier); special header
- * names are matched by length first, then byte by byte ignoring case (no lowercased copies); field
+ * typical head: about 0.7 µs for a 75-byte curl head, 1.7 µs for a 380-byte browser head). Every
+ * byte is checked once against a 256-entry lookup table; the lines' own CRLFs lead to the empty
+ * line that ends the head (in a valid head, no CRLF CRLF can come earlier); special header names
+ * are matched by length first, then byte by byte ignoring case (no lowercased copies); field
  * offsets go to a reused scratch array, and at the end the head is decoded once (latin1: bytes pass
- * unchanged) and names, values and the target are sliced from that string. Only when the pass
- * stops early (a head that is not simple, or bytes that ran out) does one `indexOf` for CRLF CRLF
- * decide between "other" and "incomplete".
+ * unchanged) and names, values and the target are sliced from that string. The pass stops at the
+ * first byte that does not fit ("other" at once, so a client that will never end its head the
+ * simple way — a TLS handshake, a head ending in bare LFs — goes to node:http without waiting) or
+ * where the bytes run out ("incomplete").
  */
 import { byteTable, COLON, CR, CRLF_CRLF, HTAB, isAlphaNumeric, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
 
@@ -70,6 +72,8 @@ export const SIMPLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'DELE
 const MAX_SIMPLE_HEADER_FIELDS = 100;
 
 const INCOMPLETE: RequestHeadParse = Object.freeze({ kind: 'incomplete' });
+/** The bytes so far agree with what is expected, but end too soon. */
+const MORE = Symbol('more');
 const OTHER: RequestHeadParse = Object.freeze({ kind: 'other' });
 
 const HTTP_1_1_CRLF = Buffer.from(' HTTP/1.1\r\n', 'latin1');
@@ -114,33 +118,38 @@ const fieldOffsets = new Int32Array(4 * MAX_SIMPLE_HEADER_FIELDS);
  *   final CRLF CRLF. Keep it ≤ the server's `maxHeaderSize` (node counts only the target, names and
  *   values against that limit, so at the same number this limit is stricter and node never answers
  *   431 to a head accepted here).
- * @returns `incomplete` when no CRLF CRLF is in the first `maxHeadBytes` bytes and fewer than
- *   `maxHeadBytes` bytes are available; `other` for a longer head or one that is not simple;
- *   otherwise `request` with the head and `end`, the offset just after its CRLF CRLF.
+ * @returns `incomplete` when every byte so far fits a simple head, the head has not ended, and
+ *   fewer than `maxHeadBytes` bytes are available; `other` at the first byte that does not fit, or
+ *   for a longer head; otherwise `request` with the head and `end`, the offset just after its
+ *   CRLF CRLF.
  */
 export function parseSimpleRequestHead(buffer: Buffer, start: number, maxHeadBytes: number): RequestHeadParse {
-  const request = readSimpleHead(buffer, start, Math.min(buffer.length, start + maxHeadBytes));
-  if (request !== undefined) return request;
-  // Not simple, or the bytes ran out first: "incomplete" only while the head may still end in time.
-  if (buffer.indexOf(CRLF_CRLF, start) !== -1) return OTHER;
-  return buffer.length - start < maxHeadBytes ? INCOMPLETE : OTHER;
+  const limit = Math.min(buffer.length, start + maxHeadBytes);
+  // When the pass needs a byte at `limit`: the head may still end in time, or it is too long.
+  const outOfBytes = buffer.length - start < maxHeadBytes ? INCOMPLETE : OTHER;
+  return readSimpleHead(buffer, start, limit, outOfBytes);
 }
 
 /**
- * The pass: reads a simple head from `start`, using no byte at or after `limit`. Returns undefined
- * as soon as a byte says "not simple" or a byte at `limit` would be needed.
+ * The pass: reads a simple head from `start`, using no byte at or after `limit`. Returns `other`
+ * as soon as a byte says "not simple" (so a client that never ends its head, say a TLS handshake
+ * or a head ending in bare LFs, goes to node:http at once), and `outOfBytes` when a byte at
+ * `limit` would be needed.
  */
-function readSimpleHead(buffer: Buffer, start: number, limit: number): RequestHeadParse | undefined {
+function readSimpleHead(buffer: Buffer, start: number, limit: number, outOfBytes: RequestHeadParse): RequestHeadParse {
   // ---- request line: METHOD SP target SP HTTP/1.1 CRLF (RFC 9112 3) ----
   const method = matchMethod(buffer, start, limit);
-  if (method === undefined) return undefined;
+  if (method === MORE) return outOfBytes;
+  if (method === undefined) return OTHER;
   let pos = start + method.length + 1;
   const targetStart = pos;
-  if (pos >= limit || buffer[pos] !== SLASH) return undefined; // origin-form only: no `*`, no absolute-form
+  if (pos >= limit) return outOfBytes;
+  if (buffer[pos] !== SLASH) return OTHER; // origin-form only: no `*`, no absolute-form
   pos++;
   while (pos < limit && IS_TARGET_CHAR[buffer[pos] as number] === 1) pos++;
   const targetEnd = pos;
-  if (!hasBytesAt(buffer, pos, limit, HTTP_1_1_CRLF)) return undefined;
+  const version = matchBytes(buffer, pos, limit, HTTP_1_1_CRLF);
+  if (version !== true) return version === MORE ? outOfBytes : OTHER;
   pos += HTTP_1_1_CRLF.length;
 
   // ---- field lines: name ":" OWS value OWS CRLF (RFC 9112 5), then the empty line ----
@@ -149,24 +158,29 @@ function readSimpleHead(buffer: Buffer, start: number, limit: number): RequestHe
   let hasContentLength = false;
   let isCloseRequested = false;
   for (;;) {
-    if (pos + 1 >= limit) return undefined;
+    if (pos >= limit) return outOfBytes;
     if (buffer[pos] === CR) {
-      if (buffer[pos + 1] !== LF) return undefined;
+      if (pos + 1 >= limit) return outOfBytes;
+      if (buffer[pos + 1] !== LF) return OTHER;
       pos += 2;
       break; // the empty line: end of head
     }
-    if (fieldCount === MAX_SIMPLE_HEADER_FIELDS) return undefined;
+    if (fieldCount === MAX_SIMPLE_HEADER_FIELDS) return OTHER;
     const nameStart = pos;
     while (pos < limit && IS_TOKEN[buffer[pos] as number] === 1) pos++;
     const nameEnd = pos;
+    if (pos >= limit) return outOfBytes;
     // an empty name is also where obs-fold (a line starting with SP / HTAB) ends up
-    if (nameEnd === nameStart || pos >= limit || buffer[pos] !== COLON) return undefined;
+    if (nameEnd === nameStart || buffer[pos] !== COLON) return OTHER;
     pos++;
     while (pos < limit && (buffer[pos] === SP || buffer[pos] === HTAB)) pos++;
     const valueStart = pos;
     while (pos < limit && IS_FIELD_CHAR[buffer[pos] as number] === 1) pos++;
     // the value ends only at CRLF: a bare CR, a bare LF, NUL, DEL or another CTL stop it elsewhere
-    if (pos + 1 >= limit || buffer[pos] !== CR || buffer[pos + 1] !== LF) return undefined;
+    if (pos >= limit) return outOfBytes;
+    if (buffer[pos] !== CR) return OTHER;
+    if (pos + 1 >= limit) return outOfBytes;
+    if (buffer[pos + 1] !== LF) return OTHER;
     let valueEnd = pos;
     while (valueEnd > valueStart && (buffer[valueEnd - 1] === SP || buffer[valueEnd - 1] === HTAB)) valueEnd--;
     pos += 2;
@@ -177,30 +191,30 @@ function readSimpleHead(buffer: Buffer, start: number, limit: number): RequestHe
         if (isNameAt(buffer, nameStart, HOST)) hostCount++;
         break;
       case 6:
-        if (isNameAt(buffer, nameStart, EXPECT)) return undefined;
+        if (isNameAt(buffer, nameStart, EXPECT)) return OTHER;
         break;
       case 7:
-        if (isNameAt(buffer, nameStart, UPGRADE)) return undefined;
+        if (isNameAt(buffer, nameStart, UPGRADE)) return OTHER;
         break;
       case 10:
         if (isNameAt(buffer, nameStart, CONNECTION)) {
           const connection = readConnectionTokens(buffer, valueStart, valueEnd);
-          if (connection === 'other') return undefined;
+          if (connection === 'other') return OTHER;
           if (connection === 'close') isCloseRequested = true;
         }
         break;
       case 14:
         if (isNameAt(buffer, nameStart, CONTENT_LENGTH)) {
           // exactly one, exactly `0`: no body (RFC 9112 6.3); anything else is node's to judge
-          if (hasContentLength || valueEnd - valueStart !== 1 || buffer[valueStart] !== ZERO) return undefined;
+          if (hasContentLength || valueEnd - valueStart !== 1 || buffer[valueStart] !== ZERO) return OTHER;
           hasContentLength = true;
         }
         break;
       case 16:
-        if (isNameAt(buffer, nameStart, PROXY_CONNECTION)) return undefined;
+        if (isNameAt(buffer, nameStart, PROXY_CONNECTION)) return OTHER;
         break;
       case 17:
-        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) return undefined;
+        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) return OTHER;
         break;
     }
     const slot = 4 * fieldCount++;
@@ -210,7 +224,7 @@ function readSimpleHead(buffer: Buffer, start: number, limit: number): RequestHe
     fieldOffsets[slot + 3] = valueEnd - start;
   }
   // RFC 9112 3.2: exactly one Host; a missing or repeated one is answered on node's path.
-  if (hostCount !== 1) return undefined;
+  if (hostCount !== 1) return OTHER;
 
   // One decode for the whole head (without the CRLF CRLF); the target, names and values are slices of it.
   const text = buffer.toString('latin1', start, pos - CRLF_CRLF.length);
@@ -224,24 +238,31 @@ function readSimpleHead(buffer: Buffer, start: number, limit: number): RequestHe
   return { kind: 'request', head: { method, target, rawHeaders, isCloseRequested }, end: pos };
 }
 
-/** The method whose bytes and following SP start at `pos`, or undefined (case-sensitive, RFC 9110 9.1). */
-function matchMethod(buffer: Buffer, pos: number, limit: number): string | undefined {
-  if (pos >= limit) return undefined;
+/**
+ * The method whose bytes and following SP start at `pos` (case-sensitive, RFC 9110 9.1); `MORE`
+ * when the bytes before `limit` are the start of one; undefined when they are none.
+ */
+function matchMethod(buffer: Buffer, pos: number, limit: number): string | typeof MORE | undefined {
+  if (pos >= limit) return MORE;
   const candidates = METHODS_BY_FIRST_BYTE[buffer[pos] as number];
   if (candidates === undefined) return undefined;
   for (const [method, bytesWithSpace] of candidates) {
-    if (hasBytesAt(buffer, pos, limit, bytesWithSpace)) return method;
+    const match = matchBytes(buffer, pos, limit, bytesWithSpace);
+    if (match !== false) return match === true ? method : MORE;
   }
   return undefined;
 }
 
-/** True when `buffer[pos…]` starts with `bytes`, all before `limit` (a JS loop: shorter than a native call). */
-function hasBytesAt(buffer: Buffer, pos: number, limit: number, bytes: Buffer): boolean {
-  if (pos + bytes.length > limit) return false;
-  for (let i = 0; i < bytes.length; i++) {
+/**
+ * Whether `buffer[pos…]` starts with `bytes`: true, false, or `MORE` when the bytes before `limit`
+ * agree but end too soon (a JS loop: shorter than a native call).
+ */
+function matchBytes(buffer: Buffer, pos: number, limit: number, bytes: Buffer): boolean | typeof MORE {
+  const available = Math.min(bytes.length, limit - pos);
+  for (let i = 0; i < available; i++) {
     if (buffer[pos + i] !== bytes[i]) return false;
   }
-  return true;
+  return available === bytes.length ? true : MORE;
 }
 
 /**

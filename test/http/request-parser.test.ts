@@ -213,9 +213,25 @@ describe('parseSimpleRequestHead: incomplete and size limit', () => {
     }
   });
 
-  it('is incomplete even when the partial bytes are already not simple (only a whole head is judged)', () => {
-    const got = parseSimpleRequestHead(latin1('CONNECT a:443 HTTP/1.1\r\n'), 0, MAX).kind;
-    assert.equal(got, 'incomplete', `got ${got}, want incomplete`);
+  it('is other as soon as the partial bytes are not simple: a head that will never end the simple way goes to node at once', () => {
+    for (const partial of [
+      'CONNECT a:443 HTTP/1.1\r\n',
+      'GET /a HTTP/1.1\r\nHost: h\r\n\n', // ends in a bare LF: node answers 400 at once
+      'GET /a HTTP/1.1\r\nHost: h\n',
+      'GET /a HTTP/1.0\r\n',
+      'GET /a#frag',
+      '\x16\x03\x01\x02\x00', // a TLS ClientHello
+    ]) {
+      const got = parseSimpleRequestHead(latin1(partial), 0, MAX).kind;
+      assert.equal(got, 'other', `${JSON.stringify(partial)}: got ${got}, want other`);
+    }
+  });
+
+  it('is incomplete while every byte so far fits a simple head', () => {
+    for (const partial of ['G', 'PAT', 'GET', 'GET ', 'GET /a', 'GET /a HTTP/1.', 'GET /a HTTP/1.1\r', 'GET /a HTTP/1.1\r\nHo', 'GET /a HTTP/1.1\r\nHost: h\r', 'GET /a HTTP/1.1\r\nHost: h\r\n\r']) {
+      const got = parseSimpleRequestHead(latin1(partial), 0, MAX).kind;
+      assert.equal(got, 'incomplete', `${JSON.stringify(partial)}: got ${got}, want incomplete`);
+    }
   });
 
   it('takes a head of exactly maxHeadBytes and refuses one byte more', () => {

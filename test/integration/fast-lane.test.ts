@@ -825,6 +825,18 @@ describe('the fast lane hands what it does not take to node:http', () => {
     assert.deepEqual(moved, { requests: 0, handOvers: 1 }, `got ${JSON.stringify(moved)}, want the head handed to node`);
   });
 
+  test('a head that ends in bare LFs, or is not HTTP at all, gets node\'s 400 at once, not a 408 after header_timeout', async () => {
+    for (const bytes of ['GET /n/cl HTTP/1.1\r\nHost: h\r\n\n', '\x16\x03\x01\x00\xa5\x01\x00']) {
+      const client = await RawClient.connect(proxy.port);
+      const startedAt = Date.now();
+      client.socket.write(Buffer.from(bytes, 'latin1'));
+      assert.equal(await client.waitClose(2000), true, `${JSON.stringify(bytes)}: got the connection still open after 2 s, want an answer and a close`);
+      const elapsedMs = Date.now() - startedAt;
+      assert.match(client.pending.toString('latin1'), /^HTTP\/1\.1 400 /, `${JSON.stringify(bytes)}: got ${JSON.stringify(client.pending.toString('latin1').slice(0, 40))}`);
+      assert.ok(elapsedMs < 1000, `${JSON.stringify(bytes)}: answered after ${elapsedMs} ms, want at once`);
+    }
+  });
+
   test('a GET pipelined with a POST and its body in one write', async () => {
     const client = await RawClient.connect(proxy.port);
     const moved = await counting(async () => {

@@ -66,8 +66,9 @@ export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> 
       isStopping = true;
       log(`${signal}: no longer accepting connections; waiting for in-flight requests`);
       void Promise.all(stoppables.map((s) => s.stop())).then(
-        () => {
-          log('shut down');
+        (results) => {
+          // A proxy's stop() is false when shutdown_timeout ran out and connections were cut.
+          log(results.includes(false) ? 'shut down: shutdown_timeout ran out, the requests still in flight were cut (see the access log)' : 'shut down');
           resolve(0);
         },
         (error: unknown) => {

@@ -192,8 +192,10 @@ export class FastLaneResponse implements ClientResponse {
     return this;
   }
 
+  /** Cuts the connection; output written so far and still queued leaves first, as it would with node. */
   destroy(): this {
     if (!this.#isDestroyed) {
+      if (this.#output.length > 0) this.#flush(undefined);
       this.#isDestroyed = true;
       this.#connection.socket.destroy();
     }

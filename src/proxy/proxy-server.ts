@@ -75,6 +75,8 @@ export class ProxyServer {
   readonly #context: ProxyContext;
   /** Simple requests skip node:http's server machinery (src/http/fast-lane.ts); undefined when disabled. */
   readonly #fastLane: FastLane | undefined;
+  /** Every client connection not closed yet, whichever side serves it: a shutdown waits for their ends. */
+  readonly #clientSockets = new Set<Socket>();
   #areHealthChecksStarted = false;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
@@ -159,6 +161,10 @@ export class ProxyServer {
           keepAliveTimeoutMs: s.keepaliveTimeoutMs,
           maxHeadBytes: Math.floor(s.maxHeaderSize / 2),
         });
+    this.server.on('connection', (socket: Socket) => {
+      this.#clientSockets.add(socket);
+      socket.once('close', () => this.#clientSockets.delete(socket));
+    });
   }
 
   get config(): Config {
@@ -343,6 +349,9 @@ export class ProxyServer {
       for (const socket of this.#context.upgradeSockets) socket.destroy();
       await closed;
     }
+    // A cut connection's requests log themselves when its socket emits 'close', which can come
+    // after the server's own 'close': wait for them before the log closes.
+    await Promise.all([...this.#clientSockets].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
     await this.#pool.close();
     await this.#accessLog.close();
     return isDrained;

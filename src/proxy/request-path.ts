@@ -81,13 +81,14 @@ export function handleRequest(context: ProxyContext, clientReq: ClientRequest, c
     attempts: [],
     bytesSent: 0,
   };
-  if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange)); // step 7
-
   proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
     process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
     if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     else clientRes.destroy();
   });
+  // Step 7, registered after proxyRequest's own 'close' listener: a client that leaves aborts the
+  // attempt first, so the record says how it ended.
+  if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange));
 }
 
 async function proxyRequest(
@@ -362,7 +363,11 @@ function relayResponse(
       if (head === 'pending' && !clientRes.destroyed) return failBeforeHead(error);
       if (head === 'failed') return;
       onDone();
-      clientRes.destroy(); // past the commit point: the client must not see a complete-looking response
+      attemptLog.error = error.code; // the log keeps the status sent, and says how the body ended (nginx)
+      // Past the commit point the client must not see a complete-looking response: cut the
+      // connection, after what was written this tick has left (node's ServerResponse sends its
+      // corked output on the next tick; nginx, too, sends what it has before closing).
+      process.nextTick(() => clientRes.destroy());
     },
   });
 }

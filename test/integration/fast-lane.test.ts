@@ -291,6 +291,7 @@ const RAW_RESPONSES: Readonly<Record<string, string>> = {
   '/r/disposition-first': `HTTP/1.1 200 OK\r\nDate: ${UPSTREAM_DATE}\r\nContent-Disposition: attachment; filename="caf\xe9.txt"\r\nContent-Length: 2\r\n\r\nok`,
   '/r/control-char': `HTTP/1.1 200 Fine\r\nDate: ${UPSTREAM_DATE}\r\nX-Del: a\x7fb\r\nContent-Length: 2\r\n\r\nok`,
   '/r/lower-date': `HTTP/1.1 200 OK\r\ndate: ${UPSTREAM_DATE}\r\ncontent-length: 2\r\n\r\nok`,
+  '/r/bad-chunk-after-data': `HTTP/1.1 200 OK\r\nDate: ${UPSTREAM_DATE}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n`,
 };
 
 /** A keep-alive raw backend answering bodiless requests from RAW_RESPONSES; `/r/hang` is never answered. */
@@ -622,6 +623,25 @@ describe('fast lane and node:http write the same bytes', () => {
     assert.match(fastOutcome.responses[0]!, /\r\nContent-Disposition: attachment; filename="caf\xe9\.txt"\r\n/);
     const nodeOutcome = await exchange(slow, [get('/r/disposition')], ['GET']);
     assert.match(nodeOutcome.responses[0]!, /^HTTP\/1\.1 502 Bad Gateway\r\n/, `got ${JSON.stringify(nodeOutcome.responses[0])}`);
+  });
+
+  test('a body that turns malformed after the head: both lanes send what came before, then cut; the log says how it ended', async () => {
+    const outcomes = await Promise.all(
+      [fast, slow].map(async (proxy) => {
+        const loggedBefore = proxy.logs.length;
+        const client = await RawClient.connect(proxy.port);
+        client.write(get('/r/bad-chunk-after-data'));
+        assert.equal(await client.waitClose(2000), true, 'got the connection open, want it cut');
+        await waitFor(() => proxy.logs.length > loggedBefore, 1000, 'the log record');
+        const record = proxy.logs[loggedBefore]!;
+        return { bytes: client.pending.toString('latin1'), status: record.status, bytesSent: record.bytesSent, error: record.attempts[0]?.error };
+      }),
+    );
+    const [fastOutcome, nodeOutcome] = outcomes;
+    assert.match(fastOutcome!.bytes, /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n5\r\nhello\r\n$/, `got ${JSON.stringify(fastOutcome!.bytes)}`);
+    assert.deepEqual(fastOutcome, nodeOutcome, 'fast lane (got) vs node:http (want)');
+    assert.equal(fastOutcome!.bytesSent, 5);
+    assert.equal(fastOutcome!.error, 'PRX_UPSTREAM_PROTOCOL', `got attempt error ${String(fastOutcome!.error)}`);
   });
 
   test("an upstream header node refuses to write (DEL byte): the proxy's own 502", async () => {

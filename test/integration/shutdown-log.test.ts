@@ -1,0 +1,62 @@
+/**
+ * A shutdown that runs out of `shutdown_timeout` cuts what is still in flight; every request it cut
+ * is still in the access log, written before the log closes (nginx logs aborted requests too).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { parseConfig } from '../../src/config/load-config.js';
+import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
+import { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { listenBackend, waitFor } from '../helpers/proxy-harness.js';
+
+test('requests cut at shutdown_timeout are logged before the access log closes', async (t) => {
+  const held: http.ServerResponse[] = [];
+  const backend = await listenBackend(
+    http.createServer((req, res) => {
+      if (req.url === '/slow') held.push(res); // never answered
+      else if (req.url === '/big') {
+        res.writeHead(200, { 'Content-Length': String(64 * 1024 * 1024) });
+        res.write(Buffer.alloc(4 * 1024 * 1024, 'b')); // more than the client will read
+        held.push(res);
+      }
+    }),
+  );
+  t.after(async () => {
+    for (const res of held) res.destroy();
+    await backend.close();
+  });
+  const config = parseConfig(`[proxy.all]\npath = /\npass = ${backend.url}\n`, 'test.ini');
+  const written: { record: AccessLogRecord; isAfterClose: boolean }[] = [];
+  let isClosed = false;
+  const accessLog: AccessLog = {
+    isEnabled: true,
+    write: (record) => written.push({ record, isAfterClose: isClosed }),
+    close: async () => {
+      isClosed = true;
+    },
+  };
+  const proxy = new ProxyServer(config, { accessLog });
+  const port = await proxy.listen(0, '127.0.0.1');
+
+  const clients = ['/slow', '/big', '/slow'].map((path, i) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    if (i === 1) socket.pause(); // a client that does not read its response
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n${i === 2 ? 'Content-Length: 3\r\n' : ''}\r\n${i === 2 ? 'abc' : ''}`);
+    return socket;
+  });
+  await waitFor(() => held.length === 3, 2000, 'the three requests at the backend');
+
+  const isDrained = await proxy.close(200);
+  assert.equal(isDrained, false, 'got a drained shutdown, want one cut at shutdown_timeout');
+  const lost = written.filter((w) => w.isAfterClose).map((w) => w.record.target);
+  assert.deepEqual(lost, [], `got records written after the access log closed: ${JSON.stringify(lost)}`);
+  const targets = written.map((w) => w.record.target).sort();
+  assert.deepEqual(targets, ['/big', '/slow', '/slow'], `got records for ${JSON.stringify(targets)}, want all three requests`);
+  const big = written.find((w) => w.record.target === '/big')!.record;
+  assert.equal(big.status, 200, 'the cut download keeps the status its head was sent with (nginx)');
+  assert.ok(big.attempts[0]?.error !== undefined, `got attempts ${JSON.stringify(big.attempts)}, want the cut attempt to say how it ended`);
+  for (const socket of clients) socket.destroy();
+});

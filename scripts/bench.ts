@@ -30,6 +30,7 @@ const option = (name: string, fallback: string): string => {
   return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
 };
 const durationSeconds = Number(option('--duration', '8'));
+const WARM_UP_SECONDS = 3;
 const writeTo = option('--write', '');
 const only = option('--only', '');
 const work = mkdtempSync(join(tmpdir(), 'proxy-bench-'));
@@ -297,7 +298,9 @@ async function main(): Promise<void> {
   for (const workload of WORKLOADS) {
     const row = new Map<string, Measurement>();
     for (const target of selected) {
-      measure(target.port, workload, 1); // warm-up: JIT, connection pools
+      // Warm-up, the same for every target: V8 compiles on the one core it runs on, and a cold node
+      // process has a p99 above 200 ms in its first seconds (docs/performance.md); pools fill too.
+      measure(target.port, workload, WARM_UP_SECONDS);
       const m = measure(target.port, workload, durationSeconds);
       row.set(target.name, m);
       console.error(`${workload.name.padEnd(24)} ${target.name.padEnd(28)} ${m.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms${m.errors ? `  errors ${m.errors}` : ''}`);
@@ -310,7 +313,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   lines.push(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ` +
     `${hasTaskset ? 'proxy under test pinned to core 0, backend and load generator to core 1' : 'no CPU pinning'}; ` +
-    `load generator ${commandExists('wrk') ? 'wrk (1 thread)' : 'built-in'}; backend ${backendKind}; ${durationSeconds} s per cell.`);
+    `load generator ${commandExists('wrk') ? 'wrk (1 thread)' : 'built-in'}; backend ${backendKind}; ${durationSeconds} s per cell after a ${WARM_UP_SECONDS} s warm-up.`);
   lines.push('');
   lines.push('| workload | target | req/s | p50 ms | p99 ms | req/s ÷ this project | errors |');
   lines.push('|---|---|---:|---:|---:|---:|---:|');

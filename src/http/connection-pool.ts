@@ -246,8 +246,10 @@ export class ConnectionPool {
   private takeIdle(key: string): UpstreamConnection | undefined {
     const list = this.idle.get(key);
     while (list !== undefined && list.length > 0) {
-      const connection = list[list.length - 1] as UpstreamConnection;
-      this.removeIdle(connection);
+      const connection = list.pop() as UpstreamConnection; // the newest: no search through the list
+      if (list.length === 0) this.idle.delete(key);
+      this.timers.clearTimeout(this.idleTimers.get(connection));
+      this.idleTimers.delete(connection);
       if (!isUsable(connection.socket) || connection.socket.readableLength > 0) {
         this.destroy(connection);
         continue;

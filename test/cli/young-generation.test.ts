@@ -37,6 +37,6 @@ test('the young generation keeps its size under load; without the setting it gro
 
 test("an operator's own semi-space flag, on the command line or in NODE_OPTIONS, is left alone", () => {
   assert.equal(keepYoungGenerationSmall(['--max-semi-space-size=8'], ''), false);
-  assert.equal(keepYoungGenerationSmall(['--inspect'], '--semi-space-growth-factor=3'), false);
+  assert.equal(keepYoungGenerationSmall(['--inspect'], '--max-semi-space-size=4'), false);
   assert.equal(keepYoungGenerationSmall(['--max_semi_space_size=4'], ''), false);
 });

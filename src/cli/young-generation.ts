@@ -10,7 +10,8 @@
  * between collections: tens of MiB more during a stream of request bodies.
  *
  * A growth factor of 1 keeps the semi-spaces at 1 MiB. Measured with `npm run bench`'s workloads
- * (docs/performance.md): peak RSS 83 MiB instead of 130, the same requests per second. V8 reads
+ * (docs/performance.md): peak RSS 71–75 MiB instead of about 125, within the runs' noise in
+ * requests per second (the collector's share of the time goes from 2% to 4%). V8 reads
  * this flag each time it would grow the young generation, so setting it after start-up works (it
  * is one of the few; `--max-semi-space-size` is read only when the heap is created).
  *

@@ -373,6 +373,10 @@ export class ProxyServer {
  * The connection is closed after the answer: its framing cannot be trusted.
  */
 function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: ProxyContext): void {
+  // Bytes after a request that closes the connection (`Connection: close`, or HTTP/1.0 without
+  // keep-alive) are not requests: the answers already due still go out, then node closes
+  // (RFC 9112 §9.6). Answering 400 here would throw those answers away.
+  if (error.code === 'HPE_CLOSED_CONNECTION') return;
   const pending = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
   if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent === true) {
     socket.destroy();

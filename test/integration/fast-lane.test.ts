@@ -797,6 +797,20 @@ describe('the fast lane hands what it does not take to node:http', () => {
 
   const post = (body: string): string => `POST /n/echo HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 
+  test('pipelined after a request that closes the connection: the answers due still come, the rest is dropped', async () => {
+    for (const closing of ['GET /n/cl HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n', 'GET /n/cl HTTP/1.0\r\n\r\n']) {
+      const client = await RawClient.connect(proxy.port);
+      client.write(post('z') + closing + 'GET /n/cl HTTP/1.1\r\nHost: h\r\n\r\n');
+      const first = await client.readResponse();
+      assert.equal(bodyOf(first), 'POST /n/echo 1 z', `got ${JSON.stringify(first.toString('latin1').slice(0, 60))}`);
+      const second = await client.readResponse();
+      assert.equal(statusOf(second), 200, `${JSON.stringify(closing)}: got ${headOf(second)}`);
+      assert.equal(bodyOf(second), 'hello');
+      assert.equal(await client.waitClose(2000), true, 'got the connection open, want it closed after the closing request');
+      assert.equal(client.pending.length, 0, `got ${JSON.stringify(client.pending.toString('latin1'))} after the close-marked answer, want nothing`);
+    }
+  });
+
   test('a GET then a POST with a body on one keep-alive connection', async () => {
     const client = await RawClient.connect(proxy.port);
     const moved = await counting(async () => {

@@ -251,7 +251,14 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 
   onTimeout(): void {
-    this.#fail(new UpstreamTimeoutError(`${this.#options.upstream.origin} sent nothing for ${this.#options.readTimeoutMs}ms`, 'read'));
+    const { readTimeoutMs, upstream } = this.#options;
+    if (this.#isWaitingForDrain) {
+      // The upstream is quiet because we stopped reading it: the client has not taken what it was
+      // sent for that long. Cut, but as the client's stall, not the upstream's (nginx's send_timeout).
+      this.#fail(new ClientAbortError(`the client read nothing of its response for ${readTimeoutMs}ms`));
+      return;
+    }
+    this.#fail(new UpstreamTimeoutError(`${upstream.origin} sent nothing for ${readTimeoutMs}ms`, 'read'));
   }
 
   #createParser(): ResponseParser {

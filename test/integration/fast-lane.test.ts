@@ -1059,6 +1059,27 @@ describe('fast-lane connections', () => {
     assert.equal(proxy.proxy.fastLaneStats!.openConnections, 0);
   });
 
+  test('a client that stops reading for read_timeout is cut as its own stall, not as an upstream timeout', async (t) => {
+    const body = Buffer.alloc(16 * 1024 * 1024, 'x');
+    const backend = await startBackend((req, res) => {
+      res.writeHead(200, { 'Content-Length': String(body.length) });
+      res.end(body);
+    });
+    const proxy = await startTestProxy(`[proxy.all]\npath = /\npass = ${backend.url}\nread_timeout = 300ms\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const client = await RawClient.connect(proxy.port);
+    client.socket.pause(); // reads nothing
+    client.write('GET /big HTTP/1.1\r\nHost: h\r\n\r\n');
+    await waitFor(() => proxy.logs.length === 1, 3000, 'the log record of the cut response');
+    const record = proxy.logs[0]!;
+    assert.equal(record.status, 200, 'the head was sent');
+    assert.equal(record.attempts[0]?.error, 'PRX_CLIENT_ABORT', `got attempt ${JSON.stringify(record.attempts[0])}, want the client's stall`);
+    client.destroy();
+  });
+
   test('a slow reader of a 4 MiB response gets every byte (backpressure through drain)', async (t) => {
     const body = patternBytes(4 * 1024 * 1024);
     let pausedWrites = 0;

@@ -105,7 +105,8 @@ function escapeField(value: string | undefined): string {
 
 export function formatCombined(r: AccessLogRecord): string {
   const upstreams = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.upstream).join(', ');
-  const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.status ?? a.error ?? '-').join(', ');
+  // A status with an error is a response whose body failed after its head: `200 PRX_UPSTREAM_RESET`.
+  const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => (a.status !== undefined && a.error !== undefined ? `${a.status} ${a.error}` : (a.status ?? a.error ?? '-'))).join(', ');
   const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
   return (
     `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +

@@ -113,6 +113,7 @@ export class ProxyServer {
       },
       now: this.#deps.now,
       upgradeSockets: new Set(),
+      unloggedUpgrades: new Set(),
       isDraining: false,
     };
 
@@ -352,6 +353,8 @@ export class ProxyServer {
     // A cut connection's requests log themselves when its socket emits 'close', which can come
     // after the server's own 'close': wait for them before the log closes.
     await Promise.all([...this.#clientSockets].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
+    // A cut tunnel logs once its upstream side has closed too (bounded: a record must not hold up the exit).
+    await Promise.race([Promise.all(this.#context.unloggedUpgrades), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await this.#pool.close();
     await this.#accessLog.close();
     return isDrained;

@@ -57,6 +57,8 @@ export interface ProxyContext {
    * its connections, so a shutdown that runs out of time must close them itself.
    */
   readonly upgradeSockets: Set<Socket>;
+  /** Upgrade exchanges (tunnels included) not logged yet: a shutdown waits for their records. */
+  readonly unloggedUpgrades: Set<Promise<void>>;
 }
 
 /** Per-request facts gathered on the way, for the access log. */

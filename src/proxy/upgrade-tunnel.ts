@@ -44,8 +44,16 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   clientSocket.on('error', () => {});
   context.upgradeSockets.add(clientSocket);
   clientSocket.once('close', () => context.upgradeSockets.delete(clientSocket));
+  let markLogged = (): void => {};
+  const logged = new Promise<void>((resolve) => (markLogged = resolve));
+  context.unloggedUpgrades.add(logged);
 
-  const log = (): void =>
+  const log = (): void => {
+    context.unloggedUpgrades.delete(logged);
+    markLogged();
+    writeRecord();
+  };
+  const writeRecord = (): void =>
     context.accessLog.write({
       time: new Date(),
       clientIp,

@@ -10,8 +10,9 @@ import { parseConfig } from '../../src/config/load-config.js';
 import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { listenBackend, waitFor } from '../helpers/proxy-harness.js';
+import { startEchoServer } from '../helpers/websocket.js';
 
-test('requests cut at shutdown_timeout are logged before the access log closes', async (t) => {
+test('requests and tunnels cut at shutdown_timeout are logged before the access log closes', async (t) => {
   const held: http.ServerResponse[] = [];
   const backend = await listenBackend(
     http.createServer((req, res) => {
@@ -27,7 +28,9 @@ test('requests cut at shutdown_timeout are logged before the access log closes',
     for (const res of held) res.destroy();
     await backend.close();
   });
-  const config = parseConfig(`[proxy.all]\npath = /\npass = ${backend.url}\n`, 'test.ini');
+  const echo = await startEchoServer();
+  t.after(() => echo.close());
+  const config = parseConfig(`[proxy.ws]\npath = /ws\npass = http://127.0.0.1:${echo.port}\n[proxy.all]\npath = /\npass = ${backend.url}\n`, 'test.ini');
   const written: { record: AccessLogRecord; isAfterClose: boolean }[] = [];
   let isClosed = false;
   const accessLog: AccessLog = {
@@ -48,13 +51,23 @@ test('requests cut at shutdown_timeout are logged before the access log closes',
     return socket;
   });
   await waitFor(() => held.length === 3, 2000, 'the three requests at the backend');
+  const tunnel = net.connect(port, '127.0.0.1');
+  tunnel.on('error', () => {});
+  let handshake = '';
+  tunnel.on('data', (chunk: Buffer) => (handshake += chunk.toString('latin1')));
+  tunnel.write('GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+  clients.push(tunnel);
+  await waitFor(() => handshake.startsWith('HTTP/1.1 101'), 2000, 'the tunnel');
 
   const isDrained = await proxy.close(200);
   assert.equal(isDrained, false, 'got a drained shutdown, want one cut at shutdown_timeout');
   const lost = written.filter((w) => w.isAfterClose).map((w) => w.record.target);
   assert.deepEqual(lost, [], `got records written after the access log closed: ${JSON.stringify(lost)}`);
   const targets = written.map((w) => w.record.target).sort();
-  assert.deepEqual(targets, ['/big', '/slow', '/slow'], `got records for ${JSON.stringify(targets)}, want all three requests`);
+  assert.deepEqual(targets, ['/big', '/slow', '/slow', '/ws'], `got records for ${JSON.stringify(targets)}, want all four exchanges`);
+  const tunnelRecord = written.find((w) => w.record.target === '/ws')!.record;
+  assert.equal(tunnelRecord.status, 101);
+  assert.ok(tunnelRecord.tunnel !== undefined, 'the tunnel record carries its byte counts');
   const big = written.find((w) => w.record.target === '/big')!.record;
   assert.equal(big.status, 200, 'the cut download keeps the status its head was sent with (nginx)');
   assert.ok(big.attempts[0]?.error !== undefined, `got attempts ${JSON.stringify(big.attempts)}, want the cut attempt to say how it ended`);

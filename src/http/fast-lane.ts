@@ -13,8 +13,7 @@
  *   2. a simple request → builds a `FastLaneRequest`/`FastLaneResponse` pair (the same interfaces
  *      as node's objects, src/http/client-exchange.ts) and hands it to the request path;
  *   3. anything else — a body, Expect, Upgrade, HTTP/1.0, any byte the parser is not sure of, a
- *      head longer than `maxHeadBytes` or still incomplete after `MAX_HEAD_PIECES` reads — hands
- *      the connection to node:http for good: the unread bytes go back into
+ *      head longer than `maxHeadBytes` — hands the connection to node:http for good: the unread bytes go back into
  *      the socket (`unshift`) and node's own connection listener takes over, exactly as if node had
  *      accepted the connection. node then answers 400/408/431, streams bodies, upgrades, and so on.
  *
@@ -43,11 +42,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 export const KEEP_ALIVE_GRACE_MS = 1000;
 
 /**
- * A head still incomplete after this many reads goes to node:http. The fast lane parses a head
- * again from its start with each new piece; a few pieces (a head split across TCP segments) are
- * cheap, a head sent a byte at a time would cost quadratic work.
+ * After this many reads of a head still incomplete, the pieces are only collected, and the head is
+ * parsed again (from its start) only when a piece brings a LF: it cannot end without one. A few
+ * pieces (a head split across TCP segments) cost little to re-parse; a head sent a byte at a time
+ * would otherwise cost quadratic work. (Handing it to node:http instead would restart the head
+ * timeout there.)
  */
 export const MAX_HEAD_PIECES = 4;
+const LF = 0x0a;
 
 export interface FastLaneOptions {
   /** Every simple request; never throws. */
@@ -172,6 +174,9 @@ export class FastLaneConnection implements ResponseConnection {
   #headStartedAt: number | undefined;
   /** Reads that brought pieces of the head still incomplete. */
   #headPieces = 0;
+  /** After `MAX_HEAD_PIECES`: the pieces of the incomplete head, not joined yet, and their size. */
+  #trickle: Buffer[] | undefined;
+  #trickleBytes = 0;
   readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
   readonly #onEnd = (): void => this.#onClientEnd();
   readonly #onClose = (): void => this.#onSocketClose();
@@ -227,17 +232,25 @@ export class FastLaneConnection implements ResponseConnection {
       if (this.#unread.length > this.#lane.options.maxHeadBytes) this.socket.pause();
       return;
     }
+    if (this.#trickle !== undefined) {
+      this.#trickle.push(chunk);
+      this.#trickleBytes += chunk.length;
+      if (chunk.indexOf(LF) === -1 && this.#trickleBytes < this.#lane.options.maxHeadBytes) return; // cannot have ended
+      chunk = Buffer.concat(this.#trickle);
+      this.#trickle = undefined;
+    }
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
     const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
-    if (parse.kind === 'incomplete' && ++this.#headPieces < MAX_HEAD_PIECES) {
-      this.#unread = bytes; // wait for the rest, under the head timeout
-      this.#headStartedAt ??= this.#lane.now();
-      return;
-    }
     if (parse.kind === 'incomplete') {
-      // A head trickling in: node's incremental parser reads it without parsing it all again each time.
-      this.#handOver(bytes);
+      // Wait for the rest, under the head timeout.
+      this.#headStartedAt ??= this.#lane.now();
+      if (++this.#headPieces < MAX_HEAD_PIECES) {
+        this.#unread = bytes;
+      } else {
+        this.#trickle = [bytes];
+        this.#trickleBytes = bytes.length;
+      }
       return;
     }
     if (parse.kind === 'other') {
@@ -272,7 +285,7 @@ export class FastLaneConnection implements ResponseConnection {
   /** The client half-closed: as node's server (no `allowHalfOpen`), abandon what is in flight and close. */
   #onClientEnd(): void {
     if (this.#response !== undefined) this.socket.destroy();
-    else if (this.#unread !== undefined) this.#refuseHead(400); // a head cut short
+    else if (this.#unread !== undefined || this.#trickle !== undefined) this.#refuseHead(400); // a head cut short
     else this.socket.end();
   }
 
@@ -280,6 +293,7 @@ export class FastLaneConnection implements ResponseConnection {
   #refuseHead(status: 400 | 408): void {
     this.socket.removeListener('data', this.#onData); // whatever comes after the answer is not read
     this.#unread = undefined;
+    this.#trickle = undefined;
     this.#lane.forget(this);
     this.#lane.options.onBadHead(this.socket, status);
   }

@@ -173,6 +173,24 @@ describe('FastLane timeouts (fake clock, checkTimeouts called by hand)', () => {
     assert.equal(h.requests.length + h.nodeRequests.length, 0, 'the rest of the head is not read after the 408');
   });
 
+  test('a head trickling in, many pieces, then silence: the lane keeps it and its 408 comes at headTimeoutMs, not later', async () => {
+    const h = await startLane({ headTimeoutMs: 1000, keepAliveTimeoutMs: 5000 });
+    const client = await connect(h.port);
+    client.socket.setNoDelay(true);
+    for (const piece of ['G', 'E', 'T', ' ', '/', 'a', ' ', 'H', 'T', 'T']) {
+      client.socket.write(piece);
+      await settle();
+      h.now += 50;
+    }
+    assert.equal(h.lane.handOverCount, 0, 'a trickling head stays with the lane (node would start its own head timer)');
+    h.now += 499; // 999 ms since the connection started
+    h.lane.checkTimeouts();
+    assert.equal(h.badHeads.length, 0, 'got a 408 at 999 ms, want none');
+    h.now += 1;
+    h.lane.checkTimeouts();
+    assert.deepEqual(h.badHeads.map((bad) => bad.status), [408]);
+  });
+
   test('a head completed in a second piece is answered by the lane', async () => {
     const h = await startLane({ headTimeoutMs: 1000 });
     const client = await connect(h.port);

@@ -158,7 +158,18 @@ export async function runClusterPrimary(configFile: string, config: Config, work
       }
       isStopping = true;
       log(`${signal}: draining ${workers.size} workers`);
-      const exited = [...workers].map((worker) => new Promise<void>((done) => (worker.isDead() ? done() : worker.once('exit', () => done()))));
+      // A worker exits 1 when its shutdown_timeout ran out and it cut requests (cluster-worker.ts).
+      let cutCount = 0;
+      const exited = [...workers].map(
+        (worker) =>
+          new Promise<void>((done) => {
+            if (worker.isDead()) return done();
+            worker.once('exit', (code: number | null) => {
+              if (code !== 0) cutCount++;
+              done();
+            });
+          }),
+      );
       broadcast({ type: 'shutdown' });
       const deadline = setTimeout(() => {
         for (const worker of workers) worker.process.kill('SIGKILL');
@@ -170,7 +181,7 @@ export async function runClusterPrimary(configFile: string, config: Config, work
         registry.close();
         await admin?.close();
         await model.close(0);
-        log('shut down');
+        log(cutCount === 0 ? 'shut down' : `shut down: shutdown_timeout ran out in ${cutCount} worker(s), the requests still in flight were cut (see the access log)`);
         resolve(0);
       });
     };

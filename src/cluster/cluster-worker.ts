@@ -5,6 +5,7 @@
  * counters, applies reloaded configs the primary sends, and drains on `shutdown`, SIGTERM/SIGINT or
  * when the primary goes away. SIGHUP is ignored: the primary reloads and tells the workers.
  */
+import cluster from 'node:cluster';
 import type { Config } from '../config/config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
 import { keepYoungGenerationSmall } from '../cli/young-generation.js';
@@ -28,7 +29,9 @@ export async function runClusterWorker(config: Config, log: (line: string) => vo
       log(`worker ${process.pid}: ${why}: draining`);
       void proxy.close().then((isDrained) => {
         process.off('message', onMessage);
-        if (process.connected) process.disconnect();
+        // Through the cluster API: a bare process.disconnect() makes node's cluster code exit the
+        // worker with 0, and the primary could not tell a drained worker from one that cut requests.
+        if (process.connected) cluster.worker?.disconnect();
         resolve(isDrained ? 0 : 1);
       });
     };

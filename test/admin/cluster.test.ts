@@ -188,8 +188,43 @@ test('workers = 2: both serve, a stopped backend is DOWN in both within one chec
     assert.equal(await exited, 0, `got the primary's exit code, want 0; stderr:\n${stderr}`);
     await waitFor('both workers to exit', async () => (workerPids.every((pid) => !isAlive(pid)) ? true : undefined), 3_000);
     assert.match(stderr, /SIGTERM: draining 2 workers/);
+    assert.match(stderr, /\nshut down\n/, 'a drained shutdown says so plainly');
   } finally {
     for (const pid of [primary.pid, ...workerPids]) if (pid !== undefined && isAlive(pid)) process.kill(pid, 'SIGKILL');
     await Promise.all([slow.close(), registered.close()]);
+  }
+});
+
+test('workers = 2: a shutdown that runs out of shutdown_timeout says that requests were cut', { timeout: 20_000 }, async () => {
+  const held: http.ServerResponse[] = [];
+  const hanging = await listenBackend(http.createServer((_req, res) => void held.push(res)));
+  const proxyPort = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-cluster-'));
+  const configFile = join(dir, 'env.ini');
+  writeFileSync(
+    configFile,
+    ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', 'workers = 2', 'shutdown_timeout = 300ms', '[proxy.a]', 'path = /', `pass = ${hanging.url}`, ''].join('\n'),
+  );
+  let stderr = '';
+  const primary: ChildProcess = spawn(process.execPath, [mainJs, '--config', configFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  primary.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => primary.once('exit', (code) => resolve(code)));
+  try {
+    const isListening = (): Promise<true | undefined> =>
+      new Promise((resolve) => {
+        const socket = net.connect(proxyPort, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+        socket.on('error', () => resolve(undefined));
+      });
+    await waitFor('the workers listening', isListening);
+    const inFlight = get(proxyPort, '/hang').catch((error: Error) => ({ status: 0, body: error.message }));
+    await waitFor('the request at the backend', async () => (held.length === 1 ? true : undefined));
+    primary.kill('SIGTERM');
+    await inFlight;
+    assert.equal(await exited, 0, `got the primary's exit code, want 0; stderr:\n${stderr}`);
+    assert.match(stderr, /shut down: shutdown_timeout ran out in 1 worker\(s\), the requests still in flight were cut/, `got stderr:\n${stderr}`);
+  } finally {
+    if (primary.pid !== undefined && isAlive(primary.pid)) process.kill(primary.pid, 'SIGKILL');
+    for (const res of held) res.destroy();
+    await hanging.close();
   }
 });

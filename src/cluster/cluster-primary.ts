@@ -158,7 +158,8 @@ export async function runClusterPrimary(configFile: string, config: Config, work
       }
       isStopping = true;
       log(`${signal}: draining ${workers.size} workers`);
-      // A worker exits 1 when its shutdown_timeout ran out and it cut requests (cluster-worker.ts).
+      // A worker exits 1 when its shutdown_timeout ran out and it cut requests (cluster-worker.ts), or
+      // is killed at the deadline below.
       let cutCount = 0;
       const exited = [...workers].map(
         (worker) =>
@@ -181,7 +182,7 @@ export async function runClusterPrimary(configFile: string, config: Config, work
         registry.close();
         await admin?.close();
         await model.close(0);
-        log(cutCount === 0 ? 'shut down' : `shut down: shutdown_timeout ran out in ${cutCount} worker(s), the requests still in flight were cut (see the access log)`);
+        log(cutCount === 0 ? 'shut down' : `shut down: ${cutCount} worker(s) did not drain within shutdown_timeout; requests still in flight were cut (see the access log)`);
         resolve(0);
       });
     };

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { UsageError } from '../errors.js';
 import { parseDuration } from '../config/values.js';
+import type { HeartbeatOptions } from './heartbeat.js';
 
 export type Command =
   | { readonly kind: 'run'; readonly configFile: string }
@@ -12,16 +13,7 @@ export type Command =
   | { readonly kind: 'demo'; readonly configFile: string; readonly user: string }
   | { readonly kind: 'simulate'; readonly configFile: string; readonly route: string; readonly n: number; readonly clientIp?: string; readonly key?: string }
   | { readonly kind: 'passwd'; readonly name: string }
-  | {
-      readonly kind: 'heartbeat';
-      readonly admin: string;
-      readonly token: string | undefined;
-      readonly route: string;
-      readonly url: string;
-      readonly weight: number | undefined;
-      readonly everyMs: number;
-      readonly ttlMs: number;
-    }
+  | ({ readonly kind: 'heartbeat' } & HeartbeatOptions)
   | { readonly kind: 'help' }
   | { readonly kind: 'version' };
 

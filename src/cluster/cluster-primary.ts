@@ -235,6 +235,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     const worker = cluster.fork();
     slot.worker = worker;
     let startFailure: string | undefined;
+    // A message to a worker that is going away fails with EPIPE; its exit is handled below.
+    worker.on('error', () => {});
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       const typed = message as WorkerMessage;

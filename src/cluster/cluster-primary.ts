@@ -18,10 +18,13 @@
  * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them (a worker still starting
  *   just exits), then exits 0. Signals that came during start-up are handled once it is done.
  *
- * When the primary itself dies (SIGKILL, a crash), its workers notice the closed IPC channel, drain
- * and exit: the service is gone until a supervisor starts it again (the README ships a systemd
- * unit with `Restart=always`). nginx's orphaned workers keep serving instead, but without a master
- * nobody reloads, replaces or stops them; we prefer one clear state.
+ * When the primary itself dies (SIGKILL, a crash), the listening socket dies with it (node:cluster's
+ * round-robin scheduling: the primary accepts and hands connections to the workers), so nothing
+ * new can be accepted; the workers notice the closed IPC channel, finish the requests in flight
+ * (up to `shutdown_timeout`) and exit. The service is gone until a supervisor starts it again, and
+ * the new primary can bind the port at once (the README ships a systemd unit with
+ * `Restart=always`). nginx's orphaned workers keep serving on the listening sockets they inherited,
+ * but with nobody to reload, replace or stop them; here there is one clear state.
  *
  * What is per worker (as nginx without a `zone` shared-memory block): each worker has its own
  * Upstream objects, so active requests, effective weight, passive failure counts and ejections,

@@ -7,8 +7,9 @@
  * A worker that cannot start (the access log cannot be opened, listen fails) says why and exits;
  * the primary reports it and tries again with backoff. It answers report requests with its
  * counters and also pushes them every `REPORT_PUSH_INTERVAL_MS`, applies reloaded configs the
- * primary sends, and drains on `shutdown`, SIGTERM/SIGINT or when the primary goes away, in any
- * phase (before its config came it just exits). SIGHUP is ignored: the primary reloads and tells
+ * primary sends, and drains on `shutdown`, SIGTERM/SIGINT or when the primary goes away (then
+ * nothing new comes in, and the requests in flight finish), in any phase (before its config came it
+ * just exits). SIGHUP is ignored: the primary reloads and tells
  * the workers.
  */
 import cluster from 'node:cluster';
@@ -97,6 +98,12 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       }
     };
     process.on('message', onMessage);
+    // node's cluster module exits a worker at once when its primary goes away ("Unexpected
+    // disconnect, primary exited", lib/internal/cluster/child.js), cutting the requests in flight.
+    // Marking the exit as chosen, before that listener runs, lets this worker drain them first.
+    process.prependListener('disconnect', () => {
+      if (cluster.worker !== undefined) cluster.worker.exitedAfterDisconnect = true;
+    });
     process.on('disconnect', () => stop('the primary went away'));
     signals.on('SIGTERM', () => stop('SIGTERM'));
     signals.on('SIGINT', () => stop('SIGINT'));

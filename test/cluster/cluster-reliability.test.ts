@@ -3,17 +3,19 @@
  * never go down across a SIGKILLed worker; a replacement worker runs the config the primary serves,
  * not the file on disk (broken and rejected, or edited and not reloaded); a worker that cannot
  * start is reported on /status.json and in the log and retried with backoff, and SIGTERM does not
- * wait for it; when no worker can start at all, the primary exits 1. Every process is killed by pid
- * afterwards.
+ * wait for it; when no worker can start at all, the primary exits 1; when the primary dies, the
+ * workers finish what they serve and exit, and a restarted proxy (systemd's `Restart=always`) serves
+ * on the same port (item 10). Every process is killed by pid afterwards.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
-import { freePort, get, killAll, startCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
+import { freePort, get, isAlive, killAll, startCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
 import { parseExposition } from '../admin/exposition-parser.js';
 
@@ -226,4 +228,33 @@ test('workers = 2: when no worker can start at all (the port is taken), the prim
   const { code } = await cli.exited;
   assert.equal(code, 1, `got exit ${code}, want 1; stderr:\n${cli.stderr()}`);
   assert.match(cli.stderr(), /error: worker \d+ could not start: \w+ EADDRINUSE 127\.0\.0\.1:\d+; stopping/, `got stderr:\n${cli.stderr()}`);
+});
+
+test('workers = 2: when the primary is SIGKILLed its workers finish the requests in flight and exit; a restarted proxy serves on the same port at once', { timeout: 30_000 }, async (t) => {
+  const held: http.ServerResponse[] = [];
+  const slow = await startBackend((_req, res) => {
+    held.push(res);
+    setTimeout(() => res.end('slow done'), 400);
+  });
+  t.after(() => slow.close());
+  const routes = ['[proxy.a]', 'path = /', `pass = ${slow.url}`];
+  const cluster = await startCluster(t, ['access_log = off'], routes);
+  const workerPids = await cluster.twoWorkers();
+  const inFlight = get(cluster.proxyPort, '/slow');
+  await waitFor('the request at the backend', () => (held.length === 1 ? true : undefined));
+
+  process.kill(cluster.cli.pid, 'SIGKILL');
+  assert.equal(`${(await inFlight).status} ${(await inFlight).body}`, '200 slow done', 'got the request in flight cut by the primary\'s death');
+  await waitFor('both workers to exit', () => (workerPids.every((pid) => !isAlive(pid)) ? true : undefined), 8_000);
+
+  // What systemd's Restart=always does next: a new primary binds the same port and serves.
+  const restarted = await startCli(cluster.configFile);
+  cluster.pids.add(restarted.pid);
+  const answer = await waitFor('the restarted proxy serving', async () => {
+    const reply = await get(cluster.proxyPort, '/');
+    return reply.status === 200 ? reply : undefined;
+  });
+  assert.equal(answer.body, 'slow done');
+  restarted.child.kill('SIGTERM');
+  assert.equal((await restarted.exited).code, 0, `got the restarted proxy's exit code; stderr:\n${restarted.stderr()}`);
 });

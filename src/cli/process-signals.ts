@@ -3,8 +3,10 @@
  * handler exists, and `run` needs time to load its modules, read the config and listen: a SIGHUP in
  * that window used to kill it with status 129 and no log line. So `main.ts` creates this latch
  * before it loads anything else: from then on SIGHUP, SIGTERM and SIGINT are held while the command
- * starts, and handed over once start-up is done, coalesced (as nginx, whose master installs its
- * signal handlers before it reads the config):
+ * starts, and handed over once start-up is done, coalesced. (nginx installs its handlers,
+ * `ngx_init_signals`, right after reading the config and opening the listening sockets, before it
+ * forks workers: a few milliseconds of C; our start-up is about 100 ms of JavaScript, so we hold them
+ * from before it.)
  *
  * - a SIGTERM or SIGINT during start-up: the first one is delivered, so the command stops what it
  *   started and exits 0; a SIGHUP held beside it is dropped (there is nothing left to reload);

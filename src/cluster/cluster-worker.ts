@@ -107,7 +107,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
     process.on('disconnect', () => stop('the primary went away'));
     signals.on('SIGTERM', () => stop('SIGTERM'));
     signals.on('SIGINT', () => stop('SIGINT'));
-    signals.on('SIGHUP', () => {}); // the primary reloads and sends the config
+    // SIGHUP has no listener here: the latch keeps it from ending the worker, and the primary reloads.
     signals.startUpDone(log); // stop() waits for a start in progress
     void send({ type: 'start-request' });
   });

@@ -144,7 +144,9 @@ test('workers = 2: a replacement worker runs the primary\'s config, not the brok
   const afterBroken = await replaceOne();
   assert.deepEqual([...(await served('/old', 20))], ['200 old'], 'got /old failing after the replacement');
   assert.ok((await countOf(afterBroken)) > 0, `got no request served by the replacement ${afterBroken}: it is not listening`);
-  assert.doesNotMatch(cluster.cli.stderr(), /could not start|env\.ini:3:1: (?!.*reload rejected)/, `got the replacement reading the file:\n${cluster.cli.stderr()}`);
+  const mentions = cluster.cli.stderr().split('\n').filter((line) => line.includes('env.ini:3:'));
+  assert.deepEqual(mentions.map((line) => line.slice(0, 16)), ['reload rejected,'], `got the broken file read by a replacement:\n${cluster.cli.stderr()}`);
+  assert.doesNotMatch(cluster.cli.stderr(), /could not start/);
 
   // 2. A valid edit on disk, not reloaded, then a killed worker: every worker still runs the old config.
   rewrite(configText(cluster.proxyPort, cluster.adminPort, ['access_log = off'], newRoutes));

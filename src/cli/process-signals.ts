@@ -48,7 +48,7 @@ export class ProcessSignals implements SignalSource {
   #isReleased = false;
 
   /** Starts holding SIGHUP, SIGTERM and SIGINT on `target` (default `process`) at once. */
-  constructor(target: SignalTarget = process as unknown as SignalTarget) {
+  constructor(target: SignalTarget = process) {
     this.#target = target;
     for (const signal of LIFECYCLE_SIGNALS) target.on(signal, this.#receive);
   }

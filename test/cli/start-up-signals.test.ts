@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
-import { freePort, get, isAlive, killAll, startCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
+import { freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
 
 const JS_START = 'js-start\n';
@@ -42,7 +42,7 @@ async function signalAfterStart(configFile: string, signal: NodeJS.Signals, dela
     isSent = true;
     setTimeout(() => cli?.child.kill(signal), delayMs);
   };
-  cli = await startCli(configFile, ['--import', marker], sendOnce);
+  cli = await spawnCli(configFile, ['--import', marker], sendOnce);
   return cli;
 }
 

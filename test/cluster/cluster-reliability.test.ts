@@ -11,11 +11,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
-import { freePort, get, isAlive, killAll, startCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
+import { freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
 import { parseExposition } from '../admin/exposition-parser.js';
 
@@ -48,7 +49,7 @@ const configText = (proxyPort: number, adminPort: number, extraServer: readonly 
 async function startCluster(t: { after(fn: () => void): void }, extraServer: readonly string[], routes: readonly string[]): Promise<Cluster & { configFile: string }> {
   const [proxyPort, adminPort] = [await freePort(), await freePort()];
   const configFile = writeConfig(configText(proxyPort, adminPort, extraServer, routes));
-  const cli = await startCli(configFile);
+  const cli = await spawnCli(configFile);
   const pids = new Set<number>([cli.pid]);
   t.after(() => killAll(pids));
   const status = async (): Promise<StatusSnapshot> => JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot;
@@ -172,7 +173,7 @@ test('workers = 2: a replacement worker runs the primary\'s config, not the brok
 });
 
 test('workers = 2: a worker that cannot start (access log directory gone) is reported and retried with backoff; SIGTERM does not wait for it', { timeout: 40_000 }, async (t) => {
-  const logDir = join(dirname(writeConfig('')), 'logs');
+  const logDir = join(mkdtempSync(join(tmpdir(), 'proxy-logs-')), 'logs');
   mkdirSync(logDir);
   const cluster = await startCluster(t, [`access_log = ${join(logDir, 'access.log')}`], ['[proxy.a]', 'path = /', `pass = ${oldBackend.url}`]);
   const [victim] = await cluster.twoWorkers();
@@ -180,10 +181,11 @@ test('workers = 2: a worker that cannot start (access log directory gone) is rep
   rmSync(logDir, { recursive: true });
   process.kill(victim!, 'SIGKILL');
   const failure = /worker (\d+) could not start: [^\n]*access_log '[^']*access\.log' cannot be opened for appending: ENOENT; next attempt in (\d+) s \((\d+) failed start\(s\) in a row\)/g;
-  const attempts = async (count: number): Promise<{ atMs: number; delayS: number; inRow: number }[]> =>
+  /** Waits for `count` failed starts in the log; returns each one's announced delay (s) and count in a row. */
+  const attempts = async (count: number): Promise<{ delayS: number; inRow: number }[]> =>
     waitFor(`${count} failed start(s) logged`, () => {
       const found = [...cluster.cli.stderr().matchAll(failure)];
-      return found.length >= count ? found.map((m) => ({ atMs: 0, delayS: Number(m[2]), inRow: Number(m[3]) })) : undefined;
+      return found.length >= count ? found.map((m) => ({ delayS: Number(m[2]), inRow: Number(m[3]) })) : undefined;
     }, 10_000);
   await attempts(1);
   const firstAtMs = Date.now();
@@ -225,7 +227,7 @@ test('workers = 2: when no worker can start at all (the port is taken), the prim
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
   t.after(() => taken.close());
   const proxyPort = (taken.address() as net.AddressInfo).port;
-  const cli = await startCli(writeConfig(['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', 'workers = 2', '[proxy.a]', 'path = /', `pass = ${oldBackend.url}`, ''].join('\n')));
+  const cli = await spawnCli(writeConfig(['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', 'workers = 2', '[proxy.a]', 'path = /', `pass = ${oldBackend.url}`, ''].join('\n')));
   t.after(() => killAll([cli.pid]));
   const { code } = await cli.exited;
   assert.equal(code, 1, `got exit ${code}, want 1; stderr:\n${cli.stderr()}`);
@@ -250,7 +252,7 @@ test('workers = 2: when the primary is SIGKILLed its workers finish the requests
   await waitFor('both workers to exit', () => (workerPids.every((pid) => !isAlive(pid)) ? true : undefined), 8_000);
 
   // What systemd's Restart=always does next: a new primary binds the same port and serves.
-  const restarted = await startCli(cluster.configFile);
+  const restarted = await spawnCli(cluster.configFile);
   cluster.pids.add(restarted.pid);
   const answer = await waitFor('the restarted proxy serving', async () => {
     const reply = await get(cluster.proxyPort, '/');

@@ -74,7 +74,7 @@ export interface CliProcess {
 }
 
 /** Starts `node [nodeArgs] main.js --config FILE`; `onStderr` sees every chunk as it comes. */
-export async function startCli(configFile: string, nodeArgs: readonly string[] = [], onStderr?: (text: string) => void): Promise<CliProcess> {
+export async function spawnCli(configFile: string, nodeArgs: readonly string[] = [], onStderr?: (text: string) => void): Promise<CliProcess> {
   const mainJs = await buildCli();
   const child = spawn(process.execPath, [...nodeArgs, mainJs, '--config', configFile], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

@@ -193,6 +193,19 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     }
   }
 
+  const stopReloading = reloadOnHangup(
+    configFile,
+    (next) => {
+      const summary = model.reload(next);
+      served = { ...next, server: { ...config.server, trustedProxies: next.server.trustedProxies } };
+      broadcast({ type: 'reload', config: next });
+      pushIfChanged();
+      return summary;
+    },
+    (line) => log(line.startsWith('reloaded ') ? `${line} (in ${liveWorkers().length} workers)` : line),
+    signals,
+  );
+
   let finish: (exitCode: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (finish = resolve));
 
@@ -289,19 +302,6 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
   };
   for (const slot of slots) startWorker(slot);
   log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${config.server.listen.host}:${config.server.listen.port}`);
-
-  const stopReloading = reloadOnHangup(
-    configFile,
-    (next) => {
-      const summary = model.reload(next);
-      served = { ...next, server: { ...config.server, trustedProxies: next.server.trustedProxies } };
-      broadcast({ type: 'reload', config: next });
-      pushIfChanged();
-      return summary;
-    },
-    (line) => log(line.startsWith('reloaded ') ? `${line} (in ${liveWorkers().length} workers)` : line),
-    signals,
-  );
 
   const onSignal = (signal: string): void => {
     if (isStopping) {

@@ -1,13 +1,17 @@
 /**
  * Signals from the first moment (issue 11 item 9), with the built CLI: a SIGHUP 10, 50 and 100 ms
- * after the process starts running JavaScript leaves it alive and serving, and is applied once
- * (workers = 1, and the cluster primary with workers = 2, whose workers do not die of SIGHUP
- * either); a SIGTERM during start-up exits 0 after stopping what was started.
+ * after start leaves the process alive and serving, and is applied once (workers = 1, and the
+ * cluster primary with workers = 2, whose workers do not die of SIGHUP either); a SIGTERM during
+ * start-up exits 0 after stopping what was started.
  *
- * "Start" is the moment node has booted and begins loading the program, which a one-line preload
- * (`--import`, run just before the entry module) writes to stderr: before that node itself is
- * booting (40–120 ms, more on a loaded box) and dies of SIGHUP as any node program does, a window no
- * JavaScript can cover (see the README, "Signals"); from that line on, the window is all ours.
+ * "Start" is the moment node has booted and begins loading the program: a preload (`--import`, run
+ * just before the entry module) marks it and, after the delay, sends the signal to its own process.
+ * Before that moment node itself is booting (40–120 ms, more on a loaded box) and dies of SIGHUP as
+ * any node program does, a window no JavaScript can cover (see the README, "Signals"). The delay is
+ * start-up time, the CPU time the process has used since that moment (`process.cpuUsage()`): start-up
+ * reads cached files and is CPU-bound, so on an idle box that is the clock, and on a box busy with
+ * other tests, where the clock runs on while the process waits for a CPU, "10 ms into start-up"
+ * still means 10 ms of it.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,13 +23,29 @@ import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
 
-const JS_START = 'js-start\n';
-let marker = '';
+/** The preload: in the process it starts (not in cluster workers), sends SIGNAL after DELAY ms of start-up. */
+const PRELOAD = `
+const signal = process.env.TEST_START_SIGNAL;
+const delayMs = Number(process.env.TEST_START_SIGNAL_AFTER_MS);
+if (signal !== undefined && process.env.NODE_UNIQUE_ID === undefined) {
+  const startedAt = process.cpuUsage();
+  const timer = setInterval(() => {
+    const { user, system } = process.cpuUsage(startedAt);
+    const startUpMs = (user + system) / 1000;
+    if (startUpMs < delayMs) return;
+    clearInterval(timer);
+    process.stderr.write('test: ' + signal + ' after ' + startUpMs.toFixed(1) + ' ms of start-up\\n');
+    process.kill(process.pid, signal);
+  }, 1);
+}
+`;
+
+let preload = '';
 let backend: Backend;
 before(async () => {
   await buildCli();
-  marker = join(mkdtempSync(join(tmpdir(), 'proxy-marker-')), 'marker.mjs');
-  writeFileSync(marker, `process.stderr.write(${JSON.stringify(JS_START)});\n`);
+  preload = join(mkdtempSync(join(tmpdir(), 'proxy-preload-')), 'signal-after-start.mjs');
+  writeFileSync(preload, PRELOAD);
   backend = await startBackend((_req, res) => res.end('served'));
 });
 after(async () => {
@@ -33,17 +53,9 @@ after(async () => {
   removeBuild();
 });
 
-/** Starts the CLI and sends `signal` `delayMs` after its first line of JavaScript. */
-async function signalAfterStart(configFile: string, signal: NodeJS.Signals, delayMs: number): Promise<CliProcess> {
-  let isSent = false;
-  let cli: CliProcess | undefined;
-  const sendOnce = (stderr: string): void => {
-    if (isSent || !stderr.includes(JS_START)) return;
-    isSent = true;
-    setTimeout(() => cli?.child.kill(signal), delayMs);
-  };
-  cli = await spawnCli(configFile, ['--import', marker], sendOnce);
-  return cli;
+/** Starts the CLI with the preload that sends `signal` `delayMs` into its start-up. */
+function signalAfterStart(configFile: string, signal: NodeJS.Signals, delayMs: number): Promise<CliProcess> {
+  return spawnCli(configFile, ['--import', preload], { TEST_START_SIGNAL: signal, TEST_START_SIGNAL_AFTER_MS: String(delayMs) });
 }
 
 const singleConfig = (): string =>

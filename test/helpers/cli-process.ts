@@ -73,14 +73,13 @@ export interface CliProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `node [nodeArgs] main.js --config FILE`; `onStderr` sees every chunk as it comes. */
-export async function spawnCli(configFile: string, nodeArgs: readonly string[] = [], onStderr?: (text: string) => void): Promise<CliProcess> {
+/** Starts `node [nodeArgs] main.js --config FILE`, with `env` added to this process's environment. */
+export async function spawnCli(configFile: string, nodeArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}): Promise<CliProcess> {
   const mainJs = await buildCli();
-  const child = spawn(process.execPath, [...nodeArgs, mainJs, '--config', configFile], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, mainJs, '--config', configFile], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
-    onStderr?.(stderr);
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   return {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Entry point: `node dist/main.js …` (SPEC 2). Everything lives in src/cli/main-cli.ts; this file
- * only sets the exit code, so the process ends on its own once servers and timers are closed.
+ * holds the lifecycle signals first (src/cli/process-signals.ts), loads the rest, and sets the exit
+ * code, so the process ends on its own once servers and timers are closed.
  */
 import { ProcessSignals } from './cli/process-signals.js';
 

@@ -5,74 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HealthCheckConfig, UpstreamConfig } from '../../src/config/config.js';
-import { HealthChecker, type Timers } from '../../src/health/health-checker.js';
-import type { ProbeOptions, ProbeResult } from '../../src/health/probe.js';
+import type { HealthCheckConfig } from '../../src/config/config.js';
+import { HealthChecker } from '../../src/health/health-checker.js';
+import type { ProbeResult } from '../../src/health/probe.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
 import { healthConfig, makeUpstream, routeConfig } from '../upstream/upstream-fixtures.js';
-
-/** Timers driven by `advance(ms)`; handles record whether `unref()` was called. */
-class FakeTimers implements Timers {
-  nowMs = 0;
-  #nextId = 1;
-  readonly pending = new Map<number, { atMs: number; callback: () => void; isUnrefed: boolean }>();
-  readonly handles: { id: number; isUnrefed: () => boolean }[] = [];
-
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.#nextId++;
-    const entry = { atMs: this.nowMs + ms, callback, isUnrefed: false };
-    this.pending.set(id, entry);
-    const handle = { id, unref: () => void (entry.isUnrefed = true), isUnrefed: () => entry.isUnrefed };
-    this.handles.push(handle);
-    return handle;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.pending.delete((handle as { id: number }).id);
-  }
-
-  /** Moves the clock forward, running due timers in time order. */
-  advance(ms: number): void {
-    const endMs = this.nowMs + ms;
-    for (;;) {
-      const due = [...this.pending.entries()].filter(([, t]) => t.atMs <= endMs).sort((x, y) => x[1].atMs - y[1].atMs)[0];
-      if (due === undefined) break;
-      this.pending.delete(due[0]);
-      this.nowMs = due[1].atMs;
-      due[1].callback();
-    }
-    this.nowMs = endMs;
-  }
-}
-
-/** A probe whose results the test hands out one by one. */
-class FakeProbe {
-  readonly calls: { upstream: UpstreamConfig; check: HealthCheckConfig; options: ProbeOptions; resolve: (r: ProbeResult) => void }[] = [];
-
-  readonly probe = (upstream: UpstreamConfig, check: HealthCheckConfig, options: ProbeOptions): Promise<ProbeResult> =>
-    new Promise((resolve) => this.calls.push({ upstream, check, options, resolve }));
-
-  callsFor(port: number): number {
-    return this.calls.filter((c) => c.upstream.port === port).length;
-  }
-
-  /** Resolves the oldest unresolved call for `port`. */
-  answer(port: number, result: ProbeResult): void {
-    const call = this.calls.find((c) => c.upstream.port === port && !this.#answered.has(c));
-    assert.ok(call, `no probe in flight for port ${port}`);
-    this.#answered.add(call);
-    call.resolve(result);
-  }
-  readonly #answered = new Set<object>();
-}
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-const OK: ProbeResult = { ok: true, status: 200, latencyMs: 3 };
-const REFUSED: ProbeResult = { ok: false, latencyMs: 1, error: 'connect ECONNREFUSED' };
+import { FakeProbe, FakeTimers, flush, OK, REFUSED } from '../helpers/health-fakes.js';
 
 function setup(health: Partial<HealthCheckConfig> = {}, ports = [9001]) {
   const timers = new FakeTimers();
-  const fake = new FakeProbe();
+  const fake = new FakeProbe(timers.now);
   const lines: string[] = [];
   const upstreams = ports.map((port) => makeUpstream(port, { weight: 5 }));
   const route = routeConfig({ health: healthConfig({ intervalMs: 1000, timeoutMs: 500, ...health }) });
@@ -80,7 +22,7 @@ function setup(health: Partial<HealthCheckConfig> = {}, ports = [9001]) {
     routes: [{ route, upstreams }],
     probe: fake.probe,
     timers,
-    now: () => timers.nowMs,
+    now: timers.now,
     log: (line) => lines.push(line),
   });
   return { timers, fake, lines, upstreams, route, checker };
@@ -244,22 +186,23 @@ describe('HealthChecker', () => {
     checker.stop();
   });
 
-  it('addUpstream while running probes at once; removeUpstream stops its timer and probe', async () => {
+  it('update() while running probes an added upstream at once; dropping it stops its timer and probe', async () => {
     const t = setup();
     t.checker.start();
     const b = makeUpstream(9002);
-    t.checker.addUpstream(t.route, b);
+    t.checker.update([{ route: t.route, upstreams: [...t.upstreams, b] }]);
     assert.equal(t.fake.callsFor(9002), 1, `got ${t.fake.callsFor(9002)} probes of the added upstream, want 1`);
+    assert.equal(t.fake.callsFor(9001), 1, `got ${t.fake.callsFor(9001)} probes of the one already watched, want still 1`);
     assert.deepEqual(t.checker.upstreams, [...t.upstreams, b]);
-    const signal = t.fake.calls.find((c) => c.upstream.port === 9002)!.options.signal!;
-    assert.equal(t.checker.removeUpstream(b), true);
+    const signal = t.fake.lastFor(9002).options.signal!;
+    t.checker.update([{ route: t.route, upstreams: t.upstreams }]);
     assert.equal(signal.aborted, true, 'got the removed upstream probe not aborted');
     t.fake.answer(9002, REFUSED);
     await flush();
     t.timers.advance(5000);
     assert.equal(t.fake.callsFor(9002), 1, `got ${t.fake.callsFor(9002)} probes after removal, want 1`);
     assert.equal(b.lastProbe, undefined, 'got a result applied to a removed upstream');
-    assert.equal(t.checker.removeUpstream(b), false, 'got true removing twice');
+    assert.deepEqual(t.checker.upstreams, t.upstreams);
     t.checker.stop();
   });
 

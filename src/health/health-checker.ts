@@ -172,8 +172,9 @@ export class HealthChecker {
     } else if (before.intervalMs !== after.intervalMs && this.#isRunning) {
       this.#timers.clearTimeout(watch.timer);
       const dueInMs = watch.tickedAtMs + after.intervalMs - this.#now();
-      // Clamped, so a clock that jumped can neither fire it early in a loop nor hold it past one interval.
-      this.#arm(watch, Math.min(after.intervalMs, Math.max(0, dueInMs)));
+      // At most one new interval away, even if the clock jumped back.
+      if (dueInMs <= 0) this.#tick(watch);
+      else this.#arm(watch, Math.min(after.intervalMs, dueInMs));
     }
   }
 

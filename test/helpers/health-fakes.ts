@@ -83,6 +83,11 @@ export class FakeProbe {
     return call;
   }
 
+  /** True when a call for `port` has not been answered by the test yet. */
+  hasUnanswered(port: number): boolean {
+    return this.calls.some((c) => c.upstream.port === port && !this.#answered.has(c));
+  }
+
   /** Resolves the oldest unresolved call for `port` (an aborted one too: its late result). */
   answer(port: number, result: ProbeResult): void {
     const call = this.calls.find((c) => c.upstream.port === port && !this.#answered.has(c));

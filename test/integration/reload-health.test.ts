@@ -175,8 +175,8 @@ async function reloadStorm(t: TestContext, workers: 1 | 2): Promise<void> {
     const expected = windowMs / INTERVAL_MS;
     for (const [i, count] of probes.entries()) {
       assert.ok(
-        count >= expected - 2 && count <= expected + 1,
-        `got ${count} probes of upstream ${i + 1} in ${windowMs} ms with ${reloadCount} reloads, want ${expected} (one per ${INTERVAL_MS} ms) ± 1, or 2 fewer on a busy machine`,
+        count >= expected - 3 && count <= expected + 1,
+        `got ${count} probes of upstream ${i + 1} in ${windowMs} ms with ${reloadCount} reloads, want ${expected} (one per ${INTERVAL_MS} ms) ± 1, or up to 3 fewer when a busy machine delays the timers`,
       );
     }
   } finally {

@@ -1,7 +1,8 @@
 /**
  * The health-check scheduler with fake timers and a fake probe: first probe at start, fixed interval,
  * no overlapping probes, unref'd timers, clean stop, transition logs fired once with their exact
- * text, and a successful probe restoring effective weight (SPEC 4). No test sleeps for a timer.
+ * text, a successful probe restoring effective weight (SPEC 4), and `update()` across a reload
+ * keeping streaks, probe times and probes in flight (issue 11 item 7). No test sleeps for a timer.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

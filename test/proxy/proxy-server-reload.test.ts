@@ -43,7 +43,7 @@ function checkedProxy(ini: string) {
   return { proxy, timers, fake, lines, reload: (text: string) => proxy.reload(parseConfig(text, 'env.ini')) };
 }
 
-test('SIGHUP reload keeps an unchanged upstream\'s probe in flight, streak and schedule: fall=3, two failures, reload, one failure → DOWN', async () => {
+test('reload keeps an unchanged upstream\'s probe in flight, streak and schedule: fall=3, two failures, reload, one failure → DOWN', async () => {
   const t = checkedProxy(checked(9001, 9002));
   const a = t.proxy.routes[0]!.upstreams[0]!;
   for (const atMs of [0, 1000]) {

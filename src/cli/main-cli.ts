@@ -62,7 +62,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await waitForShutdown(admin === undefined ? [running] : [running, admin], log);
       }
       case 'demo':
-        return await runDemo(command.configFile, command.user, log);
+        return await runDemo(command.configFile, command.user, command.listen, log);
       case 'simulate': {
         const config = loadConfigFile(command.configFile);
         printOutput(

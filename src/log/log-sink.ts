@@ -78,6 +78,17 @@ export class StreamSink implements LogSink {
     return true;
   }
 
+  /**
+   * Writes a command's output (`--check`'s summary, `simulate`): like `write`, but never dropped for
+   * a slow reader — a command that prints and exits waits for its reader; only a failed destination
+   * drops it. Returns false when dropped.
+   */
+  print(text: string): boolean {
+    if (this.#failure !== undefined) return false;
+    this.#stream.write(text);
+    return true;
+  }
+
   #fail(error: NodeJS.ErrnoException): void {
     if (this.#failure !== undefined) return;
     this.#failure = error.code ?? error.message;

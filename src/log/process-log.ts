@@ -44,11 +44,12 @@ export function logLine(line: string): void {
 }
 
 /**
- * Writes a command's printed result (`--help`, `--check`'s summary, `simulate`) to stdout. When the
- * reader went away (`| head -1`) the rest is dropped: the command still exits with its own code.
+ * Writes a command's printed result (`--help`, `--check`'s summary, `simulate`) to stdout, however
+ * slowly its reader takes it. When the reader went away (`| head -1`) the rest is dropped: the
+ * command still exits with its own code.
  */
 export function printOutput(text: string): void {
-  stdoutSink().write(text);
+  stdoutSink().print(text);
 }
 
 /**

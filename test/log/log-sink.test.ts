@@ -51,6 +51,14 @@ test('StreamSink: a reader that falls behind by more than MAX_BACKLOG_BYTES gets
   assert.deepEqual(warnings.slice(1), ['stdout: the reader caught up; 2 line(s) were dropped']);
 });
 
+test('StreamSink: print (a command\'s output) is never dropped for a slow reader, only after a failure', () => {
+  const { stream } = slowStream();
+  const sink = new StreamSink('stdout', stream, (line) => assert.fail(`unexpected warning: ${line}`));
+  assert.equal(sink.print('x'.repeat(2 * MAX_BACKLOG_BYTES)), true);
+  assert.equal(sink.print('configuration file env.ini is valid\n'), true, 'got the last line of a long output dropped, want it kept');
+  assert.equal(stream.writableLength, 2 * MAX_BACKLOG_BYTES + 36);
+});
+
 test('StreamSink: after EPIPE nothing throws, every later line is dropped, and one warning is given', () => {
   const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const warnings: string[] = [];

@@ -1,7 +1,8 @@
 /**
  * The IPC messages between the cluster primary and its workers (node:cluster, with the `advanced`
  * serialization, i.e. the structured clone algorithm, so a Config with its RegExps and byte arrays
- * travels as it is). Primary → worker: upstream state, a reloaded config, a report request, shutdown.
+ * travels as it is). Primary → worker: upstream state, a reloaded config, a report request, shutdown,
+ * reopen the log files.
  * Worker → primary: its report.
  */
 import type { Config, UpstreamConfig } from '../config/config.js';
@@ -39,6 +40,11 @@ export interface ShutdownMessage {
   readonly type: 'shutdown';
 }
 
+/** Primary → workers: SIGUSR1 on the primary; reopen your log files (log rotation, nginx's USR1). */
+export interface ReopenLogsMessage {
+  readonly type: 'reopen-logs';
+}
+
 /** Worker → primary: the answer to a report request. */
 export interface ReportMessage {
   readonly type: 'report';
@@ -46,7 +52,7 @@ export interface ReportMessage {
   readonly report: WorkerReport;
 }
 
-export type PrimaryMessage = UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage;
+export type PrimaryMessage = UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage | ReopenLogsMessage;
 export type WorkerMessage = ReportMessage;
 
 /** True for an object with a string `type` (anything else on the channel is ignored). */

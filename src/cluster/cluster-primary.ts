@@ -10,7 +10,8 @@
  * - reload: SIGHUP re-reads the file here; a broken file is rejected with its place and nothing
  *   changes; a valid one is applied to the model and sent to every worker;
  * - the admin listener, which asks every worker for its counters and answers with the totals;
- * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them, then exits 0.
+ * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them, then exits 0;
+ * - log rotation: SIGUSR1 tells every worker to reopen its log files.
  *
  * What is per worker (as nginx without a `zone` shared-memory block): each worker has its own
  * Upstream objects, so active requests, effective weight, passive failure counts and ejections,
@@ -149,6 +150,14 @@ export async function runClusterPrimary(configFile: string, config: Config, work
     (line) => log(line.startsWith('reloaded ') ? `${line} (in ${workers.size} workers)` : line),
   );
 
+  // SIGUSR1 (log rotation): src/main.ts's listener reopens this process's own files; every worker
+  // is told to reopen its own.
+  const onReopenSignal = (): void => {
+    log(`SIGUSR1: telling ${workers.size} worker(s) to reopen their log files`);
+    broadcast({ type: 'reopen-logs' });
+  };
+  process.on('SIGUSR1', onReopenSignal);
+
   return await new Promise<number>((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {
       if (isStopping) {
@@ -179,6 +188,7 @@ export async function runClusterPrimary(configFile: string, config: Config, work
         clearTimeout(deadline);
         clearInterval(pushTimer);
         stopReloading();
+        process.off('SIGUSR1', onReopenSignal);
         registry.close();
         await admin?.close();
         await model.close(0);

@@ -3,7 +3,8 @@
  * socket, without health checks of its own; the primary probes and pushes the results here
  * (`UpstreamStateMessage`), with draining and registry changes. It answers report requests with its
  * counters, applies reloaded configs the primary sends, and drains on `shutdown`, SIGTERM/SIGINT or
- * when the primary goes away. SIGHUP is ignored: the primary reloads and tells the workers.
+ * when the primary goes away. SIGHUP is ignored: the primary reloads and tells the workers. SIGUSR1
+ * (src/main.ts) and the primary's `reopen-logs` message both reopen the worker's log files.
  */
 import cluster from 'node:cluster';
 import type { Config } from '../config/config.js';
@@ -11,6 +12,7 @@ import { ProxyServer } from '../proxy/proxy-server.js';
 import { keepYoungGenerationSmall } from '../cli/young-generation.js';
 import { MetricsCollector } from '../admin/metrics-collector.js';
 import { collectWorkerReport } from '../admin/status-snapshot.js';
+import { reopenLogFiles } from '../log/process-log.js';
 import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage } from './cluster-messages.js';
 
 /** Runs one worker until it is told to stop; resolves with the exit code. */
@@ -52,6 +54,9 @@ export async function runClusterWorker(config: Config, log: (line: string) => vo
         }
         case 'shutdown':
           stop('shutdown requested by the primary');
+          break;
+        case 'reopen-logs':
+          reopenLogFiles(`worker ${process.pid}`);
           break;
       }
     };

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
+import { logLine } from '../log/process-log.js';
 import { Upstream } from '../upstream/upstream.js';
 import { rawErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
@@ -85,7 +86,7 @@ export class ProxyServer {
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#config = config;
-    this.#deps = { now: () => performance.now(), random: Math.random, log: (line) => process.stderr.write(`${line}\n`), ...options.deps };
+    this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
     this.#routes = config.routes.map((routeConfig) => new Route(routeConfig, this.#deps));
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;

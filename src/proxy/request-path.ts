@@ -26,6 +26,7 @@ import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { AccessLog, AttemptLog } from './access-log.js';
+import { logLine } from '../log/process-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
 import { findRequestProblem, requestTarget } from './request-checks.js';
@@ -84,7 +85,7 @@ export function handleRequest(context: ProxyContext, clientReq: ClientRequest, c
     bytesSent: 0,
   };
   proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
-    process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
+    logLine(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}`);
     if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     else clientRes.destroy();
   });
@@ -328,7 +329,7 @@ function relayResponse(
     attemptLog.error = error instanceof RequestError ? error.code : 'PRX_BAD_RESPONSE_HEADER';
     if (!(error instanceof RequestError)) {
       // node refused a header it would have to send (it validates every name and value)
-      process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}\n`);
+      logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}`);
     }
     exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
   };

@@ -1,0 +1,184 @@
+/**
+ * The request target, read two ways (issue 11: "a request is judged as the upstream will read it").
+ *
+ * Backends read a path differently: Go, Flask, Django, Rails and Express decode every escape
+ * before routing, some resolve dot segments, Tomcat and Spring cut `;` parameters, Windows-born
+ * servers and the WHATWG URL parser read `\` as `/`, others take the bytes as they are. If the
+ * proxy judged a request by one reading while the upstream used another, `/%61dmin/secret` could
+ * pass an open `/` route and be served as `/admin/secret`. So every path is read two ways, and the
+ * router (router.ts) accepts it only when both readings select the same route:
+ *
+ * - **literally**: the bytes as they came, nothing decoded (`/%61dmin/./x` stays that);
+ * - **normalised**: RFC 3986 §6.2.2 syntax-based normalisation taken as far as any decoding
+ *   backend takes it, in this order:
+ *   1. every percent-escape decoded, as UTF-8 (§6.2.2.2 decodes only unreserved characters; we
+ *      decode all of them, `%2F` and `%5C` included, because decoding backends do);
+ *   2. `\` read as `/`;
+ *   3. path parameters removed: `;` to the end of its segment, as Tomcat, Jetty and Spring do
+ *      (`/admin;x/secret` is `/admin/secret` to them, and `..;` is `..`). nginx keeps them; here
+ *      they only make the two readings differ, so `/admin;x/secret` next to an `/admin` route is a
+ *      400 instead of a way around it;
+ *   4. repeated slashes merged (`//` as `/`: nginx's `merge_slashes`, Go's `path.Clean`);
+ *   5. dot segments removed with RFC 3986 §5.2.4 `remove_dot_segments` (§6.2.2.3): `/a/./b/../c`
+ *      → `/a/c`, `/../x` → `/x`, `/a/..` → `/`; `%2e` counts as `.` since it was decoded in step 1.
+ *
+ * Refused before either reading (→ 400), because no reading of them is safe:
+ * - a raw `#` anywhere in the target (a fragment is never sent, RFC 9112 §3.2; a backend that
+ *   parses URLs would cut `/admin#/../x` at the `#`);
+ * - in the path, a byte outside visible ASCII (controls, space, DEL, raw non-ASCII: node's parser
+ *   refuses most of these first);
+ * - in the path, a bad escape: `%zz`, `%0`, a `%` at the end;
+ * - in the path, an escape of a control byte (`%00`…`%1F`, `%7F`): C-based backends stop at `%00`;
+ * - in the path, escapes that do not decode as UTF-8 (overlong `%C0%AE`, which some old decoders
+ *   read as `.`, or lone `%E9`): backends disagree on what they mean.
+ * The query is not decoded or judged (beyond `#` and non-visible bytes): it goes upstream byte for
+ * byte.
+ */
+import type { ClientRequest } from '../http/client-exchange.js';
+import { parseHostName } from './authority.js';
+import type { RequestProblem } from './request-checks.js';
+
+/** One path, read two ways. When nothing in it needs normalising, both are the same string. */
+export interface PathReadings {
+  /** The path as received, e.g. `/a/%2e%2e/b;x`. */
+  readonly literal: string;
+  /** Decoded, `\` as `/`, `;` parameters cut, slashes merged, dot segments removed: `/b`. */
+  readonly normalized: string;
+}
+
+/** Where a request is going, once its target and authority passed the checks. */
+export interface RequestTarget {
+  /**
+   * The host name routes are matched against (authority.ts: lower-cased, no port, no trailing dot):
+   * from an absolute-form target's authority, else from the Host header; undefined without either
+   * (HTTP/1.0).
+   */
+  readonly hostName: string | undefined;
+  /** The authority of an absolute-form target as sent, which replaces the Host header upstream (RFC 9112 §3.2.2). */
+  readonly targetHost: string | undefined;
+  /** The path (origin form, without the query), both readings. */
+  readonly path: PathReadings;
+  /** `?` and the query, byte for byte, or `''`. */
+  readonly query: string;
+}
+
+const SLASH = 0x2f;
+const BACKSLASH = 0x5c;
+const SEMICOLON = 0x3b;
+const DOT = 0x2e;
+const PERCENT = 0x25;
+const HASH = 0x23;
+
+/** `http://` or `https://`, the authority, then the rest (RFC 9112 §3.2.2 absolute-form). */
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)(.*)$/is;
+/** What a query may not hold: a raw `#`, or a byte outside visible ASCII. */
+const BAD_QUERY_BYTE = /[^\x21-\x7e]|#/;
+
+const BAD_FORM: RequestProblem = { status: 400, text: 'bad request: the request target must be a path (/…) or an http(s) URL' };
+const BAD_HOST: RequestProblem = { status: 400, text: 'bad request: invalid Host header' };
+const BAD_AUTHORITY: RequestProblem = { status: 400, text: 'bad request: invalid authority in the request target' };
+const BAD_QUERY: RequestProblem = { status: 400, text: "bad request: a '#' or a byte outside visible ASCII in the query" };
+
+/**
+ * Reads the target and authority of `clientReq`: origin form (`/a?q`, host from the Host header) or
+ * absolute form (`http://h:1/a?q`, host from the target; the Host header must still be valid).
+ * Anything else (`*`, `ftp://…`, `a/b`) is refused, as nginx refuses it.
+ *
+ * @returns the target, or the 400 problem: a bad target form, Host header, authority, path
+ *   ({@link readPath}) or query
+ */
+export function readRequestTarget(clientReq: ClientRequest): RequestTarget | RequestProblem {
+  const url = clientReq.url ?? '/';
+  const hostHeader = clientReq.headers.host;
+  const headerHostName = hostHeader === undefined ? undefined : parseHostName(hostHeader);
+  if (hostHeader !== undefined && headerHostName === undefined) return BAD_HOST;
+  let hostName = headerHostName;
+  let targetHost: string | undefined;
+  let originForm = url;
+  if (url.charCodeAt(0) !== SLASH) {
+    const absolute = ABSOLUTE_FORM.exec(url);
+    if (absolute === null) return BAD_FORM;
+    targetHost = absolute[1]!;
+    hostName = parseHostName(targetHost);
+    if (hostName === undefined) return BAD_AUTHORITY;
+    const rest = absolute[2]!;
+    originForm = rest === '' || rest.charCodeAt(0) === 0x3f /* ? */ ? `/${rest}` : rest;
+  }
+  const queryAt = originForm.indexOf('?');
+  const query = queryAt < 0 ? '' : originForm.slice(queryAt);
+  if (BAD_QUERY_BYTE.test(query)) return BAD_QUERY;
+  const path = readPath(queryAt < 0 ? originForm : originForm.slice(0, queryAt));
+  if ('status' in path) return path;
+  return { hostName, targetHost, path, query };
+}
+
+/**
+ * Both readings of one path (see the file comment for the steps and the refusals).
+ *
+ * @param literal the path of an origin-form target, without the query: starts with `/`
+ * @returns the two readings, or the 400 problem that names what is wrong
+ */
+export function readPath(literal: string): PathReadings | RequestProblem {
+  if (literal.charCodeAt(0) !== SLASH) return BAD_FORM;
+  let needsNormalising = false;
+  for (let i = 0; i < literal.length; i++) {
+    const c = literal.charCodeAt(i);
+    if (c === PERCENT) {
+      const byte = (hexDigit(literal.charCodeAt(i + 1)) << 4) | hexDigit(literal.charCodeAt(i + 2));
+      if (byte < 0) return problem(`bad percent-escape '${literal.slice(i, i + 3)}' in the path`);
+      if (byte < 0x20 || byte === 0x7f) return problem(`an escaped control byte '${literal.slice(i, i + 3)}' in the path`);
+      needsNormalising = true;
+      i += 2;
+    } else if (c === HASH) {
+      return problem("a '#' in the request target");
+    } else if (c < 0x21 || c > 0x7e) {
+      return problem('a byte outside visible ASCII in the path');
+    } else if (c === BACKSLASH || c === SEMICOLON || (c === SLASH && (literal.charCodeAt(i + 1) === SLASH || literal.charCodeAt(i + 1) === DOT))) {
+      needsNormalising = true;
+    }
+  }
+  if (!needsNormalising) return { literal, normalized: literal };
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(literal);
+  } catch {
+    return problem('percent-escapes that are not UTF-8 in the path');
+  }
+  return { literal, normalized: normalizeSegments(decoded.replaceAll('\\', '/')) };
+}
+
+/**
+ * Steps 3–5 on a decoded path that starts with `/`: `;` parameters cut from each segment, empty
+ * segments dropped (merged slashes), then RFC 3986 §5.2.4 remove_dot_segments — done in one pass
+ * over the segments, which gives the same result as merging first. A trailing `/`, `/.` or `/..`
+ * leaves a trailing slash, as §5.2.4 does: `/a/b/..` → `/a/`.
+ */
+function normalizeSegments(path: string): string {
+  const segments = path.split('/');
+  const output: string[] = [];
+  for (let i = 1; i < segments.length; i++) {
+    const raw = segments[i]!;
+    const parameters = raw.indexOf(';');
+    const segment = parameters < 0 ? raw : raw.slice(0, parameters);
+    const isLast = i === segments.length - 1;
+    if (segment === '..') output.pop();
+    if (segment === '..' || segment === '.' || segment === '') {
+      if (isLast) output.push('');
+    } else {
+      output.push(segment);
+    }
+  }
+  return `/${output.join('/')}`;
+}
+
+/** 0..15 for an ASCII hex digit, else a large negative number (so that `hi << 4 | lo` stays negative). */
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;
+  return -0x1000;
+}
+
+function problem(reason: string): RequestProblem {
+  return { status: 400, text: `bad request: ${reason}` };
+}

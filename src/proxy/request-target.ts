@@ -2,27 +2,33 @@
  * The request target, read two ways (issue 11: "a request is judged as the upstream will read it").
  *
  * Backends read a path differently: Go, Flask, Django, Rails and Express decode every escape
- * before routing, some resolve dot segments, Tomcat and Spring cut `;` parameters, Windows-born
- * servers and the WHATWG URL parser read `\` as `/`, others take the bytes as they are. If the
- * proxy judged a request by one reading while the upstream used another, `/%61dmin/secret` could
- * pass an open `/` route and be served as `/admin/secret`. So every path is read two ways, and the
- * router (router.ts) accepts it only when both readings select the same route:
+ * before routing, most resolve dot segments, Tomcat and Spring cut `;` parameters, IIS and the
+ * WHATWG URL parser read `\` as `/`, others take the bytes as they are. If the proxy judged a
+ * request by one reading while the upstream used another, `/%61dmin/secret` could pass an open `/`
+ * route and be served as `/admin/secret`. So every path is read two ways, and the router
+ * (router.ts) accepts it only when every reading selects the same route:
  *
  * - **literally**: the bytes as they came, nothing decoded (`/%61dmin/./x` stays that);
- * - **normalised**: RFC 3986 §6.2.2 syntax-based normalisation taken as far as any decoding
- *   backend takes it, in this order:
- *   1. every percent-escape decoded, as UTF-8 (§6.2.2.2 decodes only unreserved characters; we
- *      decode all of them, `%2F` and `%5C` included, because decoding backends do);
+ * - **normalised**: RFC 3986 §6.2.2 syntax-based normalisation taken as far as decoding backends
+ *   take it, in this order:
+ *   1. every percent-escape decoded, as UTF-8 (§6.2.2.2 decodes only unreserved characters;
+ *      decoding backends decode all of them, `%2F` and `%5C` included);
  *   2. `\` read as `/`;
- *   3. path parameters removed: `;` to the end of its segment, as Tomcat, Jetty and Spring do
- *      (`/admin;x/secret` is `/admin/secret` to them, and `..;` is `..`). nginx keeps them; here
- *      they only make the two readings differ, so `/admin;x/secret` next to an `/admin` route is a
- *      400 instead of a way around it;
- *   4. repeated slashes merged (`//` as `/`: nginx's `merge_slashes`, Go's `path.Clean`);
- *   5. dot segments removed with RFC 3986 §5.2.4 `remove_dot_segments` (§6.2.2.3): `/a/./b/../c`
+ *   3. repeated slashes merged (`//` as `/`: nginx's `merge_slashes`);
+ *   4. dot segments removed with RFC 3986 §5.2.4 `remove_dot_segments` (§6.2.2.3): `/a/./b/../c`
  *      → `/a/c`, `/../x` → `/x`, `/a/..` → `/`; `%2e` counts as `.` since it was decoded in step 1.
  *
- * Refused before either reading (→ 400), because no reading of them is safe:
+ * Backends stop at different steps, and the steps do not commute (`/x//../admin` is `/admin`
+ * after merging, `/x/admin` without), so the normalised reading is taken in each of the ways
+ * common backends take it ({@link NORMALISATIONS}: the full one above; decoding without `\` or
+ * merging, as RFC 3986 resolution; Go's `path.Clean`; Tomcat's, which first cuts `;` parameters
+ * so that `/admin;x/secret` is `/admin/secret` and `..;` is `..`; and the WHATWG URL parser's,
+ * which decodes nothing but `%2e` in dot segments). They are all "the normalised reading": the
+ * router requires each of them to select the route the literal reading selects. nginx keeps `;`
+ * parameters as part of a segment; here they only add a reading, so `/admin;x/secret` next to an
+ * `/admin` route is a 400 rather than a way around it.
+ *
+ * Refused before any reading (→ 400), because no reading of them is safe:
  * - a raw `#` anywhere in the target (a fragment is never sent, RFC 9112 §3.2; a backend that
  *   parses URLs would cut `/admin#/../x` at the `#`);
  * - in the path, a byte outside visible ASCII (controls, space, DEL, raw non-ASCII: node's parser
@@ -30,7 +36,7 @@
  * - in the path, a bad escape: `%zz`, `%0`, a `%` at the end;
  * - in the path, an escape of a control byte (`%00`…`%1F`, `%7F`): C-based backends stop at `%00`;
  * - in the path, escapes that do not decode as UTF-8 (overlong `%C0%AE`, which some old decoders
- *   read as `.`, or lone `%E9`): backends disagree on what they mean.
+ *   read as `.`, or a lone `%E9`): backends disagree on what they mean.
  * The query is not decoded or judged (beyond `#` and non-visible bytes): it goes upstream byte for
  * byte.
  */
@@ -38,13 +44,39 @@ import type { ClientRequest } from '../http/client-exchange.js';
 import { parseHostName } from './authority.js';
 import type { RequestProblem } from './request-checks.js';
 
-/** One path, read two ways. When nothing in it needs normalising, both are the same string. */
+/** One path, read two ways. When nothing in it needs normalising, every reading is the same string. */
 export interface PathReadings {
-  /** The path as received, e.g. `/a/%2e%2e/b;x`. */
+  /** The path as received, e.g. `/a/%2e%2e/b;x/..;/c`. */
   readonly literal: string;
-  /** Decoded, `\` as `/`, `;` parameters cut, slashes merged, dot segments removed: `/b`. */
-  readonly normalized: string;
+  /**
+   * The normalised reading, once per entry of {@link NORMALISATIONS} and in that order: for the
+   * example, `/b;x/c` (full), …, `/c` (Tomcat's). The first is the full normalisation.
+   */
+  readonly normalized: readonly string[];
 }
+
+/** How far one kind of backend normalises a path (the steps of the file comment). */
+export interface Normalisation {
+  /** Who reads paths this way. */
+  readonly readers: string;
+  /** Step 1: `all` escapes, or only `%2e` in a dot segment (`%2e`, `.%2e`, `%2e%2e`, any case). */
+  readonly decodes: 'all' | 'dot-segments';
+  /** Step 2. */
+  readonly isBackslashSlash: boolean;
+  /** Step 3. */
+  readonly mergesSlashes: boolean;
+  /** Before step 1: `;` to the end of its segment removed. */
+  readonly cutsParameters: boolean;
+}
+
+/** The normalisations every path is read with (step 4, dot segments, is in all of them). */
+export const NORMALISATIONS: readonly Normalisation[] = [
+  { readers: 'the full normalisation (nginx with merge_slashes, IIS)', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: false },
+  { readers: 'RFC 3986 resolution of a decoded path (Express, Flask, Django, Rails)', decodes: 'all', isBackslashSlash: false, mergesSlashes: false, cutsParameters: false },
+  { readers: "Go's path.Clean (net/http ServeMux)", decodes: 'all', isBackslashSlash: false, mergesSlashes: true, cutsParameters: false },
+  { readers: 'Tomcat, Jetty, Spring', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: true },
+  { readers: 'the WHATWG URL parser (Node, undici, browsers)', decodes: 'dot-segments', isBackslashSlash: true, mergesSlashes: false, cutsParameters: false },
+];
 
 /** Where a request is going, once its target and authority passed the checks. */
 export interface RequestTarget {
@@ -137,35 +169,48 @@ export function readPath(literal: string): PathReadings | RequestProblem {
       needsNormalising = true;
     }
   }
-  if (!needsNormalising) return { literal, normalized: literal };
-  let decoded: string;
+  if (!needsNormalising) return { literal, normalized: NORMALISATIONS.map(() => literal) };
+  // All escapes are well-formed now; whether they are UTF-8 is known after one decode. Cutting
+  // `;…` up to the next raw `/` removes whole escapes (`;` is not a hex digit), never part of a
+  // sequence the whole path decoded without, so no later decode can fail.
   try {
-    decoded = decodeURIComponent(literal);
+    decodeURIComponent(literal);
   } catch {
     return problem('percent-escapes that are not UTF-8 in the path');
   }
-  return { literal, normalized: normalizeSegments(decoded.replaceAll('\\', '/')) };
+  return { literal, normalized: NORMALISATIONS.map((normalisation) => normalize(literal, normalisation)) };
+}
+
+/** The path after the steps `normalisation` takes (its escapes are well-formed UTF-8). */
+function normalize(path: string, normalisation: Normalisation): string {
+  const cut = normalisation.cutsParameters ? path.replace(/;[^/]*/g, '') : path;
+  const decoded = normalisation.decodes === 'all' ? decodeURIComponent(cut) : cut;
+  const slashed = normalisation.isBackslashSlash ? decoded.replaceAll('\\', '/') : decoded;
+  return removeDotSegments(slashed, normalisation);
 }
 
 /**
- * Steps 3–5 on a decoded path that starts with `/`: `;` parameters cut from each segment, empty
- * segments dropped (merged slashes), then RFC 3986 §5.2.4 remove_dot_segments — done in one pass
- * over the segments, which gives the same result as merging first. A trailing `/`, `/.` or `/..`
- * leaves a trailing slash, as §5.2.4 does: `/a/b/..` → `/a/`.
+ * Steps 3 and 4 on a path that starts with `/`: empty segments dropped when `mergesSlashes`, then
+ * RFC 3986 §5.2.4 remove_dot_segments — one pass over the segments, which gives the same result as
+ * merging first. A trailing `/`, `/.` or `/..` leaves a trailing slash, as §5.2.4 does:
+ * `/a/b/..` → `/a/`. With `decodes: 'dot-segments'`, `%2e` in a segment counts as `.` (WHATWG URL
+ * Standard, "single-dot" and "double-dot URL path segment").
  */
-function normalizeSegments(path: string): string {
+function removeDotSegments(path: string, normalisation: Normalisation): string {
   const segments = path.split('/');
   const output: string[] = [];
+  const isDecodingDots = normalisation.decodes === 'dot-segments';
   for (let i = 1; i < segments.length; i++) {
     const raw = segments[i]!;
-    const parameters = raw.indexOf(';');
-    const segment = parameters < 0 ? raw : raw.slice(0, parameters);
+    const segment = isDecodingDots && raw.length <= 6 ? raw.replace(/%2e/gi, '.') : raw;
     const isLast = i === segments.length - 1;
-    if (segment === '..') output.pop();
-    if (segment === '..' || segment === '.' || segment === '') {
+    if (segment === '..') {
+      output.pop();
+      if (isLast) output.push('');
+    } else if (segment === '.' || (segment === '' && normalisation.mergesSlashes)) {
       if (isLast) output.push('');
     } else {
-      output.push(segment);
+      output.push(raw);
     }
   }
   return `/${output.join('/')}`;

@@ -8,9 +8,9 @@
  * then the longest prefix that ends on a path-segment boundary (`/a` matches `/a`, `/a/`, `/a/x`,
  * not `/ab`). Prefixes and regexes are case-sensitive unless the regex is `~*`, as nginx's.
  *
- * Every path is routed twice, once per reading (request-target.ts): the literal one against the
- * prefixes as written, the normalised one against the prefixes normalised the same way, and each
- * regex against both. The request goes on only when both select the same route; otherwise it is
+ * Every path is routed once per reading (request-target.ts): the literal one against the prefixes
+ * as written, each normalised one against the prefixes normalised the same way, and each regex
+ * against all of them. The request goes on only when they all select the same route; otherwise it is
  * ambiguous (→ 400, nothing forwarded), because a backend that decodes paths and one that reads
  * them literally would serve different routes. That is what keeps `/%61dmin`, `//admin`,
  * `/public/../admin` or `/admin/..%2F..%2Fpublic` from being judged by one route's rules and served
@@ -19,7 +19,7 @@
  */
 import type { RouteConfig } from '../config/config.js';
 import { routesInMatchingOrder } from '../config/describe-config.js';
-import { readPath, type RequestTarget } from './request-target.js';
+import { NORMALISATIONS, readPath, type RequestTarget } from './request-target.js';
 
 /** What the router decided for one request. */
 export type RouteDecision<R> =
@@ -27,7 +27,7 @@ export type RouteDecision<R> =
   | { readonly kind: 'route'; readonly route: R; readonly upstreamTarget: string }
   /** Neither reading selects a route (→ 404). */
   | { readonly kind: 'none' }
-  /** The readings select different routes, or only one selects any (→ 400). */
+  /** The readings select different routes, or not all select one (→ 400). */
   | { readonly kind: 'ambiguous' };
 
 /** Anything that carries a RouteConfig (the runtime route objects do). */
@@ -35,13 +35,13 @@ export interface Routable {
   readonly config: RouteConfig;
 }
 
-/** A route with its prefix in both readings. */
+/** A route with its prefix in every reading. */
 interface Entry<R> {
   readonly route: R;
   /** The prefix as written, for the literal reading; undefined for a regex route. */
   readonly prefix: string | undefined;
-  /** The prefix normalised like a path (`/caf%C3%A9` → `/café`), for the normalised reading. */
-  readonly normalizedPrefix: string | undefined;
+  /** The prefix in each normalised reading (`/caf%C3%A9` → `/café` where escapes are decoded), in NORMALISATIONS order. */
+  readonly normalizedPrefixes: readonly string[] | undefined;
 }
 
 const NONE = Object.freeze({ kind: 'none' as const });
@@ -50,55 +50,58 @@ const AMBIGUOUS = Object.freeze({ kind: 'ambiguous' as const });
 export class Router<R extends Routable> {
   /** Routes with a host, then host-less ones; each group regex-first (routesInMatchingOrder). */
   readonly #entries: readonly Entry<R>[];
-  /** Every prefix reads the same both ways: a path whose two readings are one string needs one lookup. */
+  /** Every prefix is the same string in every normalised reading: a path whose readings are all its literal string needs one lookup. */
   readonly #arePrefixesNormal: boolean;
 
   constructor(routes: readonly R[]) {
     const byConfig = new Map(routes.map((route) => [route.config, route]));
     this.#entries = routesInMatchingOrder(routes.map((route) => route.config)).map((config) => {
       const prefix = config.path.kind === 'prefix' ? config.path.prefix : undefined;
-      return { route: byConfig.get(config)!, prefix, normalizedPrefix: prefix === undefined ? undefined : normalizePrefix(prefix) };
+      return { route: byConfig.get(config)!, prefix, normalizedPrefixes: prefix === undefined ? undefined : normalizePrefix(prefix) };
     });
-    this.#arePrefixesNormal = this.#entries.every((entry) => entry.prefix === entry.normalizedPrefix);
+    this.#arePrefixesNormal = this.#entries.every((entry) => entry.normalizedPrefixes?.every((normalized) => normalized === entry.prefix) ?? true);
   }
 
   /**
    * The route for a request whose target passed request-target.ts.
-   * @param target its host name (undefined: HTTP/1.0 without Host), both readings of its path, its query
+   * @param target its host name (undefined: HTTP/1.0 without Host), every reading of its path, its query
    * @returns the route and the upstream target; `none` (→ 404); or `ambiguous` (→ 400)
    */
   match(target: Pick<RequestTarget, 'hostName' | 'path' | 'query'>): RouteDecision<R> {
     const { literal, normalized } = target.path;
-    const literalRoute = findRoute(this.#entries, literal, target.hostName, false);
-    const isOneReading = literal === normalized && this.#arePrefixesNormal;
-    const normalizedRoute = isOneReading ? literalRoute : findRoute(this.#entries, normalized, target.hostName, true);
-    if (literalRoute !== normalizedRoute) return AMBIGUOUS;
-    if (literalRoute === undefined) return NONE;
-    return { kind: 'route', route: literalRoute, upstreamTarget: rewritePath(literalRoute.config, literal) + target.query };
+    const route = findRoute(this.#entries, literal, target.hostName, undefined);
+    for (let reading = 0; reading < normalized.length; reading++) {
+      const path = normalized[reading]!;
+      if (path === literal && this.#arePrefixesNormal) continue; // the same string against the same prefixes
+      if (findRoute(this.#entries, path, target.hostName, reading) !== route) return AMBIGUOUS;
+    }
+    if (route === undefined) return NONE;
+    return { kind: 'route', route, upstreamTarget: rewritePath(route.config, literal) + target.query };
   }
 }
 
-function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, isNormalized: boolean): R | undefined {
+/** The first route matching `path` in reading `reading` (an index into NORMALISATIONS; undefined: the literal reading). */
+function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, reading: number | undefined): R | undefined {
   for (const entry of entries) {
     const { host, path: matcher } = entry.route.config;
     if (host !== undefined) {
       if (hostName === undefined) continue;
       if (host.kind === 'exact' ? hostName !== host.host : !hostName.endsWith(host.suffix)) continue;
     }
-    const isMatch = matcher.kind === 'regex' ? matcher.regex.test(path) : isPrefixMatch(path, (isNormalized ? entry.normalizedPrefix : entry.prefix)!);
-    if (isMatch) return entry.route;
+    const prefix = reading === undefined ? entry.prefix : entry.normalizedPrefixes?.[reading];
+    if (prefix === undefined ? matcher.kind === 'regex' && matcher.regex.test(path) : isPrefixMatch(path, prefix)) return entry.route;
   }
   return undefined;
 }
 
 /**
- * A prefix in the normalised reading. A prefix that is not a valid path (a bad escape such as
+ * A prefix in each normalised reading. A prefix that is not a valid path (a bad escape such as
  * `/a%zz`) stays as written: only paths with that same bad escape could match it literally, and
  * request-target.ts refuses those before routing.
  */
-function normalizePrefix(prefix: string): string {
+function normalizePrefix(prefix: string): readonly string[] {
   const readings = readPath(prefix);
-  return 'status' in readings ? prefix : readings.normalized;
+  return 'status' in readings ? NORMALISATIONS.map(() => prefix) : readings.normalized;
 }
 
 /** `/a` matches `/a`, `/a/`, `/a/x`, not `/ab`; `/a/` matches `/a/x` (and `/` matches everything). */

@@ -50,7 +50,7 @@ export interface PathReadings {
   readonly literal: string;
   /**
    * The normalised reading, once per entry of {@link NORMALISATIONS} and in that order: for the
-   * example, `/b;x/c` (full), …, `/c` (Tomcat's). The first is the full normalisation.
+   * example, `/b;x/..;/c` (full), …, `/c` (Tomcat's). The first is the full normalisation.
    */
   readonly normalized: readonly string[];
 }
@@ -71,7 +71,7 @@ export interface Normalisation {
 
 /** The normalisations every path is read with (step 4, dot segments, is in all of them). */
 export const NORMALISATIONS: readonly Normalisation[] = [
-  { readers: 'the full normalisation (nginx with merge_slashes, IIS)', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: false },
+  { readers: "the full normalisation (nginx's $uri, and IIS, which also reads \\ as /)", decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: false },
   { readers: 'RFC 3986 resolution of a decoded path (Express, Flask, Django, Rails)', decodes: 'all', isBackslashSlash: false, mergesSlashes: false, cutsParameters: false },
   { readers: "Go's path.Clean (net/http ServeMux)", decodes: 'all', isBackslashSlash: false, mergesSlashes: true, cutsParameters: false },
   { readers: 'Tomcat, Jetty, Spring', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: true },
@@ -88,7 +88,7 @@ export interface RequestTarget {
   readonly hostName: string | undefined;
   /** The authority of an absolute-form target as sent, which replaces the Host header upstream (RFC 9112 §3.2.2). */
   readonly targetHost: string | undefined;
-  /** The path (origin form, without the query), both readings. */
+  /** The path (origin form, without the query), in every reading. */
   readonly path: PathReadings;
   /** `?` and the query, byte for byte, or `''`. */
   readonly query: string;

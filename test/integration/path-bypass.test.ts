@@ -154,3 +154,25 @@ describe('path bypasses through the real proxy, on every lane', () => {
     assert.ok((statuses.get(200) ?? 0) > 40 && (statuses.get(400) ?? 0) > 40, `got statuses ${JSON.stringify([...statuses])}, want many of both 200 and 400`);
   });
 });
+
+test('hash_key = uri hashes the target the upstream gets before any rewrite (origin form, as sent), and X-Proxy-Trace names the route every reading chose', async (t) => {
+  const backends = await Promise.all([startBackend(), startBackend(), startBackend()]);
+  const pass = backends.map((backend) => `pass = ${backend.url}`).join('\n');
+  const proxy = await startTestProxy(`[proxy.h]\npath = /a\n${pass}\nstrategy = consistent-hash\nhash_key = uri\ntrace = on\n`);
+  t.after(async () => {
+    await proxy.close();
+    await Promise.all(backends.map((backend) => backend.close()));
+  });
+  const upstreamOf = (): number => backends.findIndex((backend) => backend.requests.length > 0);
+  for (const target of ['/a/x?q=1', '/a/%7Ex//y?q=%zz', '/a/./b']) {
+    const picks: number[] = [];
+    for (const head of [`GET ${target} HTTP/1.1\r\nHost: h\r\n`, `GET http://h${target} HTTP/1.1\r\nHost: other\r\n`, `POST ${target} HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n`]) {
+      for (const backend of backends) backend.requests.length = 0;
+      const res = await rawRequest(proxy.port, `${head}Connection: close\r\n\r\n`);
+      assert.match(res.text, /^HTTP\/1\.1 200 [^]*\r\nX-Proxy-Trace: route=h; strategy=consistent-hash; /, `${JSON.stringify(head)}: got ${res.text.split('\r\n')[0]}`);
+      assert.deepEqual(backends[upstreamOf()]!.requests.map((r) => r.url), [target]);
+      picks.push(upstreamOf());
+    }
+    assert.equal(new Set(picks).size, 1, `${target}: got upstreams ${picks.join(', ')} for the same target in origin form, absolute form and with a body, want one`);
+  }
+});

@@ -22,11 +22,9 @@
  */
 import { isIPv6 } from 'node:net';
 
-/** Letters, digits, `-`, `_` in non-empty labels; one optional trailing dot. */
-const NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?$/;
-
 /**
  * The host name to route by, or undefined when `authority` is not a valid Host (see the file comment).
+ * One pass over the characters: this runs for every request.
  *
  * @param authority a Host header value (node strips surrounding whitespace) or the authority of an
  *   absolute-form target, e.g. `Admin.Example.COM.:80`, `[::1]:8080`, `10.0.0.1`
@@ -34,27 +32,55 @@ const NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?$/;
  *   `[::1]`, `10.0.0.1`
  */
 export function parseHostName(authority: string): string | undefined {
+  let end: number; // where the host ends (the port's `:`, or the end)
   let host: string;
-  let rest: string;
   if (authority.charCodeAt(0) === 0x5b /* [ */) {
     const close = authority.indexOf(']');
     if (close < 0) return undefined;
     const address = authority.slice(1, close);
     if (!isIPv6(address) || address.includes('%')) return undefined; // no zone IDs (`%eth0`)
-    host = authority.slice(0, close + 1);
-    rest = authority.slice(close + 1);
+    end = close + 1;
+    host = authority.slice(0, end);
   } else {
-    const colon = authority.indexOf(':');
-    host = colon < 0 ? authority : authority.slice(0, colon);
-    rest = colon < 0 ? '' : authority.slice(colon);
-    if (!NAME.test(host)) return undefined;
-    if (host.endsWith('.')) host = host.slice(0, -1);
+    end = nameEnd(authority);
+    if (end <= 0) return undefined;
+    const nameLength = authority.charCodeAt(end - 1) === 0x2e /* . */ ? end - 1 : end; // one trailing dot: the DNS root
+    host = authority.slice(0, nameLength);
   }
-  if (rest !== '' && !isPort(rest)) return undefined;
+  if (end < authority.length && !isPort(authority, end)) return undefined;
   return host.toLowerCase();
 }
 
-/** `:` then at most five digits, 0..65535 (none at all is allowed, RFC 3986 §3.2.3). */
-function isPort(text: string): boolean {
-  return /^:\d{0,5}$/.test(text) && (text.length === 1 || Number(text.slice(1)) <= 65535);
+/**
+ * Where a name of non-empty labels (letters, digits, `-`, `_`, with one optional trailing dot) at
+ * the start of `text` ends: at the first `:`, or at the end of `text`; 0 for an empty name; -1 when
+ * a character that belongs to no name comes first.
+ */
+function nameEnd(text: string): number {
+  let labelLength = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x3a /* : */) return i; // (a `.` always follows a label, so anything before is a name)
+    if (c === 0x2e /* . */) {
+      if (labelLength === 0) return -1; // `..`, or a leading dot
+      labelLength = 0;
+    } else if ((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f) {
+      labelLength++;
+    } else {
+      return -1;
+    }
+  }
+  return text.length;
+}
+
+/** `:` at `at`, then at most five digits, 0..65535, to the end (none at all is allowed, RFC 3986 §3.2.3). */
+function isPort(text: string, at: number): boolean {
+  if (text.charCodeAt(at) !== 0x3a /* : */ || text.length - at - 1 > 5) return false;
+  let port = 0;
+  for (let i = at + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+    port = port * 10 + (c - 0x30);
+  }
+  return port <= 65535;
 }

@@ -95,11 +95,24 @@ export interface RequestTarget {
 }
 
 const SLASH = 0x2f;
-const BACKSLASH = 0x5c;
-const SEMICOLON = 0x3b;
 const DOT = 0x2e;
-const PERCENT = 0x25;
-const HASH = 0x23;
+
+// What each ASCII byte means to readPath's scan (one table lookup per byte: this runs for every request).
+const BYTE_PLAIN = 0;
+const BYTE_PERCENT = 1;
+const BYTE_HASH = 2;
+const BYTE_NOT_VISIBLE = 3;
+/** `\` or `;`: the readings differ. */
+const BYTE_SPECIAL = 4;
+/** `/`: the readings differ when `/` or `.` follows. */
+const BYTE_SLASH = 5;
+const PATH_BYTE_KINDS = (() => {
+  const kinds = new Uint8Array(0x80);
+  for (let c = 0; c < 0x80; c++) {
+    kinds[c] = c < 0x21 || c > 0x7e ? BYTE_NOT_VISIBLE : c === 0x25 ? BYTE_PERCENT : c === 0x23 ? BYTE_HASH : c === 0x5c || c === 0x3b ? BYTE_SPECIAL : c === SLASH ? BYTE_SLASH : BYTE_PLAIN;
+  }
+  return kinds;
+})();
 
 /** `http://` or `https://`, the authority, then the rest (RFC 9112 §3.2.2 absolute-form). */
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)(.*)$/is;
@@ -155,38 +168,47 @@ export function readPath(literal: string): PathReadings | RequestProblem {
   let needsNormalising = false;
   for (let i = 0; i < literal.length; i++) {
     const c = literal.charCodeAt(i);
-    if (c === PERCENT) {
+    const kind = c < 0x80 ? PATH_BYTE_KINDS[c]! : BYTE_NOT_VISIBLE;
+    if (kind === BYTE_PLAIN) continue;
+    if (kind === BYTE_PERCENT) {
       const byte = (hexDigit(literal.charCodeAt(i + 1)) << 4) | hexDigit(literal.charCodeAt(i + 2));
       if (byte < 0) return problem(`bad percent-escape '${literal.slice(i, i + 3)}' in the path`);
       if (byte < 0x20 || byte === 0x7f) return problem(`an escaped control byte '${literal.slice(i, i + 3)}' in the path`);
       needsNormalising = true;
       i += 2;
-    } else if (c === HASH) {
+    } else if (kind === BYTE_HASH) {
       return problem("a '#' in the request target");
-    } else if (c < 0x21 || c > 0x7e) {
+    } else if (kind === BYTE_NOT_VISIBLE) {
       return problem('a byte outside visible ASCII in the path');
-    } else if (c === BACKSLASH || c === SEMICOLON || (c === SLASH && (literal.charCodeAt(i + 1) === SLASH || literal.charCodeAt(i + 1) === DOT))) {
-      needsNormalising = true;
+    } else if (kind === BYTE_SPECIAL || literal.charCodeAt(i + 1) === SLASH || literal.charCodeAt(i + 1) === DOT) {
+      needsNormalising = true; // `\`, `;`, or a `/` before `/` or `.`
     }
   }
-  if (!needsNormalising) return { literal, normalized: NORMALISATIONS.map(() => literal) };
-  // All escapes are well-formed now; whether they are UTF-8 is known after one decode. Cutting
-  // `;…` up to the next raw `/` removes whole escapes (`;` is not a hex digit), never part of a
-  // sequence the whole path decoded without, so no later decode can fail.
+  if (!needsNormalising) return { literal, normalized: new Array<string>(NORMALISATIONS.length).fill(literal) };
+  let decoded: string;
   try {
-    decodeURIComponent(literal);
+    decoded = decodeURIComponent(literal);
   } catch {
     return problem('percent-escapes that are not UTF-8 in the path');
   }
-  return { literal, normalized: NORMALISATIONS.map((normalisation) => normalize(literal, normalisation)) };
+  return { literal, normalized: NORMALISATIONS.map((normalisation) => normalize(literal, decoded, normalisation)) };
 }
 
-/** The path after the steps `normalisation` takes (its escapes are well-formed UTF-8). */
-function normalize(path: string, normalisation: Normalisation): string {
-  const cut = normalisation.cutsParameters ? path.replace(/;[^/]*/g, '') : path;
-  const decoded = normalisation.decodes === 'all' ? decodeURIComponent(cut) : cut;
-  const slashed = normalisation.isBackslashSlash ? decoded.replaceAll('\\', '/') : decoded;
-  return removeDotSegments(slashed, normalisation);
+/**
+ * The path after the steps `normalisation` takes.
+ * @param literal the path, its escapes well-formed UTF-8
+ * @param decoded `literal` with every escape decoded
+ */
+function normalize(literal: string, decoded: string, normalisation: Normalisation): string {
+  let path: string;
+  if (normalisation.decodes === 'dot-segments') path = literal;
+  else if (normalisation.cutsParameters && literal.includes(';')) {
+    // Cutting `;…` up to the next raw `/` removes whole escapes (`;` is not a hex digit), never part
+    // of a UTF-8 sequence that decoded in `literal`: this decode cannot fail.
+    path = decodeURIComponent(literal.replace(/;[^/]*/g, ''));
+  } else path = decoded;
+  if (normalisation.isBackslashSlash) path = path.replaceAll('\\', '/');
+  return removeDotSegments(path, normalisation);
 }
 
 /**
@@ -197,9 +219,11 @@ function normalize(path: string, normalisation: Normalisation): string {
  * Standard, "single-dot" and "double-dot URL path segment").
  */
 function removeDotSegments(path: string, normalisation: Normalisation): string {
+  const isDecodingDots = normalisation.decodes === 'dot-segments';
+  const hasWork = path.includes('/.') || (normalisation.mergesSlashes && path.includes('//')) || (isDecodingDots && /\/%2e/i.test(path));
+  if (!hasWork) return path;
   const segments = path.split('/');
   const output: string[] = [];
-  const isDecodingDots = normalisation.decodes === 'dot-segments';
   for (let i = 1; i < segments.length; i++) {
     const raw = segments[i]!;
     const segment = isDecodingDots && raw.length <= 6 ? raw.replace(/%2e/gi, '.') : raw;

@@ -158,10 +158,11 @@ export function readRequestTarget(clientReq: ClientRequest): RequestTarget | Req
 }
 
 /**
- * Both readings of one path (see the file comment for the steps and the refusals).
+ * The readings of one path (see the file comment for the steps and the refusals). Linear in the
+ * path's length: one scan, one decode, then one pass per normalisation.
  *
  * @param literal the path of an origin-form target, without the query: starts with `/`
- * @returns the two readings, or the 400 problem that names what is wrong
+ * @returns the literal reading and the normalised ones, or the 400 problem that names what is wrong
  */
 export function readPath(literal: string): PathReadings | RequestProblem {
   if (literal.charCodeAt(0) !== SLASH) return BAD_FORM;

@@ -117,7 +117,7 @@ test(`the two readings of ${READINGS.length} paths, or the 400 each gets`, () =>
   }
 });
 
-test('a path with nothing to normalise is one string in both readings (no copy made)', () => {
+test('a path with nothing to normalise is the same string in every reading', () => {
   const got = readPath('/api/v1/users/42');
   assert.ok(!('status' in got));
   assert.deepEqual(got.normalized, NORMALISATIONS.map(() => '/api/v1/users/42'));

@@ -1,7 +1,7 @@
 /**
  * The counters behind `/metrics` that no Upstream field holds: requests by route and status class,
  * upstream attempts by status class, the request-duration histogram, retries and health-probe
- * results. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
+ * results, and the process's dropped log lines. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
  * `ProxyServer.observeProbes`, and keeps plain JSON-able data (`MetricsState`) so a cluster worker
  * can send it to the primary, which adds the states of all workers up (`mergeMetrics`), together
  * with the last states of workers that exited, so no counter goes down (src/cluster/counter-ledger.ts).
@@ -10,6 +10,7 @@
  */
 import type { AccessLogRecord } from '../proxy/access-log.js';
 import type { ProxyServer } from '../proxy/proxy-server.js';
+import { droppedLogLines } from '../log/process-log.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
@@ -36,6 +37,8 @@ export interface MetricsState {
   readonly retries: Record<string, number>;
   /** `route\tupstream\tresult` (`ok` | `fail`) → active health probes. */
   readonly probes: Record<string, number>;
+  /** log (`access` | `error`) → lines dropped because their destination failed or fell behind. */
+  readonly logLinesDropped: Record<string, number>;
 }
 
 /** The label value for a request that matched no route. */
@@ -47,11 +50,15 @@ export function statusClass(status: number | undefined): string {
 }
 
 export function emptyMetrics(): MetricsState {
-  return { requests: {}, upstreamRequests: {}, durations: {}, retries: {}, probes: {} };
+  return { requests: {}, upstreamRequests: {}, durations: {}, retries: {}, probes: {}, logLinesDropped: {} };
 }
 
 export class MetricsCollector {
-  readonly state: MetricsState = emptyMetrics();
+  /**
+   * `logLinesDropped` is the process's own counter object (src/log/process-log.ts), shared by every
+   * collector of the process: dropped lines are a fact of the process, counted from its start.
+   */
+  readonly state: MetricsState = { ...emptyMetrics(), logLinesDropped: droppedLogLines };
 
   /** Counts one finished exchange (an access-log record). */
   recordExchange(record: AccessLogRecord): void {
@@ -87,7 +94,7 @@ export class MetricsCollector {
 export function mergeMetrics(states: readonly MetricsState[]): MetricsState {
   const total = emptyMetrics();
   for (const state of states) {
-    for (const key of ['requests', 'upstreamRequests', 'retries', 'probes'] as const) {
+    for (const key of ['requests', 'upstreamRequests', 'retries', 'probes', 'logLinesDropped'] as const) {
       for (const [label, count] of Object.entries(state[key])) increment(total[key], label, count);
     }
     for (const [route, histogram] of Object.entries(state.durations)) {

@@ -4,13 +4,15 @@
  */
 import { isIP } from 'node:net';
 import { UsageError } from '../errors.js';
-import { parseDuration } from '../config/values.js';
+import { InvalidValueError, parseDuration, parseListenAddress } from '../config/values.js';
+import type { ListenAddress } from '../config/config.js';
 import type { HeartbeatOptions } from './heartbeat.js';
 
 export type Command =
   | { readonly kind: 'run'; readonly configFile: string }
   | { readonly kind: 'check'; readonly configFile: string }
-  | { readonly kind: 'demo'; readonly configFile: string; readonly user: string }
+  /** `listen`: `--listen HOST:PORT`; undefined = the config's port on 127.0.0.1 (run-demo.ts). */
+  | { readonly kind: 'demo'; readonly configFile: string; readonly user: string; readonly listen: ListenAddress | undefined }
   | { readonly kind: 'simulate'; readonly configFile: string; readonly route: string; readonly n: number; readonly clientIp?: string; readonly key?: string }
   | { readonly kind: 'passwd'; readonly name: string }
   | ({ readonly kind: 'heartbeat' } & HeartbeatOptions)
@@ -20,7 +22,9 @@ export type Command =
 export const USAGE = `Usage:
   node dist/main.js [--config env.ini]                 run the proxy
   node dist/main.js --check [--config F]               validate the config, print a summary, exit 0/1
-  node dist/main.js demo [--config F] [--user U:P]     demo backends web1 :9001 (Basic auth) and web2 :9002, plus the proxy
+  node dist/main.js demo [--config F] [--user U:P] [--listen HOST:PORT]
+                                                       demo backends web1 :9001 (Basic auth) and web2 :9002, plus the proxy,
+                                                       all on 127.0.0.1 (--listen widens the proxy's, e.g. 0.0.0.0:8080)
   node dist/main.js simulate ROUTE [-n N] [--client-ip IP] [--key K] [--config F]
                                                        show N balancing decisions of a route, step by step
   node dist/main.js passwd NAME                        read a password, print an auth_user line
@@ -30,6 +34,7 @@ export const USAGE = `Usage:
   node dist/main.js --help | --version
 
 Exit codes: 0 success, 1 configuration error, 2 usage error.
+Signals: SIGTERM/SIGINT drain and exit, SIGHUP reloads the config, SIGUSR1 reopens the access log file.
 `;
 
 /** Parses `process.argv.slice(2)`. Throws UsageError. */
@@ -54,7 +59,7 @@ export function parseArguments(argv: readonly string[]): Command {
     if (arg === '--check' || arg === '-t') isCheck = true;
     else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
     else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
-    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user') options.set(arg, takeValue(arg));
+    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen') options.set(arg, takeValue(arg));
     else if (HEARTBEAT_FLAGS.includes(arg)) options.set(arg, takeValue(arg));
     else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
     else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
@@ -81,11 +86,12 @@ export function parseArguments(argv: readonly string[]): Command {
       noPositional();
       return { kind: 'run', configFile };
     case 'demo': {
-      allowOptions('--user');
+      allowOptions('--user', '--listen');
       noPositional();
       const user = options.get('--user') ?? 'tom:123';
       if (!user.includes(':') || user.startsWith(':')) throw new UsageError(`--user must be NAME:PASSWORD, got '${user}'`);
-      return { kind: 'demo', configFile, user };
+      const listenText = options.get('--listen');
+      return { kind: 'demo', configFile, user, listen: listenText === undefined ? undefined : parseDemoListen(listenText) };
     }
     case 'simulate': {
       allowOptions('-n', '--client-ip', '--key');
@@ -113,6 +119,16 @@ export function parseArguments(argv: readonly string[]): Command {
       return parseHeartbeat(options);
     default:
       throw new UsageError(`unknown command '${word}'`);
+  }
+}
+
+/** `demo --listen HOST:PORT`, read as `[server] listen` is (src/config/values.ts). */
+function parseDemoListen(text: string): ListenAddress {
+  try {
+    return parseListenAddress(text);
+  } catch (error) {
+    if (error instanceof InvalidValueError) throw new UsageError(`--listen: ${error.message}`);
+    throw error;
   }
 }
 

@@ -1,12 +1,14 @@
 /**
  * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
  * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
- * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout.
+ * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout. Neither
+ * throws when its reader went away (`--check | head -1` exits 0): see src/log/process-log.ts.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { checkAccessLogPath } from '../proxy/access-log.js';
+import { logLine, printOutput } from '../log/process-log.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
@@ -22,9 +24,8 @@ import { runClusterWorker } from '../cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const log = (line: string): void => {
-  process.stderr.write(`${line}\n`);
-};
+/** The error log (stderr): it drops and counts lines it cannot write (src/log/process-log.ts). */
+const log = logLine;
 
 /**
  * Runs the command line; resolves with the process exit code.
@@ -36,16 +37,16 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
     if (command.kind !== 'run') signals.release();
     switch (command.kind) {
       case 'help':
-        process.stdout.write(USAGE);
+        printOutput(USAGE);
         return 0;
       case 'version':
-        process.stdout.write(`${VERSION}\n`);
+        printOutput(`${VERSION}\n`);
         return 0;
       case 'check': {
         const config = loadConfigFile(command.configFile);
         checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
-        process.stdout.write(describeConfig(config));
-        process.stdout.write(`configuration file ${command.configFile} is valid\n`);
+        printOutput(describeConfig(config));
+        printOutput(`configuration file ${command.configFile} is valid\n`);
         return 0;
       }
       case 'run': {
@@ -69,10 +70,10 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         return await stopped;
       }
       case 'demo':
-        return await runDemo(command.configFile, command.user, log);
+        return await runDemo(command.configFile, command.user, command.listen, log);
       case 'simulate': {
         const config = loadConfigFile(command.configFile);
-        process.stdout.write(
+        printOutput(
           runSimulate(config, command.route, {
             n: command.n,
             ...(command.clientIp === undefined ? {} : { clientIp: command.clientIp }),
@@ -86,7 +87,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         return await runHeartbeat(options, log);
       }
       case 'passwd':
-        process.stdout.write(`${await runPasswd(command.name, { readPassword: readPasswordFromTerminal })}\n`);
+        printOutput(`${await runPasswd(command.name, { readPassword: readPasswordFromTerminal })}\n`);
         return 0;
     }
   } catch (error) {

@@ -2,14 +2,26 @@
  * `node dist/main.js demo` (SPEC 6): the tutorial's whole setup in one process — web1 on :9001
  * behind Basic auth, web2 on :9002, and the proxy with `env.ini` in front of them — so
  * `curl -u tom:123 localhost:8080/a` and `curl localhost:8080/b` work right away.
+ *
+ * Everything listens on loopback: web1's credentials are the tutorial's `tom:123`, known to anyone
+ * who read it, so the demo is not for the network. The proxy takes the config's port on 127.0.0.1
+ * (a loopback host in the config is kept); `--listen HOST:PORT` is the explicit way to widen it.
  */
 import { loadConfigFile } from './load-config-file.js';
 import type { Server } from 'node:http';
+import type { Config, ListenAddress } from '../config/config.js';
+import { formatListenAddress } from '../config/values.js';
+import { isLoopbackHost } from '../admin/bearer-token.js';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
 
-export async function runDemo(configFile: string, credentials: string, log: (line: string) => void): Promise<number> {
-  const config = loadConfigFile(configFile);
+/**
+ * Runs the demo until SIGTERM/SIGINT; resolves with the exit code.
+ * @param credentials web1's `user:password`
+ * @param listen `--listen`: where the proxy listens; undefined = the config's port on loopback
+ */
+export async function runDemo(configFile: string, credentials: string, listen: ListenAddress | undefined, log: (line: string) => void): Promise<number> {
+  const config = demoConfig(loadConfigFile(configFile), listen, log);
   const started: { stop(): Promise<unknown> }[] = [];
   try {
     started.push(closable(await startDemoBackend({ name: 'web1', port: 9001, credentials })));
@@ -24,6 +36,16 @@ export async function runDemo(configFile: string, credentials: string, log: (lin
     throw error;
   }
   return waitForShutdown(started, log);
+}
+
+/** The config with the demo's listen address: `listen`, else the config's own port on loopback. */
+function demoConfig(config: Config, listen: ListenAddress | undefined, log: (line: string) => void): Config {
+  if (listen === undefined && isLoopbackHost(config.server.listen.host)) return config;
+  const address = listen ?? { host: '127.0.0.1', port: config.server.listen.port };
+  if (listen === undefined) {
+    log(`demo: the proxy listens on ${formatListenAddress(address)}, not ${formatListenAddress(config.server.listen)} (the demo stays on loopback; --listen ${formatListenAddress(config.server.listen)} widens it)`);
+  }
+  return { ...config, server: { ...config.server, listen: address } };
 }
 
 /** A node:http server as something `waitForShutdown` can stop. */

@@ -2,7 +2,8 @@
  * The IPC messages between the cluster primary and its workers (node:cluster, with the `advanced`
  * serialization, i.e. the structured clone algorithm, so a Config with its RegExps and byte arrays
  * travels as it is). Primary → worker: the config to start with, upstream state, a reloaded config,
- * a report request, shutdown. Worker → primary: a start request, a failed start, its report.
+ * a report request, shutdown, reopen the log files. Worker → primary: a start request, a failed
+ * start, its report.
  *
  * A worker's life: it sends `start-request` as soon as it can hear the answer; the primary answers
  * `start` with the config it serves (a worker never reads the config file, issue 11 item 8); the
@@ -51,6 +52,11 @@ export interface ShutdownMessage {
   readonly type: 'shutdown';
 }
 
+/** Primary → workers: SIGUSR1 on the primary; reopen your log files (log rotation, nginx's USR1). */
+export interface ReopenLogsMessage {
+  readonly type: 'reopen-logs';
+}
+
 /** Worker → primary: I am ready to hear my config. */
 export interface StartRequestMessage {
   readonly type: 'start-request';
@@ -74,7 +80,7 @@ export interface ReportMessage {
   readonly report: WorkerReport;
 }
 
-export type PrimaryMessage = StartMessage | UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage;
+export type PrimaryMessage = StartMessage | UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage | ReopenLogsMessage;
 export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage;
 
 /** True for an object with a string `type` (anything else on the channel is ignored). */

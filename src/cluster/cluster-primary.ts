@@ -17,6 +17,7 @@
  *   keeping the counts of workers that died (counter-ledger.ts), so no counter goes down;
  * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them (a worker still starting
  *   just exits), then exits 0. Signals that came during start-up are handled once it is done.
+ * - log rotation: SIGUSR1 tells every worker to reopen its log files.
  *
  * When the primary itself dies (SIGKILL, a crash), the listening socket dies with it (node:cluster's
  * round-robin scheduling: the primary accepts and hands connections to the workers), so nothing
@@ -206,6 +207,14 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     signals,
   );
 
+  // SIGUSR1 (log rotation): src/main.ts's listener reopens this process's own files; every worker
+  // is told to reopen its own.
+  const onReopenSignal = (): void => {
+    log(`SIGUSR1: telling ${liveWorkers().length} worker(s) to reopen their log files`);
+    broadcast({ type: 'reopen-logs' });
+  };
+  process.on('SIGUSR1', onReopenSignal);
+
   let finish: (exitCode: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (finish = resolve));
 
@@ -235,6 +244,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       clearTimeout(deadline);
       clearInterval(pushTimer);
       stopReloading();
+      process.off('SIGUSR1', onReopenSignal);
       registry.close();
       await admin?.close();
       await model.close(0);

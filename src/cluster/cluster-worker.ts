@@ -9,8 +9,8 @@
  * counters and also pushes them every `REPORT_PUSH_INTERVAL_MS`, applies reloaded configs the
  * primary sends, and drains on `shutdown`, SIGTERM/SIGINT or when the primary goes away (then
  * nothing new comes in, and the requests in flight finish), in any phase (before its config came it
- * just exits). SIGHUP is ignored: the primary reloads and tells
- * the workers.
+ * just exits). SIGHUP is ignored: the primary reloads and tells the workers. SIGUSR1 (src/main.ts)
+ * and the primary's `reopen-logs` message both reopen the worker's log files.
  */
 import cluster from 'node:cluster';
 import type { Config } from '../config/config.js';
@@ -19,6 +19,7 @@ import { keepYoungGenerationSmall } from '../cli/young-generation.js';
 import type { ProcessSignals } from '../cli/process-signals.js';
 import { MetricsCollector } from '../admin/metrics-collector.js';
 import { collectWorkerReport } from '../admin/status-snapshot.js';
+import { reopenLogFiles } from '../log/process-log.js';
 import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
@@ -80,6 +81,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       if (!isMessage(message)) return;
       const typed = message as PrimaryMessage;
       if (typed.type === 'shutdown') return stop('shutdown requested by the primary');
+      if (typed.type === 'reopen-logs') return reopenLogFiles(`worker ${process.pid}`);
       if (typed.type === 'start') {
         if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState);
         return;

@@ -13,6 +13,12 @@
  *   connect ECONNREFUSED"), never every probe.
  * - A successful probe restores the upstream's full effective weight (SPEC 4 weight degradation).
  *   It does not end a passive ejection: that lasts its `fail_timeout`, as SPEC 4 says.
+ * - A reload does not restart it (issue 11 item 7): `update()` is given the new routes and keeps
+ *   the watch of every upstream object it already had — streaks, next probe time, probe in flight —
+ *   so SIGHUPs coming faster than `health_interval` neither reset rise/fall nor add probes. Which
+ *   upstreams are "the same" is decided once, by the caller (ProxyServer.reload keeps the Upstream
+ *   object of an unchanged route name and address); here objects are only compared. What a change
+ *   of `health_*` settings keeps is listed at `update()`.
  *
  * Time is injected (`timers`, `now`) and so is the probe, so the tests drive it exactly.
  */
@@ -34,13 +40,16 @@ export interface HealthCheckTarget {
 }
 
 export interface HealthCheckerOptions {
-  /** Routes whose `health.isEnabled` is false are skipped. */
+  /** The first targets (see `update`). Routes whose `health.isEnabled` is false are skipped. */
   readonly routes: readonly HealthCheckTarget[];
   /** Default: the real `probe` of probe.ts. */
   readonly probe?: ProbeFunction;
   /** Default: the global setTimeout/clearTimeout. */
   readonly timers?: Timers;
-  /** Clock for `lastProbe.atMs`, ms. Default `Date.now`. */
+  /**
+   * Clock, ms: `lastProbe.atMs`, and when the next probe is due after `health_interval` changed.
+   * Default `Date.now`.
+   */
   readonly now?: () => number;
   /** Where transition lines go (one line, no newline). Default: nowhere. */
   readonly log?: (line: string) => void;
@@ -48,13 +57,15 @@ export interface HealthCheckerOptions {
 
 /** One upstream under watch. */
 interface Watch {
-  readonly route: RouteConfig;
+  /** The route as last given to `update` (its `health` settings are the ones in force). */
+  route: RouteConfig;
   readonly upstream: Upstream;
   riseFall: RiseFallState;
   timer: unknown;
+  /** When the current interval began (the last tick), `now()` ms. */
+  tickedAtMs: number;
   /** The probe in flight, if any; aborting it ends it early. */
   inFlight: AbortController | undefined;
-  isActive: boolean;
 }
 
 const globalTimers: Timers = {
@@ -75,9 +86,7 @@ export class HealthChecker {
     this.#timers = options.timers ?? globalTimers;
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? (() => {});
-    for (const { route, upstreams } of options.routes) {
-      for (const upstream of upstreams) this.addUpstream(route, upstream);
-    }
+    this.update(options.routes);
   }
 
   /** True between `start()` and `stop()`. */
@@ -100,46 +109,107 @@ export class HealthChecker {
   }
 
   /**
-   * Starts watching `upstream` of `route` (admin registry, or the constructor). Does nothing when the
-   * route's `health_check` is off or the upstream is already watched. If the checker is running, the
-   * first probe goes out at once. The rise/fall state starts from `upstream.healthState`.
+   * Makes the watched upstreams those of `routes` whose `health_check` is on: what a reload and the
+   * admin registry call with the routes now in force. Upstreams are matched by object identity.
+   *
+   * - Watched before and listed again, same `health_*` settings: nothing changes. The streaks, the
+   *   next probe time and the probe in flight are kept, and that probe's result counts.
+   * - Settings changed: the health state (UP/DOWN) is always kept, and a reload never flips it by
+   *   itself; only a probe result does.
+   *   - Only `health_interval`, `health_fall` or `health_rise`: the probe is the same, so the streaks
+   *     and the probe in flight are kept and the next result is judged by the new fall/rise. The next
+   *     probe is due one new interval after the last one (at once if that time has passed), then
+   *     every new interval.
+   *   - `health_method`, `health_path`, `health_timeout` or `health_status`: a different probe, whose
+   *     verdicts the old ones say nothing about. The streaks start again from 0, the probe in flight
+   *     is aborted (its result ignored), and a probe with the new settings goes out at once (when
+   *     running); the schedule counts from it.
+   * - New (not watched before): the rise/fall state starts from `upstream.healthState`; probed at
+   *   once when running.
+   * - No longer listed: its timer is cleared, its probe aborted, a late result ignored.
+   * - Still listed but its route's `health_check` is now off: the same, and since nothing will probe
+   *   it any more it is set UP (logged if it was DOWN) and its `lastProbe` cleared (when running).
    */
-  addUpstream(route: RouteConfig, upstream: Upstream): void {
-    if (!route.health.isEnabled || this.#watches.has(upstream)) return;
-    const watch: Watch = {
-      route,
-      upstream,
-      riseFall: initialHealth(upstream.healthState),
-      timer: undefined,
-      inFlight: undefined,
-      isActive: true,
-    };
-    this.#watches.set(upstream, watch);
-    if (this.#isRunning) this.#tick(watch);
+  update(routes: readonly HealthCheckTarget[]): void {
+    const listed = new Map<Upstream, RouteConfig>();
+    for (const { route, upstreams } of routes) for (const upstream of upstreams) listed.set(upstream, route);
+    for (const watch of [...this.#watches.values()]) {
+      const route = listed.get(watch.upstream);
+      if (route === undefined) this.#unwatch(watch);
+      else if (!route.health.isEnabled) this.#unwatchChecksOff(watch, route);
+      else this.#reconfigure(watch, route);
+    }
+    for (const [upstream, route] of listed) {
+      if (!route.health.isEnabled || this.#watches.has(upstream)) continue;
+      const watch: Watch = {
+        route,
+        upstream,
+        riseFall: initialHealth(upstream.healthState),
+        timer: undefined,
+        tickedAtMs: 0,
+        inFlight: undefined,
+      };
+      this.#watches.set(upstream, watch);
+      if (this.#isRunning) this.#tick(watch);
+    }
   }
 
-  /** Stops watching `upstream`: clears its timer, aborts its probe. Returns false if it was not watched. */
-  removeUpstream(upstream: Upstream): boolean {
-    const watch = this.#watches.get(upstream);
-    if (watch === undefined) return false;
-    watch.isActive = false;
-    this.#quiet(watch);
-    this.#watches.delete(upstream);
-    return true;
-  }
-
-  /** The upstreams being watched, in the order they were added. */
+  /** The upstreams being watched, in the order they were first watched. */
   get upstreams(): readonly Upstream[] {
     return [...this.#watches.keys()];
   }
 
+  /** A watched upstream listed again, with its route's settings as they are now (see `update`). */
+  #reconfigure(watch: Watch, route: RouteConfig): void {
+    const before = watch.route.health;
+    const after = route.health;
+    watch.route = route;
+    if (!isSameProbe(before, after)) {
+      watch.riseFall = initialHealth(watch.riseFall.health);
+      if (!this.#isRunning) return;
+      this.#quiet(watch);
+      this.#tick(watch);
+    } else if (before.intervalMs !== after.intervalMs && this.#isRunning) {
+      this.#timers.clearTimeout(watch.timer);
+      const dueInMs = watch.tickedAtMs + after.intervalMs - this.#now();
+      // At most one new interval away, even if the clock jumped back.
+      if (dueInMs <= 0) this.#tick(watch);
+      else this.#arm(watch, Math.min(after.intervalMs, dueInMs));
+    }
+  }
+
+  #unwatch(watch: Watch): void {
+    this.#quiet(watch);
+    this.#watches.delete(watch.upstream);
+  }
+
+  /**
+   * `health_check` turned off for an upstream that stays: no probe will ever mark it UP again, so it
+   * is UP now. Only a running checker writes onto upstreams (a cluster worker's never runs: the
+   * primary's pushes the state), so the line is logged once.
+   */
+  #unwatchChecksOff(watch: Watch, route: RouteConfig): void {
+    this.#unwatch(watch);
+    if (!this.#isRunning) return;
+    const { upstream } = watch;
+    upstream.lastProbe = undefined;
+    if (upstream.healthState === 'up') return;
+    upstream.healthState = 'up';
+    this.#log(`upstream ${upstream.origin} of route ${route.name} is UP: health_check is now off`);
+  }
+
   /** One interval: arm the next tick first (fixed rate), then probe unless the last probe is still out. */
   #tick(watch: Watch): void {
-    const check = watch.route.health;
-    const timer = this.#timers.setTimeout(() => this.#tick(watch), check.intervalMs);
+    watch.tickedAtMs = this.#now();
+    this.#arm(watch, watch.route.health.intervalMs);
+    if (watch.inFlight === undefined) this.#sendProbe(watch, watch.route.health);
+  }
+
+  /** The next tick in `delayMs`; unref()ed so health checks alone never keep the process alive. */
+  #arm(watch: Watch, delayMs: number): void {
+    const timer = this.#timers.setTimeout(() => this.#tick(watch), delayMs);
     (timer as { unref?: () => void } | undefined)?.unref?.();
     watch.timer = timer;
-    if (watch.inFlight === undefined) this.#sendProbe(watch, check);
   }
 
   #sendProbe(watch: Watch, check: HealthCheckConfig): void {
@@ -154,9 +224,8 @@ export class HealthChecker {
     probing
       .catch((error: unknown): ProbeResult => ({ ok: false, latencyMs: 0, error: `probe failed: ${String(error)}` }))
       .then((result) => {
-        if (watch.inFlight !== controller) return; // stopped or removed meanwhile
+        if (watch.inFlight !== controller) return; // stopped, removed or replaced by a new probe meanwhile
         watch.inFlight = undefined;
-        if (!this.#isRunning || !watch.isActive) return;
         this.#apply(watch, result);
       });
   }
@@ -186,6 +255,17 @@ export class HealthChecker {
     watch.inFlight = undefined;
     inFlight?.abort();
   }
+}
+
+/** True when two `health_*` settings send the same probe and judge it alike (interval, fall and rise aside). */
+function isSameProbe(a: HealthCheckConfig, b: HealthCheckConfig): boolean {
+  return (
+    a.method === b.method &&
+    a.path === b.path &&
+    a.timeoutMs === b.timeoutMs &&
+    a.statuses.length === b.statuses.length &&
+    a.statuses.every((range, index) => range.from === b.statuses[index]!.from && range.to === b.statuses[index]!.to)
+  );
 }
 
 function plural(count: number, noun: string): string {

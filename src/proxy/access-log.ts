@@ -10,9 +10,10 @@
  *
  * `json` writes the same facts as one JSON object per line.
  */
-import { closeSync, createWriteStream, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
-import type { Writable } from 'node:stream';
+import { FileSink, type LogSink } from '../log/log-sink.js';
+import { closeLogFile, droppedLogLines, openLogFile, stderrSink, stdoutSink } from '../log/process-log.js';
 
 /** How one upstream attempt ended: its status, or the error code that ended it. */
 export interface AttemptLog {
@@ -61,32 +62,40 @@ export function checkAccessLogPath(destination: string, place?: SourcePlace): vo
   try {
     closeSync(openSync(destination, 'a'));
   } catch (error) {
-    const reason = `access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
-    throw place === undefined ? new ConfigFileError(reason) : new ConfigValueError(place, reason);
+    throw cannotOpen(destination, error, place);
   }
 }
 
 /**
- * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended).
- * @throws ConfigFileError when the path cannot be opened (see checkAccessLogPath)
+ * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). Its
+ * lines never stop the proxy: a line the destination cannot take (a closed pipe, a full disk, a
+ * reader that is too slow) is dropped and counted under `proxy_log_lines_dropped_total{log="access"}`
+ * (src/log/log-sink.ts). A file is reopened at its path on SIGUSR1 (log rotation).
+ * @throws ConfigValueError or ConfigFileError when the path cannot be opened (see checkAccessLogPath)
  */
 export function openAccessLog(destination: string, format: 'combined' | 'json', place?: SourcePlace): AccessLog {
   if (destination === 'off') return { isEnabled: false, write() {}, close: async () => {} };
-  checkAccessLogPath(destination, place);
-  const stream: Writable =
-    destination === 'stdout' ? process.stdout : destination === 'stderr' ? process.stderr : createWriteStream(destination, { flags: 'a' });
-  const ownsStream = destination !== 'stdout' && destination !== 'stderr';
-  if (ownsStream) stream.on('error', (error) => process.stderr.write(`access log ${destination}: ${error.message}\n`));
+  let sink: LogSink;
+  try {
+    sink = destination === 'stdout' ? stdoutSink() : destination === 'stderr' ? stderrSink() : openLogFile(destination);
+  } catch (error) {
+    throw cannotOpen(destination, error, place);
+  }
   const formatLine = format === 'json' ? formatJson : formatCombined;
   return {
     isEnabled: true,
     write(record) {
-      stream.write(formatLine(record) + '\n');
+      if (!sink.write(`${formatLine(record)}\n`)) droppedLogLines.access++;
     },
-    close() {
-      return ownsStream ? new Promise((resolve) => stream.end(resolve)) : Promise.resolve();
+    async close() {
+      if (sink instanceof FileSink) closeLogFile(sink);
     },
   };
+}
+
+function cannotOpen(destination: string, error: unknown, place: SourcePlace | undefined): ConfigValueError | ConfigFileError {
+  const reason = `access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+  return place === undefined ? new ConfigFileError(reason) : new ConfigValueError(place, reason);
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];

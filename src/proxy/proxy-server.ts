@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
+import { logLine } from '../log/process-log.js';
 import { Upstream } from '../upstream/upstream.js';
 import { rawErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
@@ -17,7 +18,7 @@ import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
-import { HealthChecker } from '../health/health-checker.js';
+import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
 import { FastLane } from '../http/fast-lane.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
@@ -28,6 +29,8 @@ export interface ProxyServerOptions {
   readonly accessLog?: AccessLog;
   /** Replace the active health probe (tests). Default: the real one of src/health/probe.ts. */
   readonly probe?: ProbeFunction;
+  /** The health checker's timers (tests drive its schedule across reloads). Default: the global ones. */
+  readonly healthTimers?: Timers;
   /**
    * True in a cluster worker: this process never runs active health checks; the primary does and
    * pushes the results (src/cluster). Default false.
@@ -60,8 +63,11 @@ export class ProxyServer {
   readonly server: http.Server;
   #config: Config;
   #routes: readonly Route[];
-  /** Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen(). */
-  #healthChecker: HealthChecker;
+  /**
+   * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
+   * one for the server's life: a reload or a registry change updates its targets (issue 11 item 7).
+   */
+  readonly #healthChecker: HealthChecker;
   readonly #deps: RuntimeDeps;
   /** Keep-alive connections to the upstreams, on node:net (src/http/connection-pool.ts). */
   readonly #pool: ConnectionPool;
@@ -77,11 +83,10 @@ export class ProxyServer {
   readonly #fastLane: FastLane | undefined;
   /** Every client connection not closed yet, whichever side serves it: a shutdown waits for their ends. */
   readonly #clientSockets = new Set<Socket>();
-  #areHealthChecksStarted = false;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#config = config;
-    this.#deps = { now: () => performance.now(), random: Math.random, log: (line) => process.stderr.write(`${line}\n`), ...options.deps };
+    this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
     this.#routes = config.routes.map((routeConfig) => new Route(routeConfig, this.#deps));
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
@@ -93,7 +98,12 @@ export class ProxyServer {
     // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
     // (and most others), so we rarely write into a connection being closed.
     this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
-    this.#healthChecker = this.#createHealthChecker();
+    this.#healthChecker = new HealthChecker({
+      routes: this.#healthTargets(),
+      log: this.#deps.log,
+      probe: this.#probe,
+      timers: options.healthTimers,
+    });
     this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat, config.server.accessLogPlace);
     const accessLog = this.#accessLog;
     const observers = this.#observers;
@@ -208,7 +218,8 @@ export class ProxyServer {
    * Replaces the run-time registered upstreams of `routeName` (admin registry, src/admin): the route
    * is rebuilt with its configured upstreams followed by `configs` (an origin already configured by a
    * `pass` line is skipped), so its balancer includes them. Upstream objects of unchanged origins are
-   * kept (counters, health, draining); new ones are health-checked, removed ones no longer. Requests in
+   * kept (counters, health, draining, and their health-check streaks, schedule and probe in flight);
+   * new ones are probed at once, removed ones no longer (probe aborted). Requests in
    * flight finish on the objects they started with. The list survives `reload`. A route name not in
    * the config is remembered and applied if a reload brings the route.
    */
@@ -221,12 +232,11 @@ export class ProxyServer {
     if (old === undefined || routeConfig === undefined) return;
     const previous = new Map(old.upstreams.map((upstream) => [upstream.origin, upstream]));
     const route = this.#buildRoute(routeConfig, (origin) => previous.get(origin));
-    for (const upstream of old.upstreams) if (!route.upstreams.includes(upstream)) this.#healthChecker.removeUpstream(upstream);
-    for (const upstream of route.upstreams) if (!old.upstreams.includes(upstream)) this.#healthChecker.addUpstream(route.config, upstream);
     const routes = [...this.#routes];
     routes[index] = route;
     this.#routes = routes;
     this.#context.router = new Router(routes);
+    this.#healthChecker.update(this.#healthTargets());
   }
 
   /** A route from its config plus its registered upstreams, reusing `previous(origin)` objects. */
@@ -246,9 +256,12 @@ export class ProxyServer {
 
   /**
    * Swaps in a new config without dropping in-flight requests or the listening socket (SIGHUP):
-   * new routes, balancers and health checks; the runtime state (health, counters, ejection,
-   * draining) of every upstream whose route name and address did not change is kept. Requests in
-   * flight finish on the objects they started with. `[server]` limits and `listen` need a restart.
+   * new routes and balancers; the runtime state (health, counters, ejection, draining) of every
+   * upstream whose route name and address did not change is kept, and so is its place in the health
+   * checker: rise/fall streaks, next probe time, probe in flight (HealthChecker.update says what a
+   * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
+   * aborted. Requests in flight finish on the objects they started with. `[server]` limits and
+   * `listen` need a restart.
    */
   reload(config: Config): ReloadSummary {
     const previous = new Map<string, Upstream>();
@@ -280,22 +293,17 @@ export class ProxyServer {
       warnings.push('[admin] changes take effect only after a restart');
     }
 
-    this.#healthChecker.stop();
     this.#config = config;
     this.#routes = routes;
     this.#context.router = new Router(routes);
     this.#context.server = { ...before, trustedProxies: config.server.trustedProxies };
-    this.#healthChecker = this.#createHealthChecker();
-    if (this.#areHealthChecksStarted) this.#healthChecker.start();
+    this.#healthChecker.update(this.#healthTargets());
     return { kept, added, removed: previous.size, warnings };
   }
 
-  #createHealthChecker(): HealthChecker {
-    return new HealthChecker({
-      routes: this.#routes.map((route) => ({ route: route.config, upstreams: route.upstreams })),
-      log: this.#deps.log,
-      probe: this.#probe,
-    });
+  /** What the health checker watches: every route now in force with its runtime upstreams. */
+  #healthTargets(): HealthCheckTarget[] {
+    return this.#routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
   }
 
   /**
@@ -303,7 +311,6 @@ export class ProxyServer {
    * unless `isHealthCheckDisabled`; a cluster primary, which never listens, calls it itself.
    */
   startHealthChecks(): void {
-    this.#areHealthChecksStarted = true;
     this.#healthChecker.start();
   }
 
@@ -326,7 +333,6 @@ export class ProxyServer {
    * Resolves true when everything finished in time.
    */
   async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
-    this.#areHealthChecksStarted = false;
     this.#healthChecker.stop();
     this.#context.isDraining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));

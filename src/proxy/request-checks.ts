@@ -1,11 +1,10 @@
 /**
- * What a request must satisfy before it is routed, beyond what node's parser already enforces, and
- * where its host and path come from (RFC 9112 §3.2 and §3.2.2):
+ * What a request must satisfy before it is routed, beyond what node's parser already enforces
+ * (RFC 9112 §3.2). The target and the authority are checked next, where they are read for routing
+ * (request-target.ts, authority.ts).
  *
- * - exactly one valid `Host` header in HTTP/1.1 (none, two, or one with spaces → 400, as nginx's
- *   "client sent duplicate host header" / "invalid host header");
- * - a request target in absolute form (`GET http://example.com/a?q HTTP/1.1`) carries the host
- *   itself, which then replaces the Host header;
+ * - exactly one `Host` header in HTTP/1.1 (none or two → 400, as nginx's "client sent duplicate
+ *   host header");
  * - at most one `Authorization` header: with two, the proxy's own Basic auth would check one while
  *   the upstream may read the other (nginx: "client sent duplicate header line", 400);
  * - `Expect` may only be `100-continue` (RFC 9110 §10.1.1: anything else → 417);
@@ -20,20 +19,6 @@ export interface RequestProblem {
   readonly text: string;
 }
 
-/** Where the request is going. */
-export interface RequestTarget {
-  /** The host to route by: the target's authority in absolute form, else the Host header (may be undefined for HTTP/1.0). */
-  readonly host: string | undefined;
-  /** The authority of an absolute-form target, which replaces the Host header upstream. */
-  readonly targetHost: string | undefined;
-  /** Origin form: `/path?query`. */
-  readonly path: string;
-}
-
-/** reg-name or IP literal, then an optional port (RFC 3986 §3.2.2). */
-const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::\d*)?$/;
-const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
-
 /** The first problem of `clientReq`, or undefined when it may go on. */
 export function findRequestProblem(clientReq: ClientRequest): RequestProblem | undefined {
   let hostCount = 0;
@@ -44,7 +29,6 @@ export function findRequestProblem(clientReq: ClientRequest): RequestProblem | u
     const name = raw[i]!;
     if (name.length === 4 && name.toLowerCase() === 'host') {
       hostCount++;
-      if (!VALID_HOST.test(raw[i + 1]!)) return { status: 400, text: 'bad request: invalid Host header' };
     } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
       authorizationCount++;
     } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
@@ -62,18 +46,4 @@ export function findRequestProblem(clientReq: ClientRequest): RequestProblem | u
     return { status: 501, text: `not implemented: transfer coding '${transferEncoding}'` };
   }
   return undefined;
-}
-
-/** Host and origin-form path of the request target (absolute form included). */
-export function requestTarget(clientReq: ClientRequest): RequestTarget {
-  const url = clientReq.url ?? '/';
-  if (url.charCodeAt(0) !== 0x2f /* / */) {
-    const absolute = ABSOLUTE_FORM.exec(url);
-    if (absolute !== null) {
-      const rest = absolute[2]!;
-      const path = rest === '' ? '/' : rest.startsWith('?') ? `/${rest}` : rest;
-      return { host: absolute[1], targetHost: absolute[1], path };
-    }
-  }
-  return { host: clientReq.headers.host, targetHost: undefined, path: url };
 }

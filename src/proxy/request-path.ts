@@ -2,9 +2,10 @@
  * The request path: everything that happens to one client request, top to bottom, as one checklist
  * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
  *
- *   0. refuse what cannot be proxied (request-checks.ts)             → 400 / 501
- *   1. route the request (router.ts)                                  → 404 when nothing matches,
- *      and check the route's own Basic auth (route.ts)                → 401
+ *   0. refuse what cannot be proxied (request-checks.ts), read the target and its host
+ *      (request-target.ts, authority.ts)                              → 400 / 417 / 501
+ *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
+ *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
  *   2. check the body limit against Content-Length                    → 413
  *   3. build the upstream header list (forward-headers.ts)
  *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
@@ -26,9 +27,11 @@ import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { AccessLog, AttemptLog } from './access-log.js';
+import { logLine } from '../log/process-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
-import { findRequestProblem, requestTarget } from './request-checks.js';
+import { findRequestProblem } from './request-checks.js';
+import { readRequestTarget } from './request-target.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
 import type { Route } from './route.js';
 import type { Router } from './router.js';
@@ -61,6 +64,9 @@ export interface ProxyContext {
   readonly unloggedUpgrades: Set<Promise<void>>;
 }
 
+/** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
+const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
+
 /** Per-request facts gathered on the way, for the access log. */
 interface Exchange {
   readonly startedAt: number;
@@ -84,7 +90,7 @@ export function handleRequest(context: ProxyContext, clientReq: ClientRequest, c
     bytesSent: 0,
   };
   proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
-    process.stderr.write(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}\n`);
+    logLine(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}`);
     if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     else clientRes.destroy();
   });
@@ -111,19 +117,25 @@ async function proxyRequest(
     }
   });
 
-  // 0. Requests the proxy refuses before routing (request-checks.ts): bad or repeated Host, repeated
-  //    Authorization, an Expect other than 100-continue, a transfer coding other than chunked.
+  // 0. Requests the proxy refuses before routing (request-checks.ts): a missing or repeated Host,
+  //    repeated Authorization, an Expect other than 100-continue, a transfer coding other than
+  //    chunked; then the target and its host (request-target.ts): a bad Host or absolute-form
+  //    authority, a raw `#`, a bad escape.
   const problem = findRequestProblem(clientReq);
-  if (problem !== undefined) {
-    exchange.bytesSent = sendErrorResponse(clientRes, problem.status, { text: problem.text, shouldClose: true });
+  const target = problem === undefined ? readRequestTarget(clientReq) : problem;
+  if ('status' in target) {
+    exchange.bytesSent = sendErrorResponse(clientRes, target.status, { text: target.text, shouldClose: true });
     return;
   }
 
-  // 1. Route.
-  const target = requestTarget(clientReq);
-  const match = context.router.match(target.host, target.path);
-  if (match === undefined) {
+  // 1. Route, by both readings of the path (router.ts).
+  const match = context.router.match(target);
+  if (match.kind === 'none') {
     exchange.bytesSent = sendErrorResponse(clientRes, 404);
+    return;
+  }
+  if (match.kind === 'ambiguous') {
+    exchange.bytesSent = sendErrorResponse(clientRes, 400, { text: AMBIGUOUS_PATH_TEXT, shouldClose: true });
     return;
   }
   const route = match.route;
@@ -172,7 +184,7 @@ async function proxyRequest(
   const tried = new Set<Upstream>();
   const pickContext = {
     clientIp: exchange.clientIp,
-    hashKey: hashKeyFor(route.config, exchange.clientIp, target.path, clientReq.headers),
+    hashKey: hashKeyFor(route.config, exchange.clientIp, target.path.literal + target.query, clientReq.headers),
     tried,
   };
   const method = clientReq.method ?? 'GET';
@@ -328,7 +340,7 @@ function relayResponse(
     attemptLog.error = error instanceof RequestError ? error.code : 'PRX_BAD_RESPONSE_HEADER';
     if (!(error instanceof RequestError)) {
       // node refused a header it would have to send (it validates every name and value)
-      process.stderr.write(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}\n`);
+      logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}`);
     }
     exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
   };

@@ -27,7 +27,8 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { rawErrorResponse } from './error-response.js';
-import { findRequestProblem, requestTarget } from './request-checks.js';
+import { findRequestProblem } from './request-checks.js';
+import { readRequestTarget } from './request-target.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
 import type { ProxyContext } from './request-path.js';
 import type { Route } from './route.js';
@@ -77,18 +78,19 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
     log();
   };
 
-  // 1. Check and route, as for any request.
+  // 1. Check and route, as for any request (request-path.ts steps 0 and 1): both readings of the
+  //    path must select the same route.
   const problem = findRequestProblem(clientReq);
-  if (problem !== undefined) return refuse(problem.status);
-  const target = requestTarget(clientReq);
-  const match = context.router.match(target.host, target.path);
-  if (match === undefined) return refuse(404);
+  const target = problem === undefined ? readRequestTarget(clientReq) : problem;
+  if ('status' in target) return refuse(target.status);
+  const match = context.router.match(target);
+  if (match.kind !== 'route') return refuse(match.kind === 'none' ? 404 : 400);
   route = match.route;
   const selected = route;
 
   // 2. Attempts: a new connection each (an upgraded connection is never pooled).
   const tried = new Set<Upstream>();
-  const pickContext = { clientIp, hashKey: hashKeyFor(selected.config, clientIp, target.path, clientReq.headers), tried };
+  const pickContext = { clientIp, hashKey: hashKeyFor(selected.config, clientIp, target.path.literal + target.query, clientReq.headers), tried };
   const isTrustedPeer = isTrustedProxy(clientIp, context.server.trustedProxies);
   let clientGone = false;
   clientSocket.once('close', () => {

@@ -71,6 +71,14 @@ test('--help and --version exit 0; an unknown option exits 2 with the usage', ()
   assert.equal(run(['simulate']).status, 2);
 });
 
+test('demo --listen takes a listen address; a bad one is a usage error (exit 2)', () => {
+  const bad = run(['demo', '--listen', 'nowhere']);
+  assert.equal(bad.status, 2, `got exit code ${bad.status}, want 2: ${bad.stderr}`);
+  assert.match(bad.stderr, /--listen: missing port in listen address 'nowhere'/);
+  const elsewhere = run(['--check', '--listen', '0.0.0.0:8080']);
+  assert.equal(elsewhere.status, 2, `got exit code ${elsewhere.status} for --listen outside demo, want 2`);
+});
+
 test('SIGTERM lets an in-flight request finish, then exits 0', async (t) => {
   let release: (() => void) | undefined;
   const backend = await startBackend((_req, res) => {

@@ -40,6 +40,15 @@ test('Host: two of them, an invalid one, or none in HTTP/1.1, or two Authorizati
   assert.match(old.text, /^HTTP\/1\.1 200 /);
 });
 
+test('a target that is neither a path nor an http(s) URL (OPTIONS *, ftp://…) → 400 and nothing forwarded, as nginx', async (t) => {
+  const { backend, proxy } = await startProxiedBackend(t, (url) => `[proxy.any]\npath = ~ .\npass = ${url}\n`);
+  for (const target of ['*', 'ftp://h/a', 'h/a']) {
+    const res = await rawRequest(proxy.port, `OPTIONS ${target} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
+    assert.match(res.text, /^HTTP\/1\.1 400 /, `${target}: got ${res.text.split('\r\n')[0]}, want 400`);
+  }
+  assert.equal(backend.requests.length, 0);
+});
+
 test('a transfer coding other than chunked → 501; Expect other than 100-continue → 417; CONNECT → 405', async (t) => {
   const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const gzip = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n');

@@ -11,15 +11,20 @@
  * even loaded (hence the dynamic import), and never removed: without a listener SIGUSR1 would again
  * start the inspector (or end the process). Cluster workers run this file too. The standard streams'
  * sinks are made here as well, so an EPIPE on stdout or stderr is never an uncaught exception.
+ *
+ * Then SIGHUP, SIGTERM and SIGINT are held (src/cli/process-signals.ts, issue 11 item 9): `run`
+ * handles them once it has started, the other commands get them back.
  */
 import { logLine, reopenLogFiles, stderrSink, stdoutSink } from './log/process-log.js';
+import { ProcessSignals } from './cli/process-signals.js';
 
 process.on('SIGUSR1', () => reopenLogFiles('SIGUSR1'));
+const signals = new ProcessSignals();
 stdoutSink();
 stderrSink();
 
 const { main } = await import('./cli/main-cli.js');
-main(process.argv.slice(2)).then(
+main(process.argv.slice(2), signals).then(
   (exitCode) => {
     process.exitCode = exitCode;
   },

@@ -31,7 +31,7 @@ import type { MetricsState } from './metrics-collector.js';
 import { renderMetrics } from './metrics-exposition.js';
 import { EXPOSITION_CONTENT_TYPE } from './prometheus-text.js';
 import { renderStatusPage } from './status-page.js';
-import { buildStatusSnapshot, type StatusSnapshot, type WorkerReport } from './status-snapshot.js';
+import { buildStatusSnapshot, type CarriedCounters, type StatusSnapshot, type WorkerReport, type WorkerStartFailure } from './status-snapshot.js';
 import { parseRegisteredUpstream, type UpstreamRegistry } from './upstream-registry.js';
 
 /** Largest JSON body the admin API reads: 64 KiB. */
@@ -40,7 +40,12 @@ export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
 /** Counters of every process that serves traffic, and their metrics added up. */
 export interface CollectedCounters {
   readonly reports: readonly WorkerReport[];
+  /** Everything added up, `carried` included. */
   readonly metrics: MetricsState;
+  /** Cluster: counters of workers that exited or did not answer, kept in the totals. */
+  readonly carried?: CarriedCounters;
+  /** Cluster: worker slots that cannot start. */
+  readonly workerStartFailures?: readonly WorkerStartFailure[];
 }
 
 export interface AdminServerOptions {
@@ -105,9 +110,11 @@ export class AdminServer {
 
   /** The status now, with every process's counters. */
   async snapshot(): Promise<{ snapshot: StatusSnapshot; metrics: MetricsState }> {
-    const { reports, metrics } = await this.#options.collect();
+    const { reports, metrics, carried, workerStartFailures } = await this.#options.collect();
     const snapshot = buildStatusSnapshot(this.#options.proxy, reports, {
       mode: this.#options.mode,
+      carried,
+      workerStartFailures,
       registry: this.#options.registry.entries(),
       registryNowMs: (this.#options.registryNow ?? Date.now)(),
       probeNowMs: (this.#options.probeNow ?? Date.now)(),

@@ -3,7 +3,8 @@
  * upstream attempts by status class, the request-duration histogram, retries and health-probe
  * results, and the process's dropped log lines. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
  * `ProxyServer.observeProbes`, and keeps plain JSON-able data (`MetricsState`) so a cluster worker
- * can send it to the primary, which adds the states of all workers up (`mergeMetrics`).
+ * can send it to the primary, which adds the states of all workers up (`mergeMetrics`), together
+ * with the last states of workers that exited, so no counter goes down (src/cluster/counter-ledger.ts).
  *
  * Label keys are joined with a tab: route names, `host:port` and status classes never contain one.
  */

@@ -45,6 +45,8 @@ export function renderStatusPage(snapshot: StatusSnapshot): string {
   .probe-ok { color: #11652e; } .probe-fail { color: #9c1515; }
   svg.spark { display: block; }
   code { font-size: 12px; }
+  .warn { background: #fbd9d9; color: #9c1515; border-radius: 8px; padding: 6px 12px; margin: 0 0 12px; }
+  .warn:empty { display: none; }
 </style>
 </head>
 <body>
@@ -53,6 +55,7 @@ export function renderStatusPage(snapshot: StatusSnapshot): string {
   <span id="summary" class="muted"></span>
   <span id="updated" class="muted"></span>
 </header>
+<div id="worker-failures" class="warn"></div>
 <main id="routes"></main>
 <script id="initial-status" type="application/json">${data}</script>
 <script>
@@ -104,6 +107,8 @@ function render(snapshot) {
   document.getElementById("summary").textContent =
     snapshot.mode + " mode, " + snapshot.workers.length + " worker(s), " + snapshot.totals.requests + " requests" + (classes ? " (" + classes + ")" : "");
   document.getElementById("updated").textContent = "updated " + new Date(atMs).toLocaleTimeString();
+  document.getElementById("worker-failures").innerHTML = snapshot.workerStartFailures.map((f) =>
+    "worker " + f.slot + " cannot start: " + esc(f.reason) + " (" + f.failedStarts + " failed start(s) in a row; next attempt in " + Math.ceil(f.nextAttemptInMs / 1000) + " s)").join("<br>");
   const html = snapshot.routes.map((route) => {
     const rows = route.upstreams.map((u) => {
       const tags = (u.isBackup ? '<span class="tag">backup</span>' : "") + (u.registry ? '<span class="tag">registered</span>' : "");

@@ -39,6 +39,28 @@ export interface WorkerReport {
   readonly metrics: MetricsState;
 }
 
+/**
+ * Counters that no fresh report stands for (a cluster primary's, issue 11 item 5): the last report
+ * of every worker that exited or did not answer in time, added up.
+ */
+export interface CarriedCounters {
+  readonly metrics: MetricsState;
+  /** Key `ROUTE ORIGIN`. */
+  readonly upstreams: Readonly<Record<string, { readonly requestsTotal: number; readonly failuresTotal: number }>>;
+}
+
+/** A cluster worker slot whose worker cannot start, retried with backoff (issue 11 item 8). */
+export interface WorkerStartFailure {
+  /** The slot, 1..N. */
+  readonly slot: number;
+  /** Why the last attempt failed, e.g. `access_log '/var/log/p/a.log' cannot be opened for appending: ENOENT`. */
+  readonly reason: string;
+  /** Failed starts in a row. */
+  readonly failedStarts: number;
+  /** Until the next attempt, ms. */
+  readonly nextAttemptInMs: number;
+}
+
 /** The single state shown for an upstream, most important first: down (config) > draining > DOWN (health) > ejected > UP. */
 export type UpstreamStateLabel = 'down' | 'draining' | 'DOWN' | 'ejected' | 'UP';
 
@@ -85,6 +107,9 @@ export interface StatusSnapshot {
   readonly mode: 'single' | 'cluster';
   readonly configFile: string;
   readonly workers: readonly { readonly pid: number; readonly requestsTotal: number; readonly activeRequests: number }[];
+  /** Worker slots whose worker cannot start (cluster only; empty when all run). */
+  readonly workerStartFailures: readonly WorkerStartFailure[];
+  /** Every request, including those counted by workers that exited. */
   readonly totals: { readonly requests: number; readonly byStatusClass: Readonly<Record<string, number>> };
   readonly routes: readonly RouteStatus[];
 }
@@ -123,6 +148,10 @@ export interface SnapshotOptions {
   readonly registryNowMs: number;
   /** The health checker's clock, ms, for `lastProbe.ageMs` (`Date.now` by default). */
   readonly probeNowMs: number;
+  /** Counters of exited or silent workers, added to the totals (cluster only). */
+  readonly carried?: CarriedCounters;
+  /** Worker slots that cannot start (cluster only). */
+  readonly workerStartFailures?: readonly WorkerStartFailure[];
 }
 
 /**
@@ -131,8 +160,9 @@ export interface SnapshotOptions {
  */
 export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly WorkerReport[], options: SnapshotOptions): StatusSnapshot {
   const byStatusClass: Record<string, number> = {};
-  for (const report of reports) {
-    for (const [key, count] of Object.entries(report.metrics.requests)) {
+  const carried = options.carried;
+  for (const requests of [...reports.map((report) => report.metrics.requests), carried?.metrics.requests ?? {}]) {
+    for (const [key, count] of Object.entries(requests)) {
       const statusClass = key.slice(key.lastIndexOf('\t') + 1);
       byStatusClass[statusClass] = (byStatusClass[statusClass] ?? 0) + count;
     }
@@ -155,6 +185,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
         return counters === undefined ? [] : [{ pid: report.pid, ...counters }];
       });
       const sum = (field: 'activeRequests' | 'requestsTotal' | 'failuresTotal'): number => perWorker.reduce((total, c) => total + c[field], 0);
+      const carriedTotal = (field: 'requestsTotal' | 'failuresTotal'): number => carried?.upstreams[key]?.[field] ?? 0;
       const isEjected = perWorker.some((c) => c.isEjected);
       const entry = options.registry.find((e) => e.routeName === route.name && e.config.origin === upstream.origin);
       const probe = upstream.lastProbe;
@@ -170,8 +201,8 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
         weight: upstream.config.weight,
         effectiveWeight: perWorker.length === 0 ? upstream.effectiveWeight : Math.min(...perWorker.map((c) => c.effectiveWeight)),
         activeRequests: sum('activeRequests'),
-        requestsTotal: sum('requestsTotal'),
-        failuresTotal: sum('failuresTotal'),
+        requestsTotal: sum('requestsTotal') + carriedTotal('requestsTotal'),
+        failuresTotal: sum('failuresTotal') + carriedTotal('failuresTotal'),
         lastProbe:
           probe === undefined
             ? null
@@ -207,7 +238,8 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
     mode: options.mode,
     configFile: proxy.config.file,
     workers,
-    totals: { requests: workers.reduce((sum, w) => sum + w.requestsTotal, 0), byStatusClass },
+    workerStartFailures: options.workerStartFailures ?? [],
+    totals: { requests: Object.values(byStatusClass).reduce((sum, n) => sum + n, 0), byStatusClass },
     routes,
   };
 }

@@ -13,6 +13,7 @@ import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
+import type { ProcessSignals } from './process-signals.js';
 import { runDemo } from './run-demo.js';
 import { runSimulate } from './simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
@@ -26,10 +27,14 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.j
 /** The error log (stderr): it drops and counts lines it cannot write (src/log/process-log.ts). */
 const log = logLine;
 
-/** Runs the command line; resolves with the process exit code. */
-export async function main(argv: readonly string[]): Promise<number> {
+/**
+ * Runs the command line; resolves with the process exit code.
+ * @param signals the latch main.ts created first: `run` takes its signals, other commands release it
+ */
+export async function main(argv: readonly string[], signals: ProcessSignals): Promise<number> {
   try {
     const command = parseArguments(argv);
+    if (command.kind !== 'run') signals.release();
     switch (command.kind) {
       case 'help':
         printOutput(USAGE);
@@ -45,11 +50,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       }
       case 'run': {
+        // [server] workers > 1: node:cluster, see src/cluster/. A worker runs the config the primary
+        // hands it, never the file on disk (issue 11 item 8).
+        if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);
-        // [server] workers > 1: node:cluster, see src/cluster/cluster-primary.ts.
-        if (cluster.isWorker) return await runClusterWorker(config, log);
         const workerCount = resolveWorkerCount(config.server.workers);
-        if (workerCount > 1) return await runClusterPrimary(command.configFile, config, workerCount, log);
+        if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);
         let admin: Awaited<ReturnType<typeof startLocalAdmin>> | undefined;
         try {
@@ -58,8 +64,10 @@ export async function main(argv: readonly string[]): Promise<number> {
           await running.stop(); // do not keep serving after reporting a fatal error
           throw error;
         }
-        reloadOnHangup(command.configFile, (config) => running.proxy.reload(config), log);
-        return await waitForShutdown(admin === undefined ? [running] : [running, admin], log);
+        reloadOnHangup(command.configFile, (config) => running.proxy.reload(config), log, signals);
+        const stopped = waitForShutdown(admin === undefined ? [running] : [running, admin], log, signals);
+        signals.startUpDone(log); // a SIGHUP or SIGTERM held since the first moment is handled now
+        return await stopped;
       }
       case 'demo':
         return await runDemo(command.configFile, command.user, command.listen, log);

@@ -1,12 +1,14 @@
 /**
  * `node dist/main.js [--config F]`: load the config, start the proxy, and shut down gracefully on
  * SIGTERM/SIGINT (SPEC 2): stop accepting, let in-flight requests finish up to `shutdown_timeout`,
- * exit 0. A second signal exits at once.
+ * exit 0. A second signal exits at once. The signals come from a `SignalSource`: in `run`, the
+ * latch that holds them from the first moment (process-signals.ts).
  */
 import type { Config } from '../config/config.js';
 import { ProxyServer, type ReloadSummary } from '../proxy/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
+import type { SignalSource } from './process-signals.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
@@ -18,12 +20,13 @@ export interface RunningProxy {
 /**
  * SIGHUP: reload the config file (nginx `-s reload`). A file that fails to load is rejected with its
  * file:line:column and the running config keeps serving; a good one goes to `apply` (a ProxyServer's
- * `reload`, or the cluster primary's, which also tells the workers).
+ * `reload`, or the cluster primary's, which also tells the workers). Returns the function that stops listening.
  */
 export function reloadOnHangup(
   configFile: string,
   apply: (config: Config) => ReloadSummary,
   log: (line: string) => void,
+  signals: SignalSource = process,
 ): () => void {
   const onHangup = (): void => {
     let config: Config;
@@ -37,8 +40,8 @@ export function reloadOnHangup(
     log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
     for (const warning of summary.warnings) log(`reload: ${warning}`);
   };
-  process.on('SIGHUP', onHangup);
-  return () => process.off('SIGHUP', onHangup);
+  signals.on('SIGHUP', onHangup);
+  return () => signals.off('SIGHUP', onHangup);
 }
 
 /** Starts the proxy for `config` and logs where it listens. */
@@ -55,10 +58,14 @@ export async function startProxy(config: Config, log: (line: string) => void): P
  * Runs until SIGTERM/SIGINT, then drains (SPEC 2). Resolves with exit code 0, also when
  * `shutdown_timeout` ran out and connections were cut (the log says so); a second signal exits 1 at once.
  */
-export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> }[], log: (line: string) => void): Promise<number> {
+export function waitForShutdown(
+  stoppables: readonly { stop(): Promise<unknown> }[],
+  log: (line: string) => void,
+  signals: SignalSource = process,
+): Promise<number> {
   return new Promise((resolve) => {
     let isStopping = false;
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const onSignal = (signal: string): void => {
       if (isStopping) {
         log(`${signal} again: exiting now`);
         process.exit(1);
@@ -77,7 +84,7 @@ export function waitForShutdown(stoppables: readonly { stop(): Promise<unknown> 
         },
       );
     };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    signals.on('SIGTERM', onSignal);
+    signals.on('SIGINT', onSignal);
   });
 }

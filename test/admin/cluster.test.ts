@@ -221,8 +221,8 @@ test('workers = 2: a shutdown that runs out of shutdown_timeout says that reques
     primary.kill('SIGTERM');
     await inFlight;
     assert.equal(await exited, 0, `got the primary's exit code, want 0; stderr:\n${stderr}`);
-    // The worker with the request cuts it; the other one may still have been starting (then it is killed at the deadline).
-    assert.match(stderr, /shut down: [12] worker\(s\) did not drain within shutdown_timeout; requests still in flight were cut/, `got stderr:\n${stderr}`);
+    // The worker with the request cuts it; the other one drains at once, or was still starting and just exits (not counted).
+    assert.match(stderr, /shut down: 1 worker\(s\) did not drain within shutdown_timeout; requests still in flight were cut/, `got stderr:\n${stderr}`);
   } finally {
     if (primary.pid !== undefined && isAlive(primary.pid)) process.kill(primary.pid, 'SIGKILL');
     for (const res of held) res.destroy();

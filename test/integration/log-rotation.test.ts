@@ -6,19 +6,20 @@
  *
  * "Early" is a signal during the proxy's start-up: the config file is a FIFO, so the process is
  * provably inside start-up (blocked reading its config, after src/main.ts ran) when the signal goes.
- * A signal during node's own bootstrap, before any JavaScript runs, is out of reach (README).
+ * A SIGUSR1 that node itself answered before src/main.ts could listen (sent here by a preload, which
+ * runs just before the entry module) opens the inspector, and the guard closes it.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { request, startBackend, waitFor } from '../helpers/proxy-harness.js';
-import { removeBuild, startCli, type RunningCli } from '../helpers/built-cli.js';
+import { buildCli, REPO, removeBuild, startCli, type RunningCli } from '../helpers/built-cli.js';
 
 after(removeBuild);
 
@@ -136,4 +137,28 @@ test('SIGUSR1 with workers = 2: no inspector in the primary or a worker, and eve
 
   cli.child.kill('SIGTERM');
   assert.equal(await cli.exited, 0, `got an unclean exit: ${cli.stderr()}`);
+});
+
+test('a SIGUSR1 that node answered before the proxy listened for it: the inspector it opened is closed, and the proxy serves', { timeout: 20_000 }, async (t) => {
+  const backend = await startBackend();
+  t.after(() => backend.close());
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-usr1-boot-'));
+  const preload = join(dir, 'signal-self.mjs');
+  writeFileSync(preload, "process.kill(process.pid, 'SIGUSR1');\n");
+  const config = join(dir, 'env.ini');
+  writeFileSync(config, `[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[proxy.a]\npath = /\npass = ${backend.url}\n`);
+  const child = spawn(process.execPath, ['--import', preload, await buildCli(), '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await waitFor(() => /proxy listening on [^\s]+:\d+/.test(stderr), 5000, 'the proxy to listen');
+  const port = Number(/proxy listening on [^\s]+:(\d+)/.exec(stderr)![1]);
+  // The inspector starts on its own thread; the guard's last check is 1 s after start-up.
+  await waitFor(() => stderr.includes("closed node's inspector"), 3000, `the guard to close the inspector: ${stderr}`);
+  assert.match(stderr, /Debugger listening/, 'got no inspector started by the preload: the test proves nothing');
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  assert.equal(await isInspectorListening(), false, 'got a listener on 127.0.0.1:9229 after the guard, want none');
+  assert.equal((await request(port, { path: '/' })).status, 200);
+  child.kill('SIGTERM');
+  assert.equal(await new Promise((resolve) => child.once('exit', resolve)), 0, `got an unclean exit: ${stderr}`);
 });

@@ -4,27 +4,31 @@
  * only does what must happen before anything else, then sets the exit code, so the process ends on
  * its own once servers and timers are closed.
  *
- * First of all, a SIGUSR1 listener: without one, node answers SIGUSR1 by starting its inspector on
- * 127.0.0.1:9229, and anyone on the box who can signal the process can then run code as its user.
- * A JavaScript listener replaces node's handler (test/integration/log-rotation.test.ts checks it); ours
- * reopens the log files, as nginx's USR1. It is installed before main-cli.js and its module graph are
- * even loaded (hence the dynamic import), and never removed: without a listener SIGUSR1 would again
- * start the inspector (or end the process). Cluster workers run this file too. The standard streams'
- * sinks are made here as well, so an EPIPE on stdout or stderr is never an uncaught exception. A
- * SIGUSR1 that came while node itself was booting, before any of this ran, may have opened the
- * inspector all the same: src/cli/inspector-guard.ts closes it.
+ * First of all, the signals, before the rest of the program is even loaded (hence the dynamic
+ * imports: a static one would be loaded, all of its module graph, before the first line here runs):
  *
- * Then SIGHUP, SIGTERM and SIGINT are held (src/cli/process-signals.ts, issue 11 item 9): `run`
- * handles them once it has started, the other commands get them back.
+ * - SIGHUP, SIGTERM and SIGINT are held (src/cli/process-signals.ts, which imports nothing): `run`
+ *   and `demo` handle them once they have started, the other commands get them back;
+ * - a SIGUSR1 listener: without one, node answers SIGUSR1 by starting its inspector on
+ *   127.0.0.1:9229, and anyone on the box who can signal the process can then run code as its user.
+ *   A JavaScript listener replaces node's handler (test/integration/log-rotation.test.ts checks it);
+ *   ours reopens the log files, as nginx's USR1. It is never removed: without a listener SIGUSR1
+ *   would again start the inspector (or end the process). Cluster workers run this file too.
+ *
+ * Then the standard streams' sinks, so an EPIPE on stdout or stderr is never an uncaught exception,
+ * and the inspector guard: a SIGUSR1 that came while node itself was booting, before any of this
+ * ran, may have opened the inspector all the same, and src/cli/inspector-guard.ts closes it.
  */
-import { logLine, reopenLogFiles, stderrSink, stdoutSink } from './log/process-log.js';
 import { ProcessSignals } from './cli/process-signals.js';
-import { closeSignalledInspector } from './cli/inspector-guard.js';
 
-process.on('SIGUSR1', () => reopenLogFiles('SIGUSR1'));
 const signals = new ProcessSignals();
+const processLog = import('./log/process-log.js');
+process.on('SIGUSR1', () => void processLog.then(({ reopenLogFiles }) => reopenLogFiles('SIGUSR1')));
+
+const { logLine, stderrSink, stdoutSink } = await processLog;
 stdoutSink();
 stderrSink();
+const { closeSignalledInspector } = await import('./cli/inspector-guard.js');
 closeSignalledInspector(logLine);
 
 const { main } = await import('./cli/main-cli.js');

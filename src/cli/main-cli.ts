@@ -34,7 +34,7 @@ const log = logLine;
 export async function main(argv: readonly string[], signals: ProcessSignals): Promise<number> {
   try {
     const command = parseArguments(argv);
-    if (command.kind !== 'run') signals.release();
+    if (command.kind !== 'run' && command.kind !== 'demo') signals.release();
     switch (command.kind) {
       case 'help':
         printOutput(USAGE);
@@ -70,7 +70,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         return await stopped;
       }
       case 'demo':
-        return await runDemo(command.configFile, command.user, command.listen, log);
+        return await runDemo(command.configFile, command.user, command.listen, log, signals);
       case 'simulate': {
         const config = loadConfigFile(command.configFile);
         printOutput(

@@ -14,13 +14,21 @@ import { formatListenAddress } from '../config/values.js';
 import { isLoopbackHost } from '../admin/bearer-token.js';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
+import type { ProcessSignals } from './process-signals.js';
 
 /**
- * Runs the demo until SIGTERM/SIGINT; resolves with the exit code.
+ * Runs the demo until SIGTERM, SIGINT or SIGHUP (a closed terminal ends it too); resolves with the
+ * exit code. Signals that came while it started are handled once everything listens.
  * @param credentials web1's `user:password`
  * @param listen `--listen`: where the proxy listens; undefined = the config's port on loopback
  */
-export async function runDemo(configFile: string, credentials: string, listen: ListenAddress | undefined, log: (line: string) => void): Promise<number> {
+export async function runDemo(
+  configFile: string,
+  credentials: string,
+  listen: ListenAddress | undefined,
+  log: (line: string) => void,
+  signals: ProcessSignals,
+): Promise<number> {
   const config = demoConfig(loadConfigFile(configFile), listen, log);
   const started: { stop(): Promise<unknown> }[] = [];
   try {
@@ -35,7 +43,9 @@ export async function runDemo(configFile: string, credentials: string, listen: L
     await Promise.all(started.map((server) => server.stop())); // a port in use: leave nothing running
     throw error;
   }
-  return waitForShutdown(started, log);
+  const stopped = waitForShutdown(started, log, signals, ['SIGTERM', 'SIGINT', 'SIGHUP']);
+  signals.startUpDone(log);
+  return stopped;
 }
 
 /** The config with the demo's listen address: `listen`, else the config's own port on loopback. */

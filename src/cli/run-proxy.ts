@@ -8,7 +8,7 @@ import type { Config } from '../config/config.js';
 import { ProxyServer, type ReloadSummary } from '../proxy/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
-import type { SignalSource } from './process-signals.js';
+import type { LifecycleSignal, SignalSource } from './process-signals.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
@@ -55,13 +55,14 @@ export async function startProxy(config: Config, log: (line: string) => void): P
 }
 
 /**
- * Runs until SIGTERM/SIGINT, then drains (SPEC 2). Resolves with exit code 0, also when
+ * Runs until one of `stopSignals` (SIGTERM, SIGINT) comes, then drains (SPEC 2). Resolves with exit code 0, also when
  * `shutdown_timeout` ran out and connections were cut (the log says so); a second signal exits 1 at once.
  */
 export function waitForShutdown(
   stoppables: readonly { stop(): Promise<unknown> }[],
   log: (line: string) => void,
-  signals: SignalSource = process,
+  signals: SignalSource,
+  stopSignals: readonly LifecycleSignal[] = ['SIGTERM', 'SIGINT'],
 ): Promise<number> {
   return new Promise((resolve) => {
     let isStopping = false;
@@ -84,7 +85,6 @@ export function waitForShutdown(
         },
       );
     };
-    signals.on('SIGTERM', onSignal);
-    signals.on('SIGINT', onSignal);
+    for (const signal of stopSignals) signals.on(signal, onSignal);
   });
 }

@@ -11,6 +11,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -80,4 +82,32 @@ test('demo stays on loopback: a config listening on 0.0.0.0 is narrowed to 127.0
   assert.equal(await isPortTaken(9001, '127.0.0.2'), false, 'got web1 widened by --listen, want the backends on 127.0.0.1');
   widened.child.kill('SIGINT');
   assert.equal(await widened.exited, 0, `demo exited uncleanly: ${widened.stderr()}`);
+});
+
+test('demo: a SIGINT during start-up is handled once it listens (exit 0, not death by the signal); SIGHUP (a closed terminal) ends it too', async (t) => {
+  if ((await isPortTaken(9001)) || (await isPortTaken(9002))) {
+    t.skip('ports 9001/9002 are taken (is `npm run demo` running?): the demo backends cannot start');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-demo-'));
+  const config = '[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[proxy]\n\n[proxy.b]\npath=/b\npass=http://localhost:9002\n';
+  // The config is a FIFO: opening it for writing completes once the demo is reading it, in start-up.
+  const fifo = join(dir, 'env.ini');
+  execFileSync('mkfifo', [fifo]);
+  const early = await startCli(['demo', '--config', fifo]);
+  t.after(() => early.kill());
+  const writer = await open(fifo, 'w');
+  early.child.kill('SIGINT');
+  await writer.writeFile(config);
+  await writer.close();
+  assert.equal(await early.exited, 0, `got exit ${early.child.signalCode ?? early.child.exitCode}, want 0: ${early.stderr()}`);
+  assert.match(early.stderr(), /proxy listening on 127\.0\.0\.1:\d+[^]*SIGINT: no longer accepting connections/, 'got the demo stopped before it listened');
+
+  const file = join(dir, 'plain.ini');
+  writeFileSync(file, config);
+  const hungUp = await startCli(['demo', '--config', file]);
+  t.after(() => hungUp.kill());
+  await hungUp.port;
+  hungUp.child.kill('SIGHUP');
+  assert.equal(await hungUp.exited, 0, `got exit ${hungUp.child.signalCode ?? hungUp.child.exitCode}, want 0: ${hungUp.stderr()}`);
 });

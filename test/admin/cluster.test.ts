@@ -17,20 +17,13 @@ import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { listenBackend, startBackend } from '../helpers/proxy-harness.js';
 
 import { buildCli, REPO as ROOT, removeBuild } from '../helpers/built-cli.js';
+import { freePort } from '../helpers/cli-process.js';
 
 let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
 after(removeBuild);
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function get(port: number, path: string, options: { method?: string; body?: string; token?: string } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request, startBackend, waitFor, type Backend } from '../helpers/proxy-harness.js';
 import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { freePort } from '../helpers/cli-process.js';
 
 after(removeBuild);
 
@@ -36,14 +37,6 @@ async function spawnCli(t: { after(fn: () => void): void }, args: readonly strin
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function writeConfig(backend: Backend, proxyPort: number, adminPort: number, lines: readonly string[]): string {

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { request, startBackend, waitFor } from '../helpers/proxy-harness.js';
 import { buildCli, REPO, removeBuild, startCli, type RunningCli } from '../helpers/built-cli.js';
+import { freePort } from '../helpers/cli-process.js';
 
 after(removeBuild);
 
@@ -35,14 +36,6 @@ function isInspectorListening(): Promise<boolean> {
 async function assertNoInspector(cli: RunningCli, when: string): Promise<void> {
   assert.equal(await isInspectorListening(), false, `got a listener on 127.0.0.1:9229 ${when}, want none`);
   assert.doesNotMatch(cli.stderr(), /Debugger listening/, `got the inspector started ${when}`);
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function lines(path: string): string[] {

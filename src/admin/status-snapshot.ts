@@ -40,7 +40,7 @@ export interface WorkerReport {
 }
 
 /**
- * Counters that no fresh report stands for (a cluster primary's, issue 11 item 5): the last report
+ * Counters that no fresh report stands for (a cluster primary's): the last report
  * of every worker that exited or did not answer in time, added up.
  */
 export interface CarriedCounters {
@@ -49,7 +49,7 @@ export interface CarriedCounters {
   readonly upstreams: Readonly<Record<string, { readonly requestsTotal: number; readonly failuresTotal: number }>>;
 }
 
-/** A cluster worker slot whose worker cannot start, retried with backoff (issue 11 item 8). */
+/** A cluster worker slot whose worker cannot start, retried with backoff. */
 export interface WorkerStartFailure {
   /** The slot, 1..N. */
   readonly slot: number;

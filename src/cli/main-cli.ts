@@ -51,7 +51,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       }
       case 'run': {
         // [server] workers > 1: node:cluster, see src/cluster/. A worker runs the config the primary
-        // hands it, never the file on disk (issue 11 item 8).
+        // hands it, never the file on disk.
         if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);
         const workerCount = resolveWorkerCount(config.server.workers);

@@ -1,5 +1,5 @@
 /**
- * Signals from the first moment (issue 11 item 9). A node process dies of SIGHUP and SIGTERM until a
+ * Signals from the first moment. A node process dies of SIGHUP and SIGTERM until a
  * handler exists, and `run` needs time to load its modules, read the config and listen: a SIGHUP in
  * that window used to kill it with status 129 and no log line. So `main.ts` creates this latch
  * before it loads anything else: from then on SIGHUP, SIGTERM and SIGINT are held while the command

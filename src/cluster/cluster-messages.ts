@@ -6,7 +6,7 @@
  * start, its report.
  *
  * A worker's life: it sends `start-request` as soon as it can hear the answer; the primary answers
- * `start` with the config it serves (a worker never reads the config file, issue 11 item 8); the
+ * `start` with the config it serves (a worker never reads the config file); the
  * worker listens, or sends `start-failed` and exits. Messages that come before `start` are dropped:
  * `start` carries the newest config and upstream state.
  */
@@ -72,7 +72,7 @@ export interface StartFailedMessage {
 /**
  * Worker → primary: its counters, as the answer to report request `id`, or unasked every
  * `REPORT_PUSH_INTERVAL_MS` with `id` 0, so the primary always holds a recent report to keep when
- * the worker dies (issue 11 item 5).
+ * the worker dies.
  */
 export interface ReportMessage {
   readonly type: 'report';

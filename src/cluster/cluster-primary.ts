@@ -3,7 +3,7 @@
  * process. It never proxies a request. It owns:
  *
  * - the workers: forks N and hands each the config it serves (a worker never reads the file, so a
- *   replacement runs what the others run, issue 11 item 8); forks a new one at once when a running
+ *   replacement runs what the others run); forks a new one at once when a running
  *   worker dies; a worker that cannot start is reported (log, `/status`) and tried again with
  *   backoff (restart-backoff.ts); when no worker has started yet, that is fatal (exit 1, as a
  *   single process that cannot listen);

@@ -2,7 +2,7 @@
  * A cluster worker (`[server] workers = N`, node:cluster): it runs the proxy on the shared listening
  * socket, without health checks of its own; the primary probes and pushes the results here
  * (`UpstreamStateMessage`), with draining and registry changes. It never reads the config file: it
- * asks the primary, which answers with the config it serves (issue 11 item 8), so a replacement
+ * asks the primary, which answers with the config it serves, so a replacement
  * worker runs what the others run even when the file on disk is broken or edited and not reloaded.
  * A worker that cannot start (the access log cannot be opened, listen fails) says why and exits;
  * the primary reports it and tries again with backoff. It answers report requests with its

@@ -1,5 +1,5 @@
 /**
- * Counters stay counters (issue 11 item 5). Prometheus counters must never go down between two
+ * Counters stay counters. Prometheus counters must never go down between two
  * scrapes, but in a cluster every worker counts for itself and the primary only adds the workers'
  * reports up: when a worker dies its counts would vanish from the totals. The ledger keeps, per
  * live worker, the newest report it sent (answers to scrapes, and the report every worker pushes

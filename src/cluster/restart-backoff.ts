@@ -1,5 +1,5 @@
 /**
- * The restart policy for a cluster worker that cannot start (issue 11 item 8): exponential backoff,
+ * The restart policy for a cluster worker that cannot start: exponential backoff,
  * as systemd's `RestartSec` with `RestartSteps`/`RestartMaxDelaySec`, or Kubernetes' CrashLoopBackOff.
  * A worker that fails to start (its access log directory is gone, its listen fails, it exits before
  * listening) is tried again after 1 s, then 2 s, 4 s, 8 s, 16 s, and every 30 s after that, so a

@@ -13,7 +13,7 @@
  *   connect ECONNREFUSED"), never every probe.
  * - A successful probe restores the upstream's full effective weight (SPEC 4 weight degradation).
  *   It does not end a passive ejection: that lasts its `fail_timeout`, as SPEC 4 says.
- * - A reload does not restart it (issue 11 item 7): `update()` is given the new routes and keeps
+ * - A reload does not restart it: `update()` is given the new routes and keeps
  *   the watch of every upstream object it already had — streaks, next probe time, probe in flight —
  *   so SIGHUPs coming faster than `health_interval` neither reset rise/fall nor add probes. Which
  *   upstreams are "the same" is decided once, by the caller (ProxyServer.reload keeps the Upstream

@@ -65,7 +65,7 @@ export class ProxyServer {
   #routes: readonly Route[];
   /**
    * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
-   * one for the server's life: a reload or a registry change updates its targets (issue 11 item 7).
+   * one for the server's life: a reload or a registry change updates its targets.
    */
   readonly #healthChecker: HealthChecker;
   readonly #deps: RuntimeDeps;

@@ -1,5 +1,5 @@
 /**
- * The request target, read two ways (issue 11: "a request is judged as the upstream will read it").
+ * The request target, read two ways, so that a request is judged as the upstream will read it.
  *
  * Backends read a path differently: Go, Flask, Django, Rails and Express decode every escape
  * before routing, most resolve dot segments, Tomcat and Spring cut `;` parameters, IIS and the

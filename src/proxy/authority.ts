@@ -6,8 +6,8 @@
  * Accepted: `host [":" port]`, where host is a name or an IPv4 address (dot-separated labels of
  * letters, digits, `-` and `_`, optionally one trailing dot: the DNS root) or an IPv6 address in
  * brackets (`[::1]`), and port is at most five digits, 0..65535 (RFC 3986 §3.2.3 allows it empty).
- * Refused, so that nothing ambiguous reaches a route or an upstream (main once forwarded
- * `GET http://u@evil:1/a/x` forwarded with `Host: u@evil:1`):
+ * Refused, so that nothing ambiguous reaches a route or an upstream (the proxy once sent
+ * `GET http://u@evil:1/a/x` upstream with `Host: u@evil:1`):
  * - userinfo (`u@host`: RFC 9110 §4.2.4 says to treat it as an error),
  * - an empty host (`:80`, ``), an empty label (`a..b`, `.a`),
  * - a port that is not digits or is over 65535,

@@ -54,6 +54,9 @@ function demoConfig(config: Config, listen: ListenAddress | undefined, log: (lin
   const address = listen ?? { host: '127.0.0.1', port: config.server.listen.port };
   if (listen === undefined) {
     log(`demo: the proxy listens on ${formatListenAddress(address)}, not ${formatListenAddress(config.server.listen)} (the demo stays on loopback; --listen ${formatListenAddress(config.server.listen)} widens it)`);
+  } else if (!isLoopbackHost(listen.host)) {
+    // `--listen :8081` means every address, as `listen` in env.ini does: say so, the credentials are public.
+    log(`demo: warning: the proxy listens on ${formatListenAddress(address)}, reachable from other machines, and web1's credentials are the tutorial's`);
   }
   return { ...config, server: { ...config.server, listen: address } };
 }

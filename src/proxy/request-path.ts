@@ -66,6 +66,8 @@ export interface ProxyContext {
 
 /** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
 const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
+/** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
+const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
 
 /** Per-request facts gathered on the way, for the access log. */
 interface Exchange {
@@ -134,12 +136,17 @@ async function proxyRequest(
     exchange.bytesSent = sendErrorResponse(clientRes, 404);
     return;
   }
-  if (match.kind === 'ambiguous') {
-    exchange.bytesSent = sendErrorResponse(clientRes, 400, { text: AMBIGUOUS_PATH_TEXT, shouldClose: true });
+  if (match.kind === 'ambiguous' || match.kind === 'outside-pass-path') {
+    const text = match.kind === 'ambiguous' ? AMBIGUOUS_PATH_TEXT : OUTSIDE_PASS_PATH_TEXT;
+    exchange.bytesSent = sendErrorResponse(clientRes, 400, { text, shouldClose: true });
     return;
   }
   const route = match.route;
   exchange.route = route;
+  if (match.kind === 'redirect') {
+    exchange.bytesSent = sendErrorResponse(clientRes, 301, { text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
+    return;
+  }
 
   // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
   if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {

@@ -22,8 +22,12 @@
  * after merging, `/x/admin` without), so the normalised reading is taken in each of the ways
  * common backends take it ({@link NORMALISATIONS}: the full one above; decoding without `\` or
  * merging, as RFC 3986 resolution; Go's `path.Clean`; Tomcat's, which first cuts `;` parameters
- * so that `/admin;x/secret` is `/admin/secret` and `..;` is `..`; and the WHATWG URL parser's,
- * which decodes nothing but `%2e` in dot segments). They are all "the normalised reading": the
+ * so that `/admin;x/secret` is `/admin/secret` and `..;` is `..`; the WHATWG URL parser's, which
+ * decodes nothing but `%2e` in dot segments and reads a target that starts with `//` (or `/\`) as
+ * a network-path reference, `//evil/admin` being host `evil` and path `/admin`, when a backend
+ * resolves the target against a base URL; and that of a backend that decodes the whole target before
+ * it parses it as a URL, for which a decoded `?` or `#` ends the path and a trailing space is
+ * trimmed). They are all "the normalised reading": the
  * router requires each of them to select the route the literal reading selects. nginx keeps `;`
  * parameters as part of a segment; here they only add a reading, so `/admin;x/secret` next to an
  * `/admin` route is a 400 rather than a way around it.
@@ -67,15 +71,24 @@ export interface Normalisation {
   readonly mergesSlashes: boolean;
   /** Before step 1: `;` to the end of its segment removed. */
   readonly cutsParameters: boolean;
+  /**
+   * After step 2: a path that starts with `//` names a host (a network-path reference, RFC 3986
+   * §4.2, resolved against a base URL; for http(s) the WHATWG parser skips any number of slashes
+   * before it): the path is what follows the host, `/` when nothing does.
+   */
+  readonly readsNetworkPath: boolean;
+  /** After step 1: a decoded `?` or `#` ends the path and trailing spaces are trimmed (the target was decoded before it was parsed). */
+  readonly parsesAfterDecoding: boolean;
 }
 
 /** The normalisations every path is read with (step 4, dot segments, is in all of them). */
 export const NORMALISATIONS: readonly Normalisation[] = [
-  { readers: "the full normalisation (nginx's $uri, and IIS, which also reads \\ as /)", decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: false },
-  { readers: 'RFC 3986 resolution of a decoded path (Express, Flask, Django, Rails)', decodes: 'all', isBackslashSlash: false, mergesSlashes: false, cutsParameters: false },
-  { readers: "Go's path.Clean (net/http ServeMux)", decodes: 'all', isBackslashSlash: false, mergesSlashes: true, cutsParameters: false },
-  { readers: 'Tomcat, Jetty, Spring', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: true },
-  { readers: 'the WHATWG URL parser (Node, undici, browsers)', decodes: 'dot-segments', isBackslashSlash: true, mergesSlashes: false, cutsParameters: false },
+  { readers: "the full normalisation (nginx's $uri, and IIS, which also reads \\ as /)", decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: false, readsNetworkPath: false, parsesAfterDecoding: false },
+  { readers: 'RFC 3986 resolution of a decoded path (Express, Flask, Django, Rails)', decodes: 'all', isBackslashSlash: false, mergesSlashes: false, cutsParameters: false, readsNetworkPath: false, parsesAfterDecoding: false },
+  { readers: "Go's path.Clean (net/http ServeMux)", decodes: 'all', isBackslashSlash: false, mergesSlashes: true, cutsParameters: false, readsNetworkPath: false, parsesAfterDecoding: false },
+  { readers: 'Tomcat, Jetty, Spring', decodes: 'all', isBackslashSlash: true, mergesSlashes: true, cutsParameters: true, readsNetworkPath: false, parsesAfterDecoding: false },
+  { readers: "the WHATWG URL parser (Node's new URL(req.url, base), undici, browsers)", decodes: 'dot-segments', isBackslashSlash: true, mergesSlashes: false, cutsParameters: false, readsNetworkPath: true, parsesAfterDecoding: false },
+  { readers: 'a URL parser given the decoded target (new URL(decodeURIComponent(req.url), base))', decodes: 'all', isBackslashSlash: true, mergesSlashes: false, cutsParameters: false, readsNetworkPath: true, parsesAfterDecoding: true },
 ];
 
 /** Where a request is going, once its target and authority passed the checks. */
@@ -208,7 +221,18 @@ function normalize(literal: string, decoded: string, normalisation: Normalisatio
     // of a UTF-8 sequence that decoded in `literal`: this decode cannot fail.
     path = decodeURIComponent(literal.replace(/;[^/]*/g, ''));
   } else path = decoded;
+  if (normalisation.parsesAfterDecoding) {
+    const end = path.search(/[?#]/);
+    path = (end < 0 ? path : path.slice(0, end)).trimEnd();
+  }
   if (normalisation.isBackslashSlash) path = path.replaceAll('\\', '/');
+  if (normalisation.readsNetworkPath && path.startsWith('//')) {
+    // An http(s) URL's authority follows any number of slashes (WHATWG "special authority ignore slashes state").
+    let hostAt = 2;
+    while (path.charCodeAt(hostAt) === SLASH) hostAt++;
+    const pathAt = path.indexOf('/', hostAt);
+    path = pathAt < 0 ? '/' : path.slice(pathAt);
+  }
   return removeDotSegments(path, normalisation);
 }
 

@@ -16,6 +16,17 @@
  * `/public/../admin` or `/admin/..%2F..%2Fpublic` from being judged by one route's rules and served
  * by another. When both agree, the upstream gets the client's own bytes: the literal path (its
  * matched prefix replaced when `pass` has a path) and the query, unchanged.
+ *
+ * Two more rules, as nginx has them:
+ * - When `pass` has a path, the upstream must not be able to climb out of it: a rewritten path whose
+ *   readings leave the pass path once their dot segments are resolved (`/../internal` on a route
+ *   `/` with `pass = http://h/public/`, sent as `/public/../internal`) → 400. nginx replaces the
+ *   prefix in its normalised `$uri`, so its upstream never sees the `..`.
+ * - The slash redirect: a request for exactly a prefix route's prefix without its trailing slash
+ *   (`/admin` when the route is `path = /admin/`) is answered `301` with `Location: /admin/` and the
+ *   query, instead of falling through to a shorter route (nginx's `location /admin/ { proxy_pass … }`
+ *   does the same), unless a route of the same group has the prefix `/admin` itself. Without it,
+ *   `/admin` would reach the `/` route's backend, which may serve its own `/admin` unprotected.
  */
 import type { RouteConfig } from '../config/config.js';
 import { routesInMatchingOrder } from '../config/describe-config.js';
@@ -28,7 +39,11 @@ export type RouteDecision<R> =
   /** Neither reading selects a route (→ 404). */
   | { readonly kind: 'none' }
   /** The readings select different routes, or not all select one (→ 400). */
-  | { readonly kind: 'ambiguous' };
+  | { readonly kind: 'ambiguous' }
+  /** The rewritten path, once its dot segments are resolved, leaves the route's pass path (→ 400). */
+  | { readonly kind: 'outside-pass-path' }
+  /** nginx's slash redirect (→ 301): `location` is the path with `/` appended, and the query. */
+  | { readonly kind: 'redirect'; readonly route: R; readonly location: string };
 
 /** Anything that carries a RouteConfig (the runtime route objects do). */
 export interface Routable {
@@ -42,24 +57,54 @@ interface Entry<R> {
   readonly prefix: string | undefined;
   /** The prefix in each normalised reading (`/caf%C3%A9` → `/café` where escapes are decoded), in NORMALISATIONS order. */
   readonly normalizedPrefixes: readonly string[] | undefined;
+  /** The pass path in each normalised reading, for a route that rewrites (`pass` with a path); else undefined. */
+  readonly normalizedPassPaths: readonly string[] | undefined;
+}
+
+/** What one reading of a path selects: a route, or the slash redirect to one. */
+interface Selection<R> {
+  readonly route: R;
+  readonly isSlashRedirect: boolean;
 }
 
 const NONE = Object.freeze({ kind: 'none' as const });
 const AMBIGUOUS = Object.freeze({ kind: 'ambiguous' as const });
+const OUTSIDE_PASS_PATH = Object.freeze({ kind: 'outside-pass-path' as const });
 
 export class Router<R extends Routable> {
   /** Routes with a host, then host-less ones; each group regex-first (routesInMatchingOrder). */
   readonly #entries: readonly Entry<R>[];
   /** Every prefix is the same string in every normalised reading: a path whose readings are all its literal string needs one lookup. */
   readonly #arePrefixesNormal: boolean;
+  /**
+   * The prefix routes ending in `/` (not `/` itself), by their prefix without that slash, in
+   * matching order: index 0 for the literal reading, then one map per normalised reading.
+   */
+  readonly #slashRedirects: readonly ReadonlyMap<string, readonly Entry<R>[]>[];
 
   constructor(routes: readonly R[]) {
     const byConfig = new Map(routes.map((route) => [route.config, route]));
     this.#entries = routesInMatchingOrder(routes.map((route) => route.config)).map((config) => {
       const prefix = config.path.kind === 'prefix' ? config.path.prefix : undefined;
-      return { route: byConfig.get(config)!, prefix, normalizedPrefixes: prefix === undefined ? undefined : normalizePrefix(prefix) };
+      const rewrites = prefix !== undefined && config.passPath !== undefined;
+      return {
+        route: byConfig.get(config)!,
+        prefix,
+        normalizedPrefixes: prefix === undefined ? undefined : normalizePrefix(prefix),
+        normalizedPassPaths: rewrites ? normalizePrefix(config.passPath!) : undefined,
+      };
     });
     this.#arePrefixesNormal = this.#entries.every((entry) => entry.normalizedPrefixes?.every((normalized) => normalized === entry.prefix) ?? true);
+    this.#slashRedirects = [undefined, ...NORMALISATIONS.keys()].map((reading) => {
+      const byPath = new Map<string, Entry<R>[]>();
+      for (const entry of this.#entries) {
+        const prefix = prefixIn(entry, reading);
+        if (prefix === undefined || prefix.length < 2 || !prefix.endsWith('/')) continue;
+        const path = prefix.slice(0, -1);
+        byPath.set(path, [...(byPath.get(path) ?? []), entry]);
+      }
+      return byPath;
+    });
   }
 
   /**
@@ -69,29 +114,74 @@ export class Router<R extends Routable> {
    */
   match(target: Pick<RequestTarget, 'hostName' | 'path' | 'query'>): RouteDecision<R> {
     const { literal, normalized } = target.path;
-    const route = findRoute(this.#entries, literal, target.hostName, undefined);
+    const selected = this.#select(literal, target.hostName, undefined);
+    let isNormal = true;
     for (let reading = 0; reading < normalized.length; reading++) {
       const path = normalized[reading]!;
       if (path === literal && this.#arePrefixesNormal) continue; // the same string against the same prefixes
-      if (findRoute(this.#entries, path, target.hostName, reading) !== route) return AMBIGUOUS;
+      isNormal = false;
+      const other = this.#select(path, target.hostName, reading);
+      if (other?.route !== selected?.route || other?.isSlashRedirect !== selected?.isSlashRedirect) return AMBIGUOUS;
     }
-    if (route === undefined) return NONE;
-    return { kind: 'route', route, upstreamTarget: rewritePath(route.config, literal) + target.query };
+    if (selected === undefined) return NONE;
+    const { route } = selected;
+    if (selected.isSlashRedirect) return { kind: 'redirect', route, location: `${literal}/${target.query}` };
+    const upstreamPath = rewritePath(route.config, literal);
+    if (!isNormal && !this.#staysInPassPath(route, upstreamPath)) return OUTSIDE_PASS_PATH;
+    return { kind: 'route', route, upstreamTarget: upstreamPath + target.query };
+  }
+
+  /** What `path` selects in `reading` (undefined: the literal one): the slash redirect first, as nginx's, then the first matching route. */
+  #select(path: string, hostName: string | undefined, reading: number | undefined): Selection<R> | undefined {
+    const route = findRoute(this.#entries, path, hostName, reading);
+    const candidates = this.#slashRedirects[reading === undefined ? 0 : reading + 1]!.get(path);
+    if (candidates !== undefined) {
+      for (const candidate of candidates) {
+        if (!isHostEligible(candidate, hostName)) continue;
+        const hasHost = candidate.route.config.host !== undefined;
+        if (!hasHost && route?.config.host !== undefined) break; // a route for this host serves it
+        const hasOwnPrefix = this.#entries.some(
+          (entry) => (entry.route.config.host !== undefined) === hasHost && isHostEligible(entry, hostName) && prefixIn(entry, reading) === path,
+        );
+        if (hasOwnPrefix) break;
+        return { route: candidate.route, isSlashRedirect: true };
+      }
+    }
+    return route === undefined ? undefined : { route, isSlashRedirect: false };
+  }
+
+  /** Whether every normalised reading of a rewritten path is still under the route's pass path (no `..` climbs out of it). */
+  #staysInPassPath(route: R, upstreamPath: string): boolean {
+    const passPaths = this.#entries.find((entry) => entry.route === route)?.normalizedPassPaths;
+    if (passPaths === undefined) return true;
+    const readings = readPath(upstreamPath);
+    if ('status' in readings) return false;
+    return readings.normalized.every((reading, i) => isPrefixMatch(reading, passPaths[i]!) || `${reading}/` === passPaths[i]);
   }
 }
 
 /** The first route matching `path` in reading `reading` (an index into NORMALISATIONS; undefined: the literal reading). */
 function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, reading: number | undefined): R | undefined {
   for (const entry of entries) {
-    const { host, path: matcher } = entry.route.config;
-    if (host !== undefined) {
-      if (hostName === undefined) continue;
-      if (host.kind === 'exact' ? hostName !== host.host : !hostName.endsWith(host.suffix)) continue;
-    }
-    const prefix = reading === undefined ? entry.prefix : entry.normalizedPrefixes?.[reading];
+    if (!isHostEligible(entry, hostName)) continue;
+    const matcher = entry.route.config.path;
+    const prefix = prefixIn(entry, reading);
     if (prefix === undefined ? matcher.kind === 'regex' && matcher.regex.test(path) : isPrefixMatch(path, prefix)) return entry.route;
   }
   return undefined;
+}
+
+/** Whether a route may serve a request for `hostName`: host-less routes always, others when the host matches (exact or `*.suffix`). */
+function isHostEligible(entry: Entry<Routable>, hostName: string | undefined): boolean {
+  const { host } = entry.route.config;
+  if (host === undefined) return true;
+  if (hostName === undefined) return false;
+  return host.kind === 'exact' ? hostName === host.host : hostName.endsWith(host.suffix);
+}
+
+/** A prefix route's prefix in `reading` (undefined: the literal reading); undefined for a regex route. */
+function prefixIn(entry: Entry<Routable>, reading: number | undefined): string | undefined {
+  return reading === undefined ? entry.prefix : entry.normalizedPrefixes?.[reading];
 }
 
 /**

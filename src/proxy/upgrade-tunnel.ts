@@ -84,6 +84,7 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
   const target = problem === undefined ? readRequestTarget(clientReq) : problem;
   if ('status' in target) return refuse(target.status);
   const match = context.router.match(target);
+  if (match.kind === 'redirect') return refuse(301, `\r\nLocation: ${match.location}`);
   if (match.kind !== 'route') return refuse(match.kind === 'none' ? 404 : 400);
   route = match.route;
   const selected = route;

@@ -78,6 +78,7 @@ test('demo stays on loopback: a config listening on 0.0.0.0 is narrowed to 127.0
   t.after(() => widened.kill());
   const widePort = await widened.port;
   assert.match(widened.stderr(), /proxy listening on 0\.0\.0\.0:\d+/, `got ${widened.stderr()}`);
+  assert.match(widened.stderr(), /demo: warning: the proxy listens on 0\.0\.0\.0:0, reachable from other machines/);
   assert.equal(await isPortTaken(widePort, '127.0.0.2'), true, 'got the proxy refusing 127.0.0.2 with --listen 0.0.0.0:0, want it on every address');
   assert.equal(await isPortTaken(9001, '127.0.0.2'), false, 'got web1 widened by --listen, want the backends on 127.0.0.1');
   widened.child.kill('SIGINT');

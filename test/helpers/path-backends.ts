@@ -10,18 +10,24 @@
  * - `tomcat`: `;` parameters cut from the raw segments first, then decoded, `\` as `/`, slashes
  *   merged, dots resolved (Tomcat, Spring's UrlPathHelper);
  * - `whatwg`: the WHATWG URL parser's pathname (`\` as `/`, `%2e` as `.`, other escapes kept;
- *   Node's `new URL`, browsers, undici).
+ *   Node's `new URL`, browsers, undici), of the target appended to an origin;
+ * - `whatwgBase`: the same parser resolving the target against a base (`new URL(req.url, base)`),
+ *   which reads `//evil/admin` as host `evil` and path `/admin`;
+ * - `decodedThenParsed`: `new URL(decodeURIComponent(req.url), base)`, a backend that decodes first,
+ *   so `%3F`, `%23` and a trailing `%20` end or shorten its path.
  * A reading that throws means that backend refuses the path (so it serves nothing).
  */
 
 export type PathReader = (path: string) => string;
 
-export const PATH_READERS: Readonly<Record<'literal' | 'decoding' | 'goClean' | 'tomcat' | 'whatwg', PathReader>> = {
+export const PATH_READERS: Readonly<Record<'literal' | 'decoding' | 'goClean' | 'tomcat' | 'whatwg' | 'whatwgBase' | 'decodedThenParsed', PathReader>> = {
   literal: (path) => path,
   decoding: (path) => removeDotSegmentsAsWritten(decodeURIComponent(path)),
   goClean: (path) => goClean(decodeURIComponent(path)),
   tomcat: (path) => goClean(decodeURIComponent(path.split('/').map((segment) => segment.replace(/;.*$/, '')).join('/')).replaceAll('\\', '/')),
-  whatwg: (path) => new URL(`http://backend.test${path}`).pathname, // not `new URL(path, base)`: `//x` would be a host
+  whatwg: (path) => new URL(`http://backend.test${path}`).pathname,
+  whatwgBase: (path) => new URL(path, 'http://backend.test').pathname,
+  decodedThenParsed: (path) => new URL(decodeURIComponent(path), 'http://backend.test').pathname,
 };
 
 /** RFC 3986 §5.2.4, step by step as the RFC writes it. */

@@ -1,8 +1,8 @@
 /**
- * Issue 11 item 1 through the real proxy, on raw sockets: an open `/` route and an `/admin` route
+ * Judged as the upstream will read it, through the real proxy, on raw sockets: an open `/` route and an `/admin` route
  * with `auth_basic`, each in front of its own node:http backend that records every request with the
  * way each kind of backend would read its path (test/helpers/path-backends.ts: decoded with dot
- * segments resolved, literal, Go, Tomcat, WHATWG). None of the known bypass targets reaches either
+ * segments resolved, literal, Go, Tomcat, WHATWG appended and resolved against a base, decoded then parsed). None of the known bypass targets reaches either
  * backend without credentials — not through the fast lane (a GET without a body), not through
  * node:http (a request with a body), not as an upgrade — and 200 generated targets on both lanes
  * are either refused or reach the open backend byte for byte with every reading outside `/admin`.
@@ -50,6 +50,15 @@ const BYPASSES = [
   '/public/%5C..%5Cadmin',
   '/x//../admin',
   '/public/%2e%2e%2fadmin',
+  // found by a break test: a backend that resolves the target against a base URL reads `//evil` as a host
+  '//evil/admin/secret',
+  '/\\evil/admin',
+  '//u:p@evil/admin',
+  // found by a break test: a backend that decodes the target before parsing it
+  '/admin%3F',
+  '/admin%3F/../x',
+  '/admin%23x',
+  '/admin%20',
 ];
 
 /** The status line's code. */
@@ -175,4 +184,31 @@ test('hash_key = uri hashes the target the upstream gets before any rewrite (ori
     }
     assert.equal(new Set(picks).size, 1, `${target}: got upstreams ${picks.join(', ')} for the same target in origin form, absolute form and with a body, want one`);
   }
+});
+
+test('a pass path cannot be climbed out of, and /admin for a route /admin/ is redirected, on every lane (found by a break test)', async (t) => {
+  const site = await startBackend();
+  const admin = await startBackend();
+  const proxy = await startTestProxy(
+    `[proxy.site]\npath = /\npass = ${site.url}/public/\n` +
+      `[proxy.admin]\npath = /admin/\npass = ${admin.url}\nauth_basic = Private\nauth_user = tom:${hashPassword(PASSWORD)}\n`,
+  );
+  t.after(async () => {
+    await proxy.close();
+    await site.close();
+    await admin.close();
+  });
+  for (const lane of LANES) {
+    for (const target of ['/../internal/secret.txt', '/%2e%2e/internal/secret.txt', '/..%2finternal%2fsecret.txt', '/x/../../internal/secret.txt']) {
+      const res = await rawRequest(proxy.port, Buffer.from(lane.head(target), 'latin1'), 500);
+      assert.equal(statusOf(res.text), 400, `${lane.name} ${target}: got ${JSON.stringify(res.text.split('\r\n')[0])}, want 400`);
+    }
+    const redirected = await rawRequest(proxy.port, Buffer.from(lane.head('/admin?x=1'), 'latin1'), 500);
+    assert.equal(statusOf(redirected.text), 301, `${lane.name} /admin: got ${JSON.stringify(redirected.text.split('\r\n')[0])}, want 301`);
+    assert.match(redirected.text, /\r\nLocation: \/admin\/\?x=1\r\n/i);
+  }
+  assert.deepEqual(site.requests.map((r) => r.url), [], 'the site backend got a path outside /public/ or /admin');
+  assert.deepEqual(admin.requests.map((r) => r.url), []);
+  assert.equal(statusOf((await rawRequest(proxy.port, LANES[0]!.head('/x/../index.html'))).text), 200);
+  assert.deepEqual(site.requests.map((r) => r.url), ['/public/x/../index.html'], 'a dot segment that stays inside the pass path goes through as sent');
 });

@@ -22,11 +22,22 @@ function routerFor(ini: string): Router<TestRoute> {
   return new Router(parseConfig(ini, 'test.ini').routes.map((config) => ({ config })));
 }
 
-/** The route's name, `404`, `400 ambiguous`, or `400 …` for a target refused before routing. */
+/** The route's name, `404`, `400 ambiguous`, `400 outside the pass path`, `301 LOCATION (route)`, or `400 …` for a target refused before routing. */
 function decide(router: Router<TestRoute>, url: string, host = 'h'): string {
   const decision = route(router, url, host);
   if (typeof decision === 'string') return decision;
-  return decision.kind === 'route' ? decision.route.config.name : decision.kind === 'none' ? '404' : '400 ambiguous';
+  switch (decision.kind) {
+    case 'route':
+      return decision.route.config.name;
+    case 'none':
+      return '404';
+    case 'ambiguous':
+      return '400 ambiguous';
+    case 'outside-pass-path':
+      return '400 outside the pass path';
+    case 'redirect':
+      return `301 ${decision.location} (${decision.route.config.name})`;
+  }
 }
 
 function route(router: Router<TestRoute>, url: string, host = 'h'): RouteDecision<TestRoute> | string {
@@ -121,6 +132,52 @@ test('the upstream gets the client’s bytes: the matched prefix replaced on the
     assert.ok(typeof decision !== 'string' && decision.kind === 'route', `${url}: got ${JSON.stringify(decision)}`);
     assert.equal(decision.upstreamTarget, want, `${url}: got ${decision.upstreamTarget}, want ${want}`);
   }
+});
+
+test('a rewritten path must stay in the pass path: dot segments that climb out of it → 400 (found by a break test)', () => {
+  const router = routerFor(
+    '[proxy.site]\npath = /\npass = http://127.0.0.1:1/public/\n' +
+      '[proxy.v2]\npath = /api\npass = http://127.0.0.1:2/v2/\n',
+  );
+  const cases: [string, string][] = [
+    ['/../internal/secret.txt', '400 outside the pass path'],
+    ['/%2e%2e/internal/secret.txt', '400 outside the pass path'],
+    ['/..%2finternal%2fsecret.txt', '400 outside the pass path'],
+    ['/x/../../internal/secret.txt', '400 outside the pass path'],
+    ['/x\\..\\..\\internal', '400 outside the pass path'],
+    ['/api/../api/x', '400 outside the pass path'], // sent as /v2/../api/x
+    ['/api/%2e%2e/api/x', '400 outside the pass path'],
+    ['/x/../y', 'site'], // /public/x/../y stays in /public/
+    ['/index.html', 'site'],
+    ['/api/x/../users', 'v2'], // /v2/x/../users stays in /v2/
+    ['/api/a%2Fb', 'v2'],
+  ];
+  for (const [url, want] of cases) assert.equal(decide(router, url), want, `${url}: got ${decide(router, url)}, want ${want}`);
+});
+
+test('the slash redirect, as nginx: exactly a prefix route without its trailing slash → 301 to it (found by a break test)', () => {
+  const router = routerFor(
+    '[proxy.open]\npath = /\npass = http://127.0.0.1:1\n' +
+      '[proxy.admin]\npath = /admin/\npass = http://127.0.0.1:2\n' +
+      '[proxy.docs]\npath = /docs/\npass = http://127.0.0.1:3\n[proxy.docs_exact]\npath = /docs\npass = http://127.0.0.1:4\n' +
+      '[proxy.php]\npath = ~ ^/shop\npass = http://127.0.0.1:5\n[proxy.shop]\npath = /shop/\npass = http://127.0.0.1:6\n' +
+      '[proxy.tenant]\nhost = t.example\npath = /app/\npass = http://127.0.0.1:7\n',
+  );
+  const cases: [string, string, string?][] = [
+    ['/admin', '301 /admin/ (admin)'],
+    ['/admin?next=%2F', '301 /admin/?next=%2F (admin)'],
+    ['/admin/', 'admin'],
+    ['/admin/x', 'admin'],
+    ['/administrator', 'open'],
+    ['/%61dmin', '400 ambiguous'], // the decoded reading is redirected, the literal one is not
+    ['/admin;', '400 ambiguous'], // Tomcat's reading is /admin
+    ['/admin%20', '400 ambiguous'], // a backend that decodes before it parses reads /admin
+    ['/docs', 'docs_exact'], // a route with the prefix itself: no redirect
+    ['/shop', '301 /shop/ (shop)'], // before regex routes, as nginx
+    ['/app', '301 /app/ (tenant)', 't.example'],
+    ['/app', 'open', 'other.example'],
+  ];
+  for (const [url, want, host] of cases) assert.equal(decide(router, url, host), want, `${url} (Host ${host ?? 'h'}): got ${decide(router, url, host)}, want ${want}`);
 });
 
 test('Host is matched lower-cased, without one trailing dot and the port; wildcard hosts too', () => {

@@ -48,6 +48,7 @@ import type { WorkerReport, WorkerStartFailure } from '../admin/status-snapshot.
 import { UpstreamRegistry } from '../admin/upstream-registry.js';
 import { reloadOnHangup } from '../cli/run-proxy.js';
 import type { ProcessSignals } from '../cli/process-signals.js';
+import { whenWorkerGone } from './worker-gone.js';
 import { isMessage, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 import { CounterLedger } from './counter-ledger.js';
 import { restartDelayMs } from './restart-backoff.js';
@@ -286,9 +287,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       slot.failure = undefined;
       hasAnyStarted = true;
     });
-    // Gone = exited and its IPC channel read to the end: its last report and its start failure are in.
-    const disconnected = new Promise<void>((resolve) => worker.once('disconnect', resolve));
-    worker.once('exit', (code: number | null, signal: string | null) => void disconnected.then(() => onGone(code, signal)));
+    // Gone = exited and its IPC channel read to the end, so its last report and its start failure are
+    // in (worker-gone.ts: the wait for the channel is bounded).
+    void whenWorkerGone(worker).then(({ code, signal }) => onGone(code, signal));
     const onGone = (code: number | null, signal: string | null): void => {
       ledger.retire(worker.id);
       slot.worker = undefined;
@@ -299,7 +300,10 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
         return startWorker(slot);
       }
       const reason = startFailure ?? `exited (${how}) before it was listening`;
-      if (!hasAnyStarted) {
+      // Before any worker ever listened, a worker that could not start means the next one cannot
+      // either (a port taken, a config the worker refuses): stop. Not one ended by a signal (a SIGHUP
+      // to the process group that reached it while node was booting): that one is retried.
+      if (!hasAnyStarted && signal === null) {
         log(`error: worker ${worker.process.pid} could not start: ${reason}; stopping`);
         return shutDown(1);
       }

@@ -234,6 +234,31 @@ test('workers = 2: when no worker can start at all (the port is taken), the prim
   assert.match(cli.stderr(), /error: worker \d+ could not start: \w+ EADDRINUSE 127\.0\.0\.1:\d+; stopping/, `got stderr:\n${cli.stderr()}`);
 });
 
+test('workers = 2: a worker killed by a signal while node boots (a SIGHUP to the process group) is retried, not the end of the service (found by a break test)', { timeout: 30_000 }, async (t) => {
+  // The preload runs in every worker before the program: the first worker to get here signals itself
+  // with SIGHUP, which kills it since no handler exists yet, as a SIGHUP during node's boot does.
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-boot-signal-'));
+  const preload = join(dir, 'hang-up-once.mjs');
+  writeFileSync(
+    preload,
+    `import { openSync } from 'node:fs';\nimport cluster from 'node:cluster';\nif (cluster.isWorker) {\n  try { openSync(${JSON.stringify(join(dir, 'done'))}, 'wx'); process.kill(process.pid, 'SIGHUP'); } catch {}\n}\n`,
+  );
+  const [proxyPort, adminPort] = [await freePort(), await freePort()];
+  const cli = await spawnCli(writeConfig(configText(proxyPort, adminPort, ['access_log = off'], ['[proxy.a]', 'path = /', `pass = ${oldBackend.url}`])), ['--import', preload]);
+  const pids = new Set<number>([cli.pid]);
+  t.after(() => killAll(pids));
+  await cli.line(/worker \d+ could not start: exited \(SIGHUP\) before it was listening; next attempt in 1 s/);
+  await waitFor('an answer from the worker that did start', async () => ((await get(proxyPort, '/')).body === 'old' ? true : undefined));
+  await waitFor('both workers', async () => {
+    const snapshot = JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot;
+    for (const worker of snapshot.workers) pids.add(worker.pid);
+    return snapshot.workers.length === 2 ? true : undefined;
+  });
+  assert.ok(isAlive(cli.pid), 'got the primary gone');
+  cli.child.kill('SIGTERM');
+  assert.equal((await cli.exited).code, 0, `got an unclean exit; stderr:\n${cli.stderr()}`);
+});
+
 test('workers = 2: when the primary is SIGKILLed its workers finish the requests in flight and exit; a restarted proxy serves on the same port at once', { timeout: 30_000 }, async (t) => {
   const held: http.ServerResponse[] = [];
   const slow = await startBackend((_req, res) => {

@@ -14,7 +14,8 @@
  * - `FileSink` appends to a file with one write(2) per line on its own descriptor (O_APPEND, so the
  *   lines of several workers never interleave), as nginx writes its access log. A failed write
  *   (ENOSPC: the disk is full) drops that line and the next one is tried again, so the log resumes by
- *   itself once there is room. `reopen()` opens the path anew (after logrotate renamed the file) and
+ *   itself once there is room; a line cut by a short write is ended before the next one, so every
+ *   line that follows still parses. `reopen()` opens the path anew (after logrotate renamed the file) and
  *   keeps the old descriptor when that fails, as nginx does on SIGUSR1.
  *
  * Where this differs from nginx: nginx's log descriptors are blocking, so a slow pipe reader stalls
@@ -29,6 +30,9 @@ export const MAX_BACKLOG_BYTES = 1024 * 1024;
 
 /** Where a warning about a destination goes: the error log (which may itself be the failed one). */
 export type Warn = (line: string) => void;
+
+/** write(2) of `bytes` from `offset` on; returns how many were written. */
+export type WriteBytes = (fd: number, bytes: Buffer, offset: number) => number;
 
 /** One log destination. */
 export interface LogSink {
@@ -48,6 +52,8 @@ export class StreamSink implements LogSink {
   /** True while lines are dropped because more than MAX_BACKLOG_BYTES wait for the reader. */
   #isBehind = false;
   #droppedWhileBehind = 0;
+  /** True once a log line went through `write`: only then is a failure worth a warning (a command's reader may leave early). */
+  #hasLogLines = false;
 
   constructor(name: string, stream: Writable, warn: Warn) {
     this.name = name;
@@ -59,6 +65,7 @@ export class StreamSink implements LogSink {
 
   write(text: string): boolean {
     if (this.#failure !== undefined) return false;
+    this.#hasLogLines = true;
     if (this.#stream.writableLength > MAX_BACKLOG_BYTES) {
       // The flag is set before warning: the warning may come back here (this is the error log).
       if (!this.#isBehind) {
@@ -81,7 +88,8 @@ export class StreamSink implements LogSink {
   /**
    * Writes a command's output (`--check`'s summary, `simulate`): like `write`, but never dropped for
    * a slow reader — a command that prints and exits waits for its reader; only a failed destination
-   * drops it. Returns false when dropped.
+   * drops it, and a reader that left (`--check | head -1`) is no reason for a warning. Returns false
+   * when dropped.
    */
   print(text: string): boolean {
     if (this.#failure !== undefined) return false;
@@ -92,7 +100,7 @@ export class StreamSink implements LogSink {
   #fail(error: NodeJS.ErrnoException): void {
     if (this.#failure !== undefined) return;
     this.#failure = error.code ?? error.message;
-    this.#warn(`${this.name}: ${this.#failure}; its lines are dropped from now on (counted in proxy_log_lines_dropped_total)`);
+    if (this.#hasLogLines) this.#warn(`${this.name}: ${this.#failure}; its lines are dropped from now on (counted in proxy_log_lines_dropped_total)`);
   }
 }
 
@@ -104,23 +112,32 @@ export class FileSink implements LogSink {
   /** The error code of the last failed write while writes fail; undefined while they succeed. */
   #failure: string | undefined;
   #droppedSinceFailure = 0;
+  /** A failed write left part of a line in the file: the next write starts with `\n`, so that part stays a line of its own. */
+  #isLineCut = false;
+
+  readonly #writeBytes: WriteBytes;
 
   /**
    * Opens `path` for appending, creating it if needed.
+   * @param writeBytes write(2) from `offset` on, returning the bytes written (tests inject a short write)
    * @throws the open(2) error (ENOENT, EACCES, EISDIR…) — at start-up that is a configuration error
    */
-  constructor(path: string, warn: Warn) {
+  constructor(path: string, warn: Warn, writeBytes: WriteBytes = (fd, bytes, offset) => writeSync(fd, bytes, offset)) {
     this.name = path;
     this.#warn = warn;
+    this.#writeBytes = writeBytes;
     this.#fd = openSync(path, 'a');
   }
 
   write(text: string): boolean {
     if (this.#fd === undefined) return false;
+    const bytes = Buffer.from(this.#isLineCut ? `\n${text}` : text);
+    let offset = 0;
     try {
-      const bytes = Buffer.from(text);
-      for (let offset = 0; offset < bytes.length; ) offset += writeSync(this.#fd, bytes, offset);
+      while (offset < bytes.length) offset += this.#writeBytes(this.#fd, bytes, offset);
+      this.#isLineCut = false;
     } catch (error) {
+      if (offset > 0) this.#isLineCut = true; // a short write, then ENOSPC: the line is cut
       this.#droppedSinceFailure++;
       if (this.#failure === undefined) {
         this.#failure = (error as NodeJS.ErrnoException).code ?? (error as Error).message;

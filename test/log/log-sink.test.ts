@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/log/log-sink.js';
@@ -74,6 +74,7 @@ test('StreamSink: the warning about its own failure may come back to the same si
   const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const written: boolean[] = [];
   const sink: StreamSink = new StreamSink('stderr', stream, (line) => written.push(sink.write(`${line}\n`)));
+  sink.write('a log line\n');
   stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
   assert.deepEqual(written, [false], 'got the warning written to the failed sink, want it dropped once');
 });
@@ -84,6 +85,33 @@ test('FileSink: a full disk (/dev/full) drops each line with one warning, and ne
   assert.equal(sink.write('one\n'), false);
   assert.equal(sink.write('two\n'), false);
   assert.deepEqual(warnings, ['/dev/full: write failed (ENOSPC); dropping lines until writes succeed again (counted in proxy_log_lines_dropped_total)']);
+  sink.close();
+});
+
+test('StreamSink: a reader that leaves a command early (`--check | head -1`) drops the rest of its output without a warning', () => {
+  const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const sink = new StreamSink('stdout', stream, (line) => assert.fail(`got a warning: ${line}`));
+  assert.equal(sink.print('first line\n'), true);
+  stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  assert.equal(sink.print('second line\n'), false);
+});
+
+test('FileSink: a line cut by a short write on a full disk is ended before the next line, so the lines after it still parse (found by a break test)', () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'proxy-sink-')), 'access.log');
+  let isFull = false;
+  const warnings: string[] = [];
+  const sink = new FileSink(path, (line) => warnings.push(line), (fd, bytes, offset) => {
+    if (!isFull) return writeSync(fd, bytes, offset);
+    if (offset > 0) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    return writeSync(fd, bytes, offset, 10); // the disk fills after 10 bytes of this line
+  });
+  assert.equal(sink.write('first line\n'), true);
+  isFull = true;
+  assert.equal(sink.write('second line, cut\n'), false);
+  isFull = false;
+  assert.equal(sink.write('third line\n'), true);
+  assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['first line', 'second lin', 'third line', '']);
+  assert.equal(warnings.length, 2, `got warnings ${JSON.stringify(warnings)}, want the failure and the recovery`);
   sink.close();
 });
 

@@ -335,8 +335,8 @@ function relayResponse(
   // upstream answered before the client finished sending its body (an early 413 or 401): that body
   // will not be read to its end, so the connection cannot carry another request (nginx does the same).
   if (isDraining || !clientReq.complete) headers.push('Connection', 'close');
-  // No `sendDate = false`: the upstream's Date passes through, and a response without one gets the
-  // proxy's (RFC 9110 §6.6.1; nginx and Go add it too).
+  // The upstream's Date passes through; a response without one gets the proxy's from the client
+  // response (RFC 9110 §6.6.1), as Go's httputil and net/http do.
 
   // The head is committed now, as soon as the upstream's arrived, not with the first body byte:
   // an event stream or a long poll must not wait for its first event to open. node refuses a

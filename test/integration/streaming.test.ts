@@ -227,10 +227,11 @@ function uploadAndRead(port: number, bodyBytes: number): Promise<{ text: string;
 const TRIES = 10;
 const EIGHT_MIB = 8 * 1024 * 1024;
 /**
- * Not met yet: the proxy's next body write into the upstream's reset fails (EPIPE) before the
- * answer is read, and node destroys a socket whose write failed, answer unread; the proxy then
- * answers 502. Also, the proxy's own close after the answer resets a client still uploading, which
- * can lose the answer at the client (nginx reads and drops the rest first: lingering close).
+ * Not met yet: the upstream closes with the upload unread, so its kernel resets the connection;
+ * in most tries the proxy's next body write fails (EPIPE) before any byte of the answer was read
+ * on that connection, and the proxy answers 502. Also, the proxy's own close after a relayed
+ * answer resets a client that is still uploading, which can lose the answer at the client
+ * (nginx reads and drops the rest of the body first: its lingering close).
  */
 const EARLY_ANSWER_TODO = 'early answers during an upload are still lost to the write error (see EARLY_ANSWER_TODO)';
 

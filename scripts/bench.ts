@@ -1,8 +1,9 @@
 /**
  * `npm run bench` (Step 4): one invocation, one table. A fast static backend, then for each target —
- * direct to the backend, this project, the minimal node:http proxy (scripts/baseline-proxy.mjs), Go's
- * httputil.ReverseProxy (GOMAXPROCS=1), nginx with one worker as a proxy — the same workloads from a
- * load generator in its own process:
+ * direct to the backend, this project, a zero-work node:net relay that copies bytes unparsed (the
+ * limit for a Node proxy on one core, scripts/relay-proxy.mjs), the minimal node:http proxy
+ * (scripts/baseline-proxy.mjs), Go's httputil.ReverseProxy (GOMAXPROCS=1), nginx with one worker as
+ * a proxy — the same workloads from a load generator in its own process:
  *
  *   small   GET, 12-byte responses, 64 connections
  *   1mib    GET, 1 MiB responses, 16 connections
@@ -12,8 +13,8 @@
  * core 1. Tools come from Debian's packages when they can be installed (wrk, nginx, golang-go);
  * peers that cannot be had are skipped with a line saying so, and without wrk the built-in
  * generator (scripts/load-generator.ts) runs instead. Output: req/s, p50, p99 and the ratio of each
- * target's req/s to this project's, plus this project's peak RSS, and a check that holds 10,000 idle
- * keep-alive client connections.
+ * target's req/s to this project's, this project's share of the relay's req/s per workload, plus
+ * this project's peak RSS, and a check that holds 10,000 idle keep-alive client connections.
  *
  *   npm run bench [-- --duration 8 --write docs/benchmark.md]
  */
@@ -38,7 +39,8 @@ chmodSync(work, 0o755); // nginx workers run as an unprivileged user and must re
 const children: ChildProcess[] = [];
 const notes: string[] = [];
 
-const PORTS = { backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084 };
+const PORTS = { backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084, relay: 18085 };
+const RELAY = 'node:net relay (no parsing)';
 const hasTaskset = process.platform === 'linux' && commandExists('taskset') && cpus().length >= 2;
 const proxyCore = ['taskset', '-c', '0'];
 const helperCore = ['taskset', '-c', '1'];
@@ -287,6 +289,8 @@ async function main(): Promise<void> {
   const targets: { name: string; port: number; pid?: number }[] = [{ name: 'direct to backend', port: PORTS.direct }];
   const project = startProject();
   targets.push({ name: 'this project', port: PORTS.project, pid: project.pid! });
+  targets.push({ name: RELAY, port: PORTS.relay });
+  start('relay', [process.execPath, join(root, 'scripts/relay-proxy.mjs'), String(PORTS.relay), String(PORTS.backend)], proxyCore);
   targets.push({ name: 'minimal node:http proxy', port: PORTS.baseline });
   start('baseline', [process.execPath, join(root, 'scripts/baseline-proxy.mjs'), String(PORTS.baseline), String(PORTS.backend)], proxyCore);
   if (startGo()) targets.push({ name: 'Go httputil (GOMAXPROCS=1)', port: PORTS.go });
@@ -324,6 +328,11 @@ async function main(): Promise<void> {
     }
   }
   lines.push('');
+  const ofRelay = [...results].filter(([, row]) => row.has(RELAY)).map(([workloadName, row]) => {
+    const share = row.get('this project')!.requestsPerSecond / row.get(RELAY)!.requestsPerSecond;
+    return `${workloadName} ${share.toFixed(2)}×`;
+  });
+  if (ofRelay.length > 0) lines.push(`This project's req/s ÷ the ${RELAY}, the limit for a Node proxy on one core: ${ofRelay.join(', ')}.`);
   lines.push(`This project's peak RSS during the runs: ${peakRss.toFixed(1)} MiB.`);
   lines.push(`10,000 idle keep-alive client connections: ${idle.ok} held, ${idle.errors} errors, proxy RSS ${idle.rssMiB.toFixed(1)} MiB.`);
   for (const note of notes) lines.push(`Note: ${note}.`);

@@ -12,12 +12,17 @@
  *      in pieces is parsed again as each piece comes);
  *   2. a simple request → builds a `FastLaneRequest`/`FastLaneResponse` pair (the same interfaces
  *      as node's objects, src/http/client-exchange.ts) and hands it to the request path;
- *   3. anything else — a body, Expect, Upgrade, HTTP/1.0, any byte the parser is not sure of, a
- *      head longer than `maxHeadBytes` — hands the connection to node:http for good: the unread bytes go back into
+ *   3. anything else has its request line's version judged first (src/http/request-line-version.ts,
+ *      RFC 9110 §2.5): another major version (`HTTP/2.0`, the HTTP/2 preface `PRI * HTTP/2.0`) gets
+ *      505 and a line that has no HTTP-version 400, both closing the connection; `HTTP/1.2` …
+ *      `HTTP/1.9` is read as HTTP/1.1, from step 1 again;
+ *   4. the rest — a body, Expect, Upgrade, HTTP/1.0, any byte the parser is not sure of, a head
+ *      longer than `maxHeadBytes` — hands the connection to node:http for good: the unread bytes go back into
  *      the socket (`unshift`) and node's own connection listener takes over, exactly as if node had
  *      accepted the connection. node then answers 400/408/431, streams bodies, upgrades, and so on.
  *
- * So the fast lane never decides a hard case: it only recognises easy ones. Requests on one
+ * So the fast lane decides no hard case but the version, which node:http would read otherwise
+ * (llhttp serves `HTTP/2.0` and refuses `HTTP/1.2`): it only recognises easy ones. Requests on one
  * connection are answered one at a time, in order (RFC 9112 §9.3.2); pipelined bytes wait.
  *
  * Timeouts, as node's server applies them (Node 20, lib/_http_server.js): a head not complete
@@ -32,6 +37,7 @@ import type { Socket } from 'node:net';
 import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
 import { FastLaneResponse, type ResponseConnection } from './fast-lane-response.js';
 import { parseSimpleRequestHead, type SimpleRequestHead } from './request-parser.js';
+import { readRequestLineVersion, withHttp11Version } from './request-line-version.js';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /**
@@ -55,10 +61,11 @@ export interface FastLaneOptions {
   /** Every simple request; never throws. */
   readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse) => void;
   /**
-   * No complete head in time (408), or the client ended the connection in the middle of one (400):
+   * No complete head in time (408), the client ended the connection in the middle of one (400), or
+   * a request line whose version the proxy does not serve (505, or 400 when it is no HTTP-version):
    * answer `status` and close the socket (what node's `clientError` handler does).
    */
-  readonly onBadHead: (socket: Socket, status: 400 | 408) => void;
+  readonly onBadHead: (socket: Socket, status: 400 | 408 | 505) => void;
   /** True while the server shuts down: every response closes its connection. */
   readonly isDraining: () => boolean;
   /** Time a new connection has for its first request head, ms (node's `headersTimeout`). 0: none. */
@@ -241,20 +248,18 @@ export class FastLaneConnection implements ResponseConnection {
     }
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
+    this.#readHead(bytes);
+  }
+
+  /** The head at the start of `bytes`: wait for the rest, start a simple request, or judge it further. */
+  #readHead(bytes: Buffer): void {
     const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
     if (parse.kind === 'incomplete') {
-      // Wait for the rest, under the head timeout.
-      this.#headStartedAt ??= this.#lane.now();
-      if (++this.#headPieces < MAX_HEAD_PIECES) {
-        this.#unread = bytes;
-      } else {
-        this.#trickle = [bytes];
-        this.#trickleBytes = bytes.length;
-      }
+      this.#awaitRest(bytes);
       return;
     }
     if (parse.kind === 'other') {
-      this.#handOver(bytes);
+      this.#readOtherHead(bytes);
       return;
     }
     if (parse.end < bytes.length) this.#unread = bytes.subarray(parse.end);
@@ -276,6 +281,31 @@ export class FastLaneConnection implements ResponseConnection {
     this.#lane.options.onRequest(clientReq, clientRes);
   }
 
+  /** Keeps `bytes`, the start of a head, and waits for the rest under the head timeout. */
+  #awaitRest(bytes: Buffer): void {
+    this.#headStartedAt ??= this.#lane.now();
+    if (++this.#headPieces < MAX_HEAD_PIECES) {
+      this.#unread = bytes;
+    } else {
+      this.#trickle = [bytes];
+      this.#trickleBytes = bytes.length;
+    }
+  }
+
+  /**
+   * A head the strict parser does not take: its request line's version is judged here, before
+   * node:http could read it another way (request-line-version.ts). A version the proxy does not
+   * serve is answered 505 or 400; `HTTP/1.2` … `HTTP/1.9` is read again as HTTP/1.1 (so it may
+   * still be simple); any other head goes to node:http unchanged.
+   */
+  #readOtherHead(bytes: Buffer): void {
+    const line = readRequestLineVersion(bytes, 0, this.#lane.options.maxHeadBytes);
+    if (line.kind === 'incomplete') this.#awaitRest(bytes);
+    else if (line.kind === 'other' || line.verdict.kind === 'served') this.#handOver(bytes);
+    else if (line.verdict.kind === 'refused') this.#refuseHead(line.verdict.status);
+    else this.#readHead(withHttp11Version(bytes, line.versionStart));
+  }
+
   #handOver(unread: Buffer): void {
     this.socket.pause();
     this.#detach();
@@ -290,7 +320,7 @@ export class FastLaneConnection implements ResponseConnection {
   }
 
   /** Answers `status` through the proxy (node's `clientError` answer) and stops reading. */
-  #refuseHead(status: 400 | 408): void {
+  #refuseHead(status: 400 | 408 | 505): void {
     this.socket.removeListener('data', this.#onData); // whatever comes after the answer is not read
     this.#unread = undefined;
     this.#trickle = undefined;

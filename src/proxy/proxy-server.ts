@@ -1,6 +1,7 @@
 /**
  * The proxy's listening side: a node:http server with the `[server]` limits (SPEC 1.2), the error
- * answers node gives before a request exists (400 bad framing, 431 head too large, 408 too slow),
+ * answers node gives before a request exists (400 bad framing, 431 head too large, 408 too slow,
+ * 505 another major HTTP version),
  * `Expect: 100-continue`, and graceful shutdown (SPEC 2: stop accepting, let in-flight requests
  * finish up to `shutdown_timeout`).
  */
@@ -20,6 +21,8 @@ import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
 import { FastLane } from '../http/fast-lane.js';
+import { LF } from '../http/field-bytes.js';
+import { judgeHttpVersion, readRequestLineVersion } from '../http/request-line-version.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
 export interface ProxyServerOptions {
@@ -154,12 +157,14 @@ export class ProxyServer {
     // An Expect other than 100-continue: the request path answers 417 (request-checks.ts) and logs it.
     this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
     // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx answers
-    // 400; 405 says why).
+    // 400; 405 says why). Its version is judged first, as every request's (request-checks.ts).
     this.server.on('connect', (clientReq: IncomingMessage, socket: Socket) => {
       socket.on('error', () => {});
-      const answer = rawErrorResponse(405);
+      const verdict = judgeHttpVersion(`HTTP/${clientReq.httpVersion}`);
+      const status = verdict.kind === 'refused' ? verdict.status : 405;
+      const answer = rawErrorResponse(status);
       socket.end(answer);
-      if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, 405, answer, 'CONNECT', clientReq.url ?? '-');
+      if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, status, answer, 'CONNECT', clientReq.url ?? '-');
     });
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket, this.#context));
     this.#fastLane = options.isFastLaneDisabled
@@ -378,7 +383,8 @@ export class ProxyServer {
 
 /**
  * A request node:http could not parse or accept: both Content-Length and Transfer-Encoding, bad
- * chunked framing (400), a head over `max_header_size` (431), a head or request too slow (408).
+ * chunked framing (400), a head over `max_header_size` (431), a head or request too slow (408),
+ * a version of another major (505; `HTTP/1.2` is a 400 here, see isOtherMajorVersion).
  * The connection is closed after the answer: its framing cannot be trusted.
  */
 function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: ProxyContext): void {
@@ -391,11 +397,30 @@ function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: Pr
     socket.destroy();
     return;
   }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : isOtherMajorVersion(error) ? 505 : 400;
   // A request in progress (a slow body, say) is logged by the request path; one node could not
   // even parse is logged here, with what is known of it.
   if (pending === undefined) answerRawError(status, socket, context);
   else socket.end(rawErrorResponse(status));
+}
+
+/**
+ * Whether node's parse error is about another major HTTP version (505) rather than a malformed
+ * request (400), judged by the proxy's version rule (request-line-version.ts). llhttp stops with
+ * `HPE_INVALID_VERSION` at every version but 0.9, 1.0, 1.1 and 2.0 (`HTTP/3.0`, `HTTP/2`, but also
+ * `HTTP/1.1x`), and also just after `PRI * HTTP/2.0\r\n` when the rest of the HTTP/2 preface does
+ * not follow; it pauses with `HPE_PAUSED_H2_UPGRADE` after a whole preface. The request line is
+ * read from the bytes node was parsing (`rawPacket`), around where it stopped (`bytesParsed`).
+ */
+function isOtherMajorVersion(error: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: unknown }): boolean {
+  if (error.code === 'HPE_PAUSED_H2_UPGRADE') return true;
+  const { rawPacket: packet, bytesParsed: offset } = error;
+  if (error.code !== 'HPE_INVALID_VERSION' || !Buffer.isBuffer(packet) || typeof offset !== 'number') return false;
+  // The line llhttp stopped in, or the one whose LF it stopped just after (the preface case).
+  const searchFrom = offset - (packet[offset - 1] === LF ? 2 : 1);
+  const lineStart = searchFrom < 0 ? 0 : packet.lastIndexOf(LF, searchFrom) + 1;
+  const line = readRequestLineVersion(packet, lineStart, packet.length - lineStart);
+  return line.kind === 'line' && line.verdict.kind === 'refused' && line.verdict.status === 505;
 }
 
 /** Writes `status` as a whole raw response, closes the connection, and logs it. */

@@ -1,5 +1,5 @@
 /**
- * The signal latch (src/cli/process-signals.ts, issue 11 item 9), on a fake process: signals during
+ * The signal latch (src/cli/process-signals.ts), on a fake process: signals during
  * start-up are held and handed over once start-up is done, coalesced (a stop signal wins, one SIGHUP
  * however many came); after that each goes to its listeners as it comes; `release()` re-raises what
  * was held and lets go of the process.

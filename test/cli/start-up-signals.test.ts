@@ -1,5 +1,5 @@
 /**
- * Signals from the first moment (issue 11 item 9), with the built CLI: a SIGHUP 10, 50 and 100 ms
+ * Signals from the first moment, with the built CLI: a SIGHUP 10, 50 and 100 ms
  * after start leaves the process alive and serving, and is applied once (workers = 1, and the
  * cluster primary with workers = 2, whose workers do not die of SIGHUP either); a SIGTERM during
  * start-up exits 0 after stopping what was started.

@@ -1,11 +1,11 @@
 /**
- * `workers = 2` when a worker dies, with the built CLI (issue 11 items 5 and 8): /metrics counters
+ * `workers = 2` when a worker dies, with the built CLI: /metrics counters
  * never go down across a SIGKILLed worker; a replacement worker runs the config the primary serves,
  * not the file on disk (broken and rejected, or edited and not reloaded); a worker that cannot
  * start is reported on /status.json and in the log and retried with backoff, and SIGTERM does not
  * wait for it; when no worker can start at all, the primary exits 1; when the primary dies, the
  * workers finish what they serve and exit, and a restarted proxy (systemd's `Restart=always`) serves
- * on the same port (item 10). Every process is killed by pid afterwards.
+ * on the same port. Every process is killed by pid afterwards.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

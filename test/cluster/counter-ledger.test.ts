@@ -1,5 +1,5 @@
 /**
- * The primary's ledger of worker counters (src/cluster/counter-ledger.ts, issue 11 item 5): the
+ * The primary's ledger of worker counters (src/cluster/counter-ledger.ts): the
  * counts of a worker that exited stay in the totals, a worker that did not answer counts with its
  * last report, and no total goes down across any sequence of reports, deaths and scrapes.
  */

@@ -1,6 +1,6 @@
 /**
- * The restart policy of a cluster worker that cannot start (src/cluster/restart-backoff.ts, issue 11
- * item 8): 1 s doubling to 30 s, as the table in the doc comment.
+ * The restart policy of a cluster worker that cannot start (src/cluster/restart-backoff.ts): 1 s
+ * doubling to 30 s, as the table in the doc comment.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';

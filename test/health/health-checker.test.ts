@@ -2,7 +2,7 @@
  * The health-check scheduler with fake timers and a fake probe: first probe at start, fixed interval,
  * no overlapping probes, unref'd timers, clean stop, transition logs fired once with their exact
  * text, a successful probe restoring effective weight (SPEC 4), and `update()` across a reload
- * keeping streaks, probe times and probes in flight (issue 11 item 7). No test sleeps for a timer.
+ * keeping streaks, probe times and probes in flight. No test sleeps for a timer.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -223,7 +223,7 @@ describe('HealthChecker', () => {
 });
 
 /**
- * Issue 11 item 7: a reload hands the checker the new routes (`update`) with the same Upstream
+ * A reload hands the checker the new routes (`update`) with the same Upstream
  * objects for unchanged upstreams. Each test reloads with fresh config objects, as a parsed file
  * gives them, so nothing passes by object identity of the config.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 2 through the real proxy, on raw sockets and on both lanes (the fast lane for a GET
+ * Host normalisation through the real proxy, on raw sockets and on both lanes (the fast lane for a GET
  * without a body, node:http for a request with one): the Host is matched lower-cased, without one
  * trailing dot and without its port, wildcard hosts included; a bad Host header or a bad
  * absolute-form authority (userinfo, a bad port, an empty host, broken brackets) gets 400 and no

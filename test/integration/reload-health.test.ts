@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 7 with the real process (`node dist/main.js`) and real SIGHUPs: a reload keeps the
+ * Health checks across reloads with the real process (`node dist/main.js`) and real SIGHUPs: a reload keeps the
  * health checker's rise/fall streaks, probe schedule and probes in flight. The issue's numbers
  * (SIGHUP every 0.8 s against `health_interval = 3s`; 200 SIGHUPs in 4.5 s) are scaled down: checks
  * every 200 ms with a 150 ms timeout, rise 2, fall 2, and a SIGHUP every 160 ms — more often than

@@ -316,7 +316,7 @@ test('Date: added (an IMF-fixdate of now) when the upstream sent none, kept byte
   }
 });
 
-test("Date on the proxy's own answers: 404 (no route), 502 (upstream down), 400 (unparsable request), on both lanes", async (t) => {
+test("Date on the proxy's own answers: 404 (no route), 502 (upstream down), 400 (unparsable request), 505 (HTTP/2.0), on both lanes", async (t) => {
   const proxy = await withProxy(t, '[proxy.a]\npath = /a\npass = http://127.0.0.1:1\nmax_fails = 0\n');
   const cases = [
     { want: 404, request: 'GET /nowhere HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n' },
@@ -324,6 +324,7 @@ test("Date on the proxy's own answers: 404 (no route), 502 (upstream down), 400 
     { want: 502, request: 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n' },
     { want: 502, request: 'GET /a HTTP/1.0\r\nHost: h\r\n\r\n' },
     { want: 400, request: 'GARBAGE\r\n\r\n' },
+    { want: 505, request: 'GET /a HTTP/2.0\r\nHost: h\r\n\r\n' },
   ];
   for (const { want, request } of cases) {
     const { text } = await rawRequest(proxy.port, request);

@@ -1,6 +1,6 @@
 /**
  * ProxyServer.reload: what it applies, what it keeps (upstream state, and the health checker's
- * streaks, schedule and probes in flight: issue 11 item 7), and what it says needs a restart.
+ * streaks, schedule and probes in flight), and what it says needs a restart.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ test('reload keeps the runtime state of unchanged upstreams and warns only about
   ]);
 });
 
-// Issue 11 item 7: ProxyServer.reload and the admin registry hand the one health checker the new
+// ProxyServer.reload and the admin registry hand the one health checker the new
 // routes with the kept Upstream objects; fake timers and a fake probe make every probe time exact.
 const checked = (port1: number, port2: number, extra = ''): string =>
   '[server]\naccess_log = off\n[proxy.a]\npath = /a\nhealth_check = on\nhealth_interval = 1s\nhealth_timeout = 500ms\n' +

@@ -36,11 +36,14 @@ export interface ClientResponse {
   /** The whole response was handed to the operating system. */
   readonly writableFinished: boolean;
   readonly statusCode: number;
-  /** Add a `Date` header when the head has none. Default true. */
-  sendDate: boolean;
   /** `headers` is a flat raw list `[name, value, …]`; throws on invalid names or values (as node). */
   writeHead(statusCode: number, headers: string[]): unknown;
   writeHead(statusCode: number, statusMessage: string, headers: string[]): unknown;
+  /**
+   * Sends the head now, without waiting for a body byte: `writeHead` only stores it, and the first
+   * `write` or `end` would carry it.
+   */
+  flushHeaders(): void;
   /** Returns false when the connection's buffer is full: wait for `drain`. */
   write(chunk: Buffer): boolean;
   end(chunk?: string): unknown;

@@ -4,19 +4,22 @@
  *
  *   HTTP/1.1 <status> <reason>\r\n
  *   <the caller's headers, in order, validated as node validates them>
- *   Date: …                          unless `sendDate` is off or the caller gave one
+ *   Date: …                          unless the caller gave one
  *   Connection: keep-alive           plus `Keep-Alive: timeout=<s>`, or `Connection: close`,
  *                                    unless the caller gave a Connection header
  *   Transfer-Encoding: chunked       when the caller gave no Content-Length and the response has a
  *                                    body (not HEAD, 204, 304 or 1xx) — RFC 9112 §6.1
  *
  * Body writes are chunk-framed when chunked (RFC 9112 §7.1) and ignored when the response has no
- * body; `end` writes the last chunk and the trailers. The head goes out with the first body bytes
- * in one socket write (node corks them into one writev; one buffer is cheaper still).
+ * body; `end` writes the last chunk and the trailers. Output waits until the end of the tick, so
+ * the head goes out with the body bytes written in the same tick in one socket write (node corks
+ * them into one writev; one buffer is cheaper still); `flushHeaders` sends it without waiting for
+ * a body byte.
  */
 import type { Socket } from 'node:net';
 import type { ClientResponse } from './client-exchange.js';
 import { STATUS_CODES } from 'node:http';
+import { httpDate } from './http-date.js';
 
 /** What a response needs from the connection it is written to. */
 export interface ResponseConnection {
@@ -45,7 +48,6 @@ const EMPTY = Buffer.alloc(0);
 export class FastLaneResponse implements ClientResponse {
   readonly req: { readonly method: string };
   statusCode = 200;
-  sendDate = true;
   /** The head as built by `writeHead`; undefined before. */
   #head: string | undefined;
   #isHeadQueued = false;
@@ -137,7 +139,7 @@ export class FastLaneResponse implements ClientResponse {
           break;
       }
     }
-    if (this.sendDate && !hasDate) head += `Date: ${utcDate()}\r\n`;
+    if (!hasDate) head += `Date: ${httpDate()}\r\n`;
     if (this.#isChunked && (statusCode === 204 || statusCode === 304)) {
       this.#isLast = true;
       this.#isChunked = false;
@@ -200,6 +202,16 @@ export class FastLaneResponse implements ClientResponse {
       this.#connection.socket.destroy();
     }
     return this;
+  }
+
+  /**
+   * Sends the head now, without a body byte (node's `flushHeaders`): it leaves at the end of this
+   * tick, together with whatever else is written before then.
+   */
+  flushHeaders(): void {
+    if (this.#head === undefined) this.writeHead(this.statusCode, []);
+    if (this.#isDestroyed || this.#isEnded) return;
+    this.#queueHead();
   }
 
   addTrailers(trailers: [string, string][]): void {
@@ -323,18 +335,4 @@ function flushQueued(response: FastLaneResponse): void {
 /** An error with node's `code`, as node's own `ServerResponse` throws it. */
 function codedError(Kind: new (message: string) => Error, code: string, message: string): Error {
   return Object.assign(new Kind(message), { code });
-}
-
-let cachedDate = '';
-let cachedSecond = -1;
-
-/** The IMF-fixdate of now (RFC 9110 §5.6.7), computed at most once a second. */
-function utcDate(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== cachedSecond) {
-    cachedSecond = second;
-    cachedDate = new Date(now).toUTCString();
-  }
-  return cachedDate;
 }

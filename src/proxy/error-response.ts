@@ -1,11 +1,13 @@
 /**
  * The proxy's own error responses (SPEC 5): one short plain-text line, never a stack trace, with
- * `Connection: close` when the connection cannot be trusted afterwards (bad framing, unread body).
+ * `Connection: close` when the connection cannot be trusted afterwards (bad framing, unread body),
+ * and a `Date` (node's ServerResponse and the fast lane add it; `rawErrorResponse` writes it).
  * Used only before the commit point — once the upstream's head went to the client, errors close the
  * connection instead (see request-path.ts).
  */
 import type { ClientResponse } from '../http/client-exchange.js';
 import { STATUS_CODES } from 'node:http';
+import { httpDate } from '../http/http-date.js';
 
 /** One-line bodies, keyed by status. */
 const ERROR_TEXT: Readonly<Record<number, string>> = {
@@ -56,11 +58,12 @@ export function sendErrorResponse(
 /**
  * A complete raw HTTP/1.1 error response for a socket node:http could not parse a request from
  * (the server's `clientError` event): 400, 408 or 431, always followed by closing the connection.
+ * Dated like every other answer (RFC 9110 §6.6.1).
  */
 export function rawErrorResponse(status: number): string {
   const body = `${errorText(status)}\n`;
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nDate: ${httpDate()}\r\nConnection: close\r\n\r\n${body}`
   );
 }

@@ -10,9 +10,9 @@
  *   3. build the upstream header list (forward-headers.ts)
  *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
  *      retry policy whether another upstream may be tried             → 502 / 503 / 504
- *   5. COMMIT POINT: the upstream's status and headers go to the client with the first body byte
- *      (or the end); from then on no error page can be sent, so a failure closes the client
- *      connection instead
+ *   5. COMMIT POINT: the upstream's status and headers go to the client as soon as the upstream's
+ *      head arrived (with the body bytes that came in the same read); from then on no error page
+ *      can be sent, so a failure closes the client connection instead
  *   6. stream the response body with backpressure, then the trailers
  *   7. log the request once the client connection is done with it (access-log.ts)
  *
@@ -335,39 +335,33 @@ function relayResponse(
   // upstream answered before the client finished sending its body (an early 413 or 401): that body
   // will not be read to its end, so the connection cannot carry another request (nginx does the same).
   if (isDraining || !clientReq.complete) headers.push('Connection', 'close');
-  clientRes.sendDate = false; // the upstream's Date (or none) passes through
+  // The upstream's Date passes through; a response without one gets the proxy's from the client
+  // response (RFC 9110 §6.6.1), as Go's httputil and net/http do.
 
-  // The head is committed with the first body byte, or at the end (node would hold it until then
-  // anyway): a body whose very first bytes are malformed is still a clean 502, never a head
-  // followed by a cut connection.
-  let head: 'pending' | 'committed' | 'failed' = 'pending';
-  const failBeforeHead = (error: Error): void => {
-    head = 'failed';
+  // The head is committed now, as soon as the upstream's arrived, not with the first body byte:
+  // an event stream or a long poll must not wait for its first event to open. node refuses a
+  // header it would have to write (it validates every name and value) before anything was sent:
+  // that is still the proxy's own 502.
+  try {
+    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+  } catch (error) {
     onDone();
-    attemptLog.error = error instanceof RequestError ? error.code : 'PRX_BAD_RESPONSE_HEADER';
-    if (!(error instanceof RequestError)) {
-      // node refused a header it would have to send (it validates every name and value)
-      logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${error.message}`);
-    }
+    upstreamExchange.abort();
+    attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
+    logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
     exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
-  };
-  const commitHead = (): boolean => {
-    if (head === 'pending') {
-      try {
-        clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
-        head = 'committed';
-      } catch (error) {
-        failBeforeHead(error as Error);
-        upstreamExchange.abort();
-      }
-    }
-    return head === 'committed';
-  };
+    return;
+  }
   // Body chunks are views of the upstream connection's read buffer (BodySink): the fast lane's
   // response is done with a chunk when write returns true, node's ServerResponse may queue it.
   const isCopyNeeded = !(clientRes instanceof FastLaneResponse);
+  let hasBodyWrite = false;
+  let isEnded = false;
   const sink: BodySink = {
-    write: (chunk) => (commitHead() ? clientRes.write(isCopyNeeded ? Buffer.from(chunk) : chunk) : true),
+    write: (chunk) => {
+      hasBodyWrite = true;
+      return clientRes.write(isCopyNeeded ? Buffer.from(chunk) : chunk);
+    },
     once: (event, listener) => clientRes.once(event, listener),
   };
   upstreamExchange.streamBodyTo(sink, {
@@ -375,14 +369,12 @@ function relayResponse(
       exchange.bytesSent += chunk.length;
     },
     onEnd(rawTrailers) {
-      if (!commitHead()) return;
+      isEnded = true;
       onDone();
       if (rawTrailers.length > 0) clientRes.addTrailers(pairs(rawTrailers));
       clientRes.end();
     },
     onError(error) {
-      if (head === 'pending' && !clientRes.destroyed) return failBeforeHead(error);
-      if (head === 'failed') return;
       onDone();
       attemptLog.error = error.code; // the log keeps the status sent, and says how the body ended (nginx)
       // Past the commit point the client must not see a complete-looking response: cut the
@@ -391,6 +383,9 @@ function relayResponse(
       process.nextTick(() => clientRes.destroy());
     },
   });
+  // Body bytes that came in the same read as the head were written above (streamBodyTo delivers
+  // them at once) and leave with the head in one write; without them the head leaves alone, now.
+  if (!hasBodyWrite && !isEnded) clientRes.flushHeaders();
 }
 
 /** `[k, v, k, v]` → `[[k, v], [k, v]]`. */

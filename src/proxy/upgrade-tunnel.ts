@@ -27,6 +27,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { AttemptLog } from './access-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { rawErrorResponse } from './error-response.js';
+import { httpDate } from '../http/http-date.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
@@ -202,7 +203,9 @@ export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage,
       attemptLog.status = upstreamRes.statusCode;
       selected.recordSuccess(upstream);
       status = upstreamRes.statusCode ?? 502;
-      clientSocket.write(serializeHead(upstreamRes, buildClientResponseHeaders(upstreamRes.rawHeaders, upstreamRes.statusCode).concat('Connection', 'close')));
+      const headers = buildClientResponseHeaders(upstreamRes.rawHeaders, upstreamRes.statusCode);
+      if (upstreamRes.headers.date === undefined) headers.push('Date', httpDate()); // RFC 9110 §6.6.1, as request-path.ts
+      clientSocket.write(serializeHead(upstreamRes, headers.concat('Connection', 'close')));
       upstreamRes.pipe(clientSocket);
       clientSocket.once('close', () => upstreamRes.destroy()); // the client left: stop reading the answer
       upstreamRes.once('close', () => {

@@ -491,12 +491,20 @@ describe('FastLaneResponse writes what ServerResponse writes', () => {
     });
   });
 
-  test('sendDate = false, a Date given by the caller, a 1.5 s keep-alive timeout', async () => {
-    await assertSameBytes(GET, (res) => {
-      res.sendDate = false;
-      res.writeHead(200, ['Content-Length', '0']);
-      res.end();
-    });
+  test('flushHeaders: the head alone first, the body later; HEAD and 204 too', async () => {
+    for (const [request, status] of [[GET, 200], [HEAD, 200], [GET, 204]] as const) {
+      await assertSameBytes(request, (res) => {
+        res.writeHead(status, ['Content-Type', 'text/event-stream']);
+        res.flushHeaders();
+        setTimeout(() => {
+          res.write(Buffer.from('data: 1\n\n'));
+          res.end();
+        }, 20);
+      });
+    }
+  });
+
+  test('a Date given by the caller, a 1.5 s keep-alive timeout', async () => {
     await assertSameBytes(GET, (res) => {
       res.writeHead(200, ['date', 'Mon, 01 Jan 2001 00:00:00 GMT', 'Content-Length', '0']);
       res.end();

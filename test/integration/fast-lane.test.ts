@@ -509,9 +509,12 @@ describe('fast lane and node:http write the same bytes', () => {
     assert.match(noContent.responses[0]!, /\r\nX-Latin: \xe9t\xe9\r\n/);
   });
 
-  test('an upstream without Date: none is added', async () => {
+  test("an upstream without Date gets the proxy's (RFC 9110 §6.6.1); one with Date keeps it", async () => {
     const { responses } = await compare(get('/r/no-date'));
-    assert.doesNotMatch(responses[0]!, /\r\nDate:/i);
+    assert.match(responses[0]!, /\r\nDate: <date>\r\n/, `got ${JSON.stringify(responses[0])}, want the proxy's Date`);
+    const dated = await compare(get('/r/lower-date'));
+    assert.match(dated.responses[0]!, new RegExp(`\\r\\ndate: ${UPSTREAM_DATE}\\r\\n`), 'the upstream Date byte for byte');
+    assert.doesNotMatch(dated.responses[0]!, /\r\nDate: <date>/, 'and no second one');
   });
 
   test("the proxy's own 404 (no route), also to HEAD", async () => {

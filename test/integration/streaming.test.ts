@@ -1,0 +1,336 @@
+/**
+ * Streaming semantics of SPEC section 5, as black-box specifications on real sockets:
+ *
+ * 1. The response head reaches the client as soon as the upstream's head arrived, not with the
+ *    first body byte (server-sent events, long polling, NDJSON), on both lanes: a bodiless GET
+ *    (the fast lane) and a POST or HTTP/1.0 request (node:http). Body bytes that come later are
+ *    passed on as they arrive. `read_timeout` stays the upstream's idle limit: a body that does not
+ *    start within it is cut after the committed head (a 504 can no longer be sent).
+ * 2. An upstream that answers early (413 with `Connection: close` while the client is still
+ *    uploading, as Fastify's `bodyLimit` or nginx's `client_max_body_size` do) has that answer
+ *    relayed, never a 502; the client connection is closed after it.
+ * 3. `Date` (RFC 9110 §6.6.1): added when the upstream sent none, the upstream's kept byte for
+ *    byte, and on the proxy's own answers.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { listenBackend, rawRequest, startRawBackend, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
+
+/** An IMF-fixdate (RFC 9110 §5.6.7). */
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$/;
+
+function routeIni(url: string, routeExtra = ''): string {
+  return `[proxy.a]\npath = /\npass = ${url}\nmax_fails = 0\n${routeExtra}`;
+}
+
+/** A raw client that records when each piece of the response arrived (ms after the request was written). */
+class TimedClient {
+  readonly socket: net.Socket;
+  readonly arrivals: { atMs: number; text: string }[] = [];
+  sentAt = 0;
+  closedAtMs: number | undefined;
+
+  private constructor(socket: net.Socket) {
+    this.socket = socket;
+    socket.on('data', (chunk: Buffer) => this.arrivals.push({ atMs: performance.now() - this.sentAt, text: chunk.toString('latin1') }));
+    socket.on('close', () => (this.closedAtMs = performance.now() - this.sentAt));
+    socket.on('error', () => {});
+  }
+
+  static connect(port: number): Promise<TimedClient> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => resolve(new TimedClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  send(bytes: string): void {
+    this.sentAt = performance.now();
+    this.socket.write(bytes, 'latin1');
+  }
+
+  get text(): string {
+    return this.arrivals.map((a) => a.text).join('');
+  }
+
+  /** When the text received so far first contained `needle`, ms; undefined if not yet. */
+  arrivalOf(needle: string): number | undefined {
+    let text = '';
+    for (const arrival of this.arrivals) {
+      text += arrival.text;
+      if (text.includes(needle)) return arrival.atMs;
+    }
+    return undefined;
+  }
+}
+
+/** The two lanes: a bodiless GET is the fast lane's, a POST with a body and an HTTP/1.0 GET are node:http's. */
+const LANES = [
+  { name: 'GET (fast lane)', request: 'GET /s HTTP/1.1\r\nHost: h\r\n\r\n', isFastLane: true },
+  { name: 'POST (node:http)', request: 'POST /s HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello', isFastLane: false },
+  { name: 'HTTP/1.0 GET (node:http)', request: 'GET /s HTTP/1.0\r\nHost: h\r\n\r\n', isFastLane: false },
+] as const;
+
+/** A raw upstream that, for every request head, writes `head` at once and `rest` after `delayMs`. */
+async function startFlushThenSlowUpstream(head: string, rest: string, delayMs: number): Promise<Awaited<ReturnType<typeof startRawBackend>>> {
+  return startRawBackend((socket) => {
+    let received = '';
+    const onData = (chunk: Buffer): void => {
+      received += chunk.toString('latin1');
+      if (!received.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      socket.write(head);
+      const timer = setTimeout(() => socket.end(rest), delayMs);
+      socket.once('close', () => clearTimeout(timer));
+    };
+    socket.on('data', onData);
+  });
+}
+
+async function withProxy(t: { after(fn: () => Promise<void>): void }, ini: string): Promise<TestProxy> {
+  const proxy = await startTestProxy(ini);
+  t.after(() => proxy.close());
+  return proxy;
+}
+
+test('a flushed-then-slow response: the head reaches the client within 500 ms, the body 2 s later, on both lanes', async (t) => {
+  const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 2000);
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url));
+  const outcomes = await Promise.all(
+    LANES.map(async (lane) => {
+      const client = await TimedClient.connect(proxy.port);
+      client.send(lane.request);
+      await waitFor(() => client.arrivalOf('late') !== undefined, 4000, `the body (${lane.name})`);
+      client.socket.destroy();
+      return { lane, client };
+    }),
+  );
+  for (const { lane, client } of outcomes) {
+    const headAt = client.arrivalOf('\r\n\r\n')!;
+    const bodyAt = client.arrivalOf('late')!;
+    assert.ok(headAt < 500, `${lane.name}: got the head after ${headAt.toFixed(0)} ms, want < 500 ms`);
+    assert.ok(bodyAt >= 1900, `${lane.name}: got the body after ${bodyAt.toFixed(0)} ms, want it when the upstream sent it (2 s)`);
+    const firstPiece = client.arrivals[0]!.text;
+    assert.match(firstPiece, /^HTTP\/1\.1 200 OK\r\n/, `${lane.name}: got ${JSON.stringify(firstPiece)}`);
+    assert.ok(firstPiece.endsWith('\r\n\r\n'), `${lane.name}: got ${JSON.stringify(firstPiece)} first, want the head alone`);
+  }
+  assert.equal(proxy.proxy.fastLaneStats!.requests, 1, 'the GET went through the fast lane');
+});
+
+test('read_timeout shorter than the wait for the first body byte: the head is committed at once, then the connection is cut (no 504 after a 200)', async (t) => {
+  const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 2000);
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url, 'read_timeout = 300ms\n'));
+  const outcomes = await Promise.all(
+    LANES.map(async (lane) => {
+      const client = await TimedClient.connect(proxy.port);
+      client.send(lane.request);
+      await waitFor(() => client.closedAtMs !== undefined, 3000, `the cut (${lane.name})`);
+      return { lane, client };
+    }),
+  );
+  for (const { lane, client } of outcomes) {
+    const headAt = client.arrivalOf('\r\n\r\n')!;
+    assert.ok(headAt < 250, `${lane.name}: got the head after ${headAt.toFixed(0)} ms, want it before read_timeout (300 ms)`);
+    assert.match(client.text, /^HTTP\/1\.1 200 OK\r\n(?:[^\r\n]+\r\n)*\r\n$/, `${lane.name}: got ${JSON.stringify(client.text)}, want the 200 head and nothing after it`);
+    assert.ok(client.closedAtMs! >= 280 && client.closedAtMs! < 1500, `${lane.name}: got the cut after ${client.closedAtMs!.toFixed(0)} ms, want it at read_timeout (300 ms)`);
+  }
+  await waitFor(() => proxy.logs.length === LANES.length, 1000, 'the log records');
+  for (const record of proxy.logs) {
+    assert.equal(record.status, 200, `got logged status ${record.status}, want 200 (what the client got)`);
+    assert.equal(record.attempts[0]?.error, 'PRX_UPSTREAM_TIMEOUT', `got attempt error ${String(record.attempts[0]?.error)}, want PRX_UPSTREAM_TIMEOUT`);
+  }
+});
+
+test('server-sent events every 200 ms: the head first, then each event as written, well before the next one', async (t) => {
+  const EVENTS = 5;
+  /** The backend's send times of each event, by request target. */
+  const sentAt = new Map<string, number[]>();
+  const server = http.createServer((req, res) => {
+    const times: number[] = [];
+    sentAt.set(req.url ?? '', times);
+    req.resume();
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    res.flushHeaders();
+    let sent = 0;
+    const timer = setInterval(() => {
+      times.push(performance.now());
+      res.write(`id: ${sent}\ndata: event ${sent}\n\n`);
+      if (++sent === EVENTS) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, 200);
+    res.once('close', () => clearInterval(timer));
+  });
+  const backend = await listenBackend(server);
+  t.after(() => backend.close());
+  const proxy = await withProxy(t, routeIni(backend.url));
+  const lanes = [LANES[0], LANES[1]];
+  const clients = await Promise.all(
+    lanes.map(async (lane, i) => {
+      const client = await TimedClient.connect(proxy.port);
+      client.send(lane.request.replace(' /s ', ` /s?client=${i} `));
+      return client;
+    }),
+  );
+  await waitFor(() => clients.every((client) => client.arrivalOf(`data: event ${EVENTS - 1}\n\n`) !== undefined), 4000, 'every event');
+  for (const [i, client] of clients.entries()) {
+    const name = lanes[i]!.name;
+    const headAt = client.arrivalOf('\r\n\r\n')!;
+    const firstEventAt = client.arrivalOf('data: event 0\n\n')!;
+    assert.ok(headAt < 150, `${name}: got the head after ${headAt.toFixed(0)} ms, want it before the first event (200 ms)`);
+    assert.ok(headAt < firstEventAt, `${name}: the head first`);
+    const times = sentAt.get(`/s?client=${i}`)!;
+    for (let event = 0; event < EVENTS; event++) {
+      const arrivedAt = client.sentAt + client.arrivalOf(`data: event ${event}\n\n`)!;
+      const lag = arrivedAt - times[event]!;
+      assert.ok(lag < 100, `${name}: event ${event} arrived ${lag.toFixed(0)} ms after it was sent, want < 100 ms (the next one comes 200 ms later)`);
+    }
+  }
+});
+
+/**
+ * Uploads `bodyBytes` in 64 KiB chunks (with backpressure) and collects the answer until the proxy
+ * closes the connection. Write errors (the proxy stopped reading) end the upload, not the reading.
+ */
+function uploadAndRead(port: number, bodyBytes: number): Promise<{ text: string; isClosed: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const finish = (isClosed: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('latin1'), isClosed });
+    };
+    const timer = setTimeout(finish, 5000, false);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('close', () => finish(true));
+    socket.on('error', () => {});
+    socket.write(`POST /upload HTTP/1.1\r\nHost: h\r\nContent-Type: application/octet-stream\r\nContent-Length: ${bodyBytes}\r\n\r\n`);
+    const piece = Buffer.alloc(64 * 1024, 0x61);
+    let left = bodyBytes;
+    const pump = (): void => {
+      while (left > 0 && !socket.destroyed && socket.writable) {
+        const size = Math.min(piece.length, left);
+        left -= size;
+        if (!socket.write(piece.subarray(0, size))) return void socket.once('drain', pump);
+      }
+    };
+    pump();
+  });
+}
+
+const TRIES = 10;
+const EIGHT_MIB = 8 * 1024 * 1024;
+/**
+ * Not met yet: the upstream closes with the upload unread, so its kernel resets the connection;
+ * in most tries the proxy's next body write fails (EPIPE) before any byte of the answer was read
+ * on that connection, and the proxy answers 502. Also, the proxy's own close after a relayed
+ * answer resets a client that is still uploading, which can lose the answer at the client
+ * (nginx reads and drops the rest of the body first: its lingering close).
+ */
+const EARLY_ANSWER_TODO = 'early answers during an upload are still lost to the write error (see EARLY_ANSWER_TODO)';
+
+test(`an early 413 with Connection: close from a node:http upstream that never reads the 8 MiB upload: relayed in ${TRIES} of ${TRIES} tries`, { todo: EARLY_ANSWER_TODO }, async (t) => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(413, { 'Content-Type': 'text/plain', Connection: 'close' });
+    res.end('body limit is 1 KiB\n');
+  });
+  const backend = await listenBackend(server);
+  t.after(() => backend.close());
+  const proxy = await withProxy(t, routeIni(backend.url));
+  const statuses: string[] = [];
+  for (let i = 0; i < TRIES; i++) {
+    const { text, isClosed } = await uploadAndRead(proxy.port, EIGHT_MIB);
+    statuses.push(text.slice(0, 12) || '(nothing)');
+    if (text.startsWith('HTTP/1.1 413')) {
+      assert.ok(text.endsWith('\r\n\r\nbody limit is 1 KiB\n'), `try ${i}: got ${JSON.stringify(text)}, want the upstream's body`);
+      assert.match(text, /\r\nConnection: close\r\n/i, `try ${i}: the half-read upload leaves the connection unusable`);
+      assert.equal(isClosed, true, `try ${i}: got the connection open, want it closed after the answer`);
+    }
+  }
+  assert.deepEqual(statuses, Array(TRIES).fill('HTTP/1.1 413'), `got ${JSON.stringify(statuses)}`);
+  await waitFor(() => proxy.logs.length === TRIES, 2000, 'the log records');
+  assert.deepEqual(proxy.logs.map((r) => r.status), Array(TRIES).fill(413));
+});
+
+test(`an early 413 from a raw upstream that answers after the head and closes at once: relayed in ${TRIES} of ${TRIES} tries`, { todo: EARLY_ANSWER_TODO }, async (t) => {
+  const upstream = await startRawBackend((socket) => {
+    let received = '';
+    const onData = (chunk: Buffer): void => {
+      received += chunk.toString('latin1');
+      if (!received.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      // Closing with the upload unread makes the kernel answer the rest of it with a reset.
+      socket.end('HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large', () => socket.destroy());
+    };
+    socket.on('data', onData);
+  });
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url));
+  const statuses: string[] = [];
+  for (let i = 0; i < TRIES; i++) {
+    const { text } = await uploadAndRead(proxy.port, EIGHT_MIB);
+    statuses.push(text.slice(0, 12) || '(nothing)');
+  }
+  assert.deepEqual(statuses, Array(TRIES).fill('HTTP/1.1 413'), `got ${JSON.stringify(statuses)}`);
+});
+
+test('Date: added (an IMF-fixdate of now) when the upstream sent none, kept byte for byte when it did, on both lanes', async (t) => {
+  const UPSTREAM_DATE = 'Sun, 06 Nov 1994 08:49:37 GMT';
+  const upstream = await startRawBackend((socket) => {
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      for (let end = received.indexOf('\r\n\r\n'); end >= 0; end = received.indexOf('\r\n\r\n')) {
+        const head = received.slice(0, end);
+        const bodyLength = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (received.length < end + 4 + bodyLength) return;
+        received = received.slice(end + 4 + bodyLength);
+        const date = head.includes(' /dated ') ? `date: ${UPSTREAM_DATE}\r\n` : '';
+        socket.write(`HTTP/1.1 200 OK\r\n${date}Content-Length: 2\r\n\r\nok`);
+      }
+    });
+  });
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url));
+  for (const lane of LANES) {
+    for (const path of ['/undated', '/dated']) {
+      const { text } = await rawRequest(proxy.port, lane.request.replace(' /s ', ` ${path} `).replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
+      const head = text.slice(0, text.indexOf('\r\n\r\n'));
+      const dates = head.split('\r\n').filter((line) => /^date:/i.test(line));
+      assert.equal(dates.length, 1, `${lane.name} ${path}: got ${JSON.stringify(head)}, want one Date`);
+      if (path === '/dated') {
+        assert.equal(dates[0], `date: ${UPSTREAM_DATE}`, `${lane.name}: got ${dates[0]}, want the upstream's line byte for byte`);
+      } else {
+        const value = dates[0]!.slice('Date: '.length);
+        assert.match(value, IMF_FIXDATE, `${lane.name}: got ${JSON.stringify(value)}, want an IMF-fixdate`);
+        const skewMs = Math.abs(Date.parse(value) - Date.now());
+        assert.ok(skewMs < 3000, `${lane.name}: got ${value}, ${skewMs} ms from now`);
+      }
+    }
+  }
+});
+
+test("Date on the proxy's own answers: 404 (no route), 502 (upstream down), 400 (unparsable request), 505 (HTTP/2.0), on both lanes", async (t) => {
+  const proxy = await withProxy(t, '[proxy.a]\npath = /a\npass = http://127.0.0.1:1\nmax_fails = 0\n');
+  const cases = [
+    { want: 404, request: 'GET /nowhere HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n' },
+    { want: 404, request: 'POST /nowhere HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi' },
+    { want: 502, request: 'GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n' },
+    { want: 502, request: 'GET /a HTTP/1.0\r\nHost: h\r\n\r\n' },
+    { want: 400, request: 'GARBAGE\r\n\r\n' },
+    { want: 505, request: 'GET /a HTTP/2.0\r\nHost: h\r\n\r\n' },
+  ];
+  for (const { want, request } of cases) {
+    const { text } = await rawRequest(proxy.port, request);
+    const what = JSON.stringify(request.split('\r\n')[0]);
+    assert.equal(Number(text.slice(9, 12)), want, `${what}: got ${JSON.stringify(text.slice(0, 40))}, want ${want}`);
+    const date = /\r\nDate: ([^\r\n]*)\r\n/.exec(text.slice(0, text.indexOf('\r\n\r\n') + 2))?.[1];
+    assert.match(date ?? '(none)', IMF_FIXDATE, `${what}: got Date ${String(date)}, want an IMF-fixdate`);
+  }
+});

@@ -299,7 +299,7 @@ export class FastLaneConnection implements ResponseConnection {
    * still be simple); any other head goes to node:http unchanged.
    */
   #readOtherHead(bytes: Buffer): void {
-    const line = readRequestLineVersion(bytes, 0, this.#lane.options.maxHeadBytes);
+    const line = readRequestLineVersion(bytes, emptyLinesBefore(bytes), this.#lane.options.maxHeadBytes);
     if (line.kind === 'incomplete') this.#awaitRest(bytes);
     else if (line.kind === 'other' || line.verdict.kind === 'served') this.#handOver(bytes);
     else if (line.verdict.kind === 'refused') this.#refuseHead(line.verdict.status);
@@ -367,3 +367,17 @@ class FastLaneRequest implements ClientRequest {
 }
 
 function ignoreError(): void {}
+
+/**
+ * How many bytes of empty lines (CRLF, or a bare LF) come before the request line: RFC 9112 §2.2
+ * says a server SHOULD ignore at least one, as node:http and nginx do, so the version is judged
+ * on the line after them.
+ */
+function emptyLinesBefore(bytes: Buffer): number {
+  let start = 0;
+  for (;;) {
+    if (bytes[start] === 0x0a /* LF */) start += 1;
+    else if (bytes[start] === 0x0d /* CR */ && bytes[start + 1] === 0x0a) start += 2;
+    else return start;
+  }
+}

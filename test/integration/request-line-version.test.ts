@@ -117,6 +117,22 @@ for (const [lane, rest] of FRESH_LANES) {
   });
 }
 
+test('empty lines before the request line are ignored (RFC 9112 §2.2), and the version after them judged as any other (found by a break test)', async (t) => {
+  const { proxy, lines } = await setUp(t);
+  const cases: [prefix: string, version: string, expected: Expected][] = [
+    ['\r\n', 'HTTP/1.2', { status: 200, upstreamLine: 'GET /x HTTP/1.1' }],
+    ['\n', 'HTTP/1.9', { status: 200, upstreamLine: 'GET /x HTTP/1.1' }],
+    ['\r\n\r\n', 'HTTP/1.1', { status: 200, upstreamLine: 'GET /x HTTP/1.1' }],
+    ['\r\n', 'HTTP/2.0', { status: 505 }],
+    ['\r\n', 'http/1.1', { status: 400 }],
+  ];
+  for (const [prefix, version, expected] of cases) {
+    lines.length = 0;
+    const { text, closedByServer } = await rawRequest(proxy.port, `${prefix}GET /x ${version}\r\n${FRESH_LANES[0]![1]}`, 1000);
+    assertAnswer(`${JSON.stringify(prefix)} before ${version}`, text, closedByServer, expected, lines);
+  }
+});
+
 /**
  * Writes `first` on a new connection and, once its answer (ending in the backend's body) is in,
  * `second`; collects what comes after the first answer until the proxy closes or `idleMs` passes.

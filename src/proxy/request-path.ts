@@ -64,6 +64,9 @@ export interface ProxyContext {
   readonly unloggedUpgrades: Set<Promise<void>>;
 }
 
+/** An empty body write: sends a ServerResponse's head as bytes (see relayResponse). */
+const NO_BYTES = Buffer.alloc(0);
+
 /** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
 const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
 /** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
@@ -385,7 +388,13 @@ function relayResponse(
   });
   // Body bytes that came in the same read as the head were written above (streamBodyTo delivers
   // them at once) and leave with the head in one write; without them the head leaves alone, now.
-  if (!hasBodyWrite && !isEnded) clientRes.flushHeaders();
+  if (!hasBodyWrite && !isEnded) {
+    // Not node's ServerResponse.flushHeaders(): it writes the head as a UTF-8 string, re-encoding
+    // non-ASCII header bytes (`café` in latin1 would reach the client as `cafÃ©`); an empty Buffer
+    // write sends the same head as its bytes.
+    if (isCopyNeeded) clientRes.write(NO_BYTES);
+    else clientRes.flushHeaders();
+  }
 }
 
 /** `[k, v, k, v]` → `[[k, v], [k, v]]`. */

@@ -81,7 +81,7 @@ async function startFlushThenSlowUpstream(head: string, rest: string, delayMs: n
       received += chunk.toString('latin1');
       if (!received.includes('\r\n\r\n')) return;
       socket.off('data', onData);
-      socket.write(head);
+      socket.write(head, 'latin1'); // one byte per character, as a raw upstream's header bytes
       const timer = setTimeout(() => socket.end(rest), delayMs);
       socket.once('close', () => clearTimeout(timer));
     };
@@ -118,6 +118,22 @@ test('a flushed-then-slow response: the head reaches the client within 500 ms, t
     assert.ok(firstPiece.endsWith('\r\n\r\n'), `${lane.name}: got ${JSON.stringify(firstPiece)} first, want the head alone`);
   }
   assert.equal(proxy.proxy.fastLaneStats!.requests, 1, 'the GET went through the fast lane');
+});
+
+test('a head sent before its body keeps its non-ASCII header bytes as they were, on both lanes (found by a review: node\'s flushHeaders re-encodes them)', async (t) => {
+  const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 300);
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url));
+  for (const lane of LANES) {
+    const client = await TimedClient.connect(proxy.port);
+    client.send(lane.request);
+    await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${lane.name})`);
+    client.socket.destroy();
+    assert.ok(client.arrivalOf('\r\n\r\n')! < 250, `${lane.name}: got the head with the body, want it before`);
+    assert.match(client.text, /\r\nX-Name: caf\xe9\r\n/, `${lane.name}: got ${JSON.stringify(client.text.split('\r\n\r\n')[0])}, want the byte 0xE9 unchanged`);
+    const body = lane.request.includes('HTTP/1.0') ? 'late' : '4\r\nlate\r\n0\r\n\r\n'; // an HTTP/1.0 client gets it close-delimited
+    assert.ok(client.text.endsWith(`\r\n\r\n${body}`), `${lane.name}: got the body framed as ${JSON.stringify(client.text.slice(client.text.indexOf('\r\n\r\n')))}`);
+  }
 });
 
 test('read_timeout shorter than the wait for the first body byte: the head is committed at once, then the connection is cut (no 504 after a 200)', async (t) => {

@@ -37,7 +37,12 @@ export interface ServerConfig {
   readonly trustedProxies: readonly Cidr[];
   /** Time to receive a request head. Default 10 000. */
   readonly headerTimeoutMs: number;
-  /** Time to receive a whole request. Default 60 000. */
+  /**
+   * Longest pause between two reads of a request body, ms (nginx's `client_body_timeout`): a
+   * steadily flowing upload is never cut. 0 = no limit. Default 60 000.
+   */
+  readonly bodyTimeoutMs: number;
+  /** Time to receive a whole request, head and body, ms; 0 = no limit (default). */
   readonly requestTimeoutMs: number;
   /** Idle client keep-alive. Default 5 000. */
   readonly keepaliveTimeoutMs: number;

@@ -87,6 +87,7 @@ function describeServerSettings(server: ServerConfig): string[] {
     if (value !== fallback) settings.push(`${key} ${formatDuration(value)}`);
   };
   duration('header_timeout', server.headerTimeoutMs, d.headerTimeoutMs);
+  duration('body_timeout', server.bodyTimeoutMs, d.bodyTimeoutMs);
   duration('request_timeout', server.requestTimeoutMs, d.requestTimeoutMs);
   duration('keepalive_timeout', server.keepaliveTimeoutMs, d.keepaliveTimeoutMs);
   duration('shutdown_timeout', server.shutdownTimeoutMs, d.shutdownTimeoutMs);

@@ -65,7 +65,8 @@ export const SERVER_DEFAULTS: ServerConfig = deepFreeze({
   accessLogFormat: 'combined',
   trustedProxies: [],
   headerTimeoutMs: 10_000,
-  requestTimeoutMs: 60_000,
+  bodyTimeoutMs: 60_000,
+  requestTimeoutMs: 0,
   keepaliveTimeoutMs: 5_000,
   maxHeaderSize: 16 * 1024,
   maxBodySize: 0,
@@ -183,6 +184,7 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
     (s.accessLogFormat = read(e, (t) => parseChoice<AccessLogFormat>(t, ['combined', 'json'], 'access log format'))),
   trusted_proxies: (s, e) => (s.trustedProxies = read(e, parseCidrList)),
   header_timeout: (s, e) => (s.headerTimeoutMs = read(e, (t) => parseDuration(t, 1))),
+  body_timeout: (s, e) => (s.bodyTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit
   request_timeout: (s, e) => (s.requestTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit
   keepalive_timeout: (s, e) => (s.keepaliveTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no keep-alive
   max_header_size: (s, e) => (s.maxHeaderSize = read(e, (t) => parseSize(t, 1024))),

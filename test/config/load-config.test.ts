@@ -93,7 +93,8 @@ describe('defaults', () => {
       accessLogFormat: 'combined',
       trustedProxies: [],
       headerTimeoutMs: 10_000,
-      requestTimeoutMs: 60_000,
+      bodyTimeoutMs: 60_000,
+      requestTimeoutMs: 0,
       keepaliveTimeoutMs: 5_000,
       maxHeaderSize: 16_384,
       maxBodySize: 0,
@@ -158,6 +159,7 @@ access_log = /var/log/proxy.log
 access_log_format = json
 trusted_proxies = 10.0.0.0/8, ::1
 header_timeout = 2s
+body_timeout = 30s
 request_timeout = 0
 keepalive_timeout = 500ms
 max_header_size = 8k
@@ -210,6 +212,7 @@ trace = true
       accessLogPlace: { file: 'env.ini', line: 4, column: 14 },
       accessLogFormat: 'json',
       headerTimeoutMs: 2_000,
+      bodyTimeoutMs: 30_000,
       requestTimeoutMs: 0,
       keepaliveTimeoutMs: 500,
       maxHeaderSize: 8_192,
@@ -489,6 +492,7 @@ describe('value errors name the key, the value column and what is expected', () 
     ['[proxy.a]\npath = ~* (\n', "env.ini:2:11: invalid regular expression '(' for 'path' (Invalid regular expression: /(/i: Unterminated group)"],
     ['[proxy.a]\npath = ~*\n', "env.ini:2:10: missing regular expression after '~*' for 'path' (expected e.g. ~ ^/api/v[0-9]+/)"],
     ['[server]\nlisten = 1.2.3.4:99999\n', "env.ini:2:18: invalid port '99999' for 'listen' (expected a number from 0 to 65535)"],
+    ['[server]\nbody_timeout = 2 minutes\n', "env.ini:2:16: invalid duration '2 minutes' for 'body_timeout' (expected e.g. 500ms, 3s, 1m)"],
     ['[server]\nworkers = 0\n', "env.ini:2:11: invalid number '0' for 'workers' (expected a whole number from 1 to 1024)"],
     ['[server]\nmax_header_size = 100\n', "env.ini:2:19: invalid size '100' for 'max_header_size' (expected at least 1k)"],
     ['[server]\nmax_body_size = 1t\n', "env.ini:2:17: invalid size '1t' for 'max_body_size' (expected e.g. 512, 16k, 1m, 1g)"],

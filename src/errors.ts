@@ -127,6 +127,23 @@ export class ClientAbortError extends RequestError {
   readonly status = 499; // nginx's "client closed request", for the access log only
 }
 
+/**
+ * The client was too slow sending its request (src/http/http1-server.ts): a pause in its body
+ * longer than `body_timeout` (nginx's `client_body_timeout`), or the whole request not received
+ * within `request_timeout`. Becomes 408 when no answer was started; otherwise the connection is cut.
+ */
+export class ClientTimeoutError extends RequestError {
+  readonly code = 'PRX_CLIENT_TIMEOUT';
+  readonly status = 408;
+  constructor(
+    message: string,
+    /** `body`: `body_timeout` between two reads of the body; `request`: `request_timeout` for head and body. */
+    readonly phase: 'body' | 'request',
+  ) {
+    super(message);
+  }
+}
+
 // ---- admin --------------------------------------------------------------------------------------
 
 /**

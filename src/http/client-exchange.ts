@@ -1,14 +1,16 @@
 /**
- * The client side of one exchange, as the request path sees it: the request head it reads and the
- * response it writes. Two implementations stand behind these interfaces: node:http's own
- * `IncomingMessage`/`ServerResponse` (every request node parses), and the fast lane's objects
- * (src/http/fast-lane.ts: simple requests without a body, parsed by our own strict parser). Both put
- * the same bytes on the wire; test/integration/fast-lane.test.ts compares them.
+ * The client side of one exchange, as the request path sees it: the request it reads and the
+ * response it writes. The proxy's HTTP/1.1 server (src/http/http1-server.ts, with its response
+ * writer src/http/http1-response.ts) stands behind these interfaces; the request path knows the
+ * client only through them, so a test can stand in for the client, and another server (TLS,
+ * HTTP/2) could.
  *
- * Only what the request path uses is here, so each member is a promise the fast lane must keep.
+ * Only what the request path uses is here, so each member is a promise every server must keep.
+ * Shapes and semantics are node's `IncomingMessage`/`ServerResponse`'s, where those exist.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 
 /** A request head (RFC 9112 §3), with node's shapes. */
 export interface ClientRequest {
@@ -22,6 +24,13 @@ export interface ClientRequest {
   /** Lower-cased names, duplicates combined by node's rules (see `combineHeaders`). */
   readonly headers: IncomingHttpHeaders;
   readonly socket: Socket;
+  /**
+   * The request body (RFC 9112 §6), de-chunked, as a byte stream with backpressure: the server
+   * reads no more from the client while the stream's buffer is full. Undefined when the request has
+   * none. It fails with a RequestError (src/errors.ts) saying why the body could not be read: bad
+   * chunked framing (400), `body_timeout` or `request_timeout` (408), the client left (499).
+   */
+  readonly body: Readable | undefined;
   /** The whole request, body included, has been received. */
   readonly complete: boolean;
 }
@@ -44,13 +53,23 @@ export interface ClientResponse {
    * `write` or `end` would carry it.
    */
   flushHeaders(): void;
-  /** Returns false when the connection's buffer is full: wait for `drain`. */
+  /**
+   * Returns true when the response is done with `chunk` (copied or written, so the caller may
+   * reuse its memory) and has room for more; false when it still holds `chunk` or is full: wait
+   * for `drain`.
+   */
   write(chunk: Buffer): boolean;
   end(chunk?: string): unknown;
   destroy(): unknown;
   addTrailers(trailers: [string, string][]): void;
   /** Sends `HTTP/1.1 100 Continue`. */
   writeContinue(): void;
+  /**
+   * Writes `HTTP/1.1 101 <statusMessage>` with `headers` and hands the connection to the caller
+   * (RFC 9110 §7.8): returns the raw client socket and the bytes the client already sent after the
+   * request head. Afterwards the connection belongs to the caller.
+   */
+  switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer };
   /** `close`: the response finished or the connection closed (check `writableFinished`). */
   once(event: 'close' | 'drain', listener: () => void): unknown;
 }

@@ -1,18 +1,14 @@
 /**
- * The proxy's listening side: a node:http server with the `[server]` limits (SPEC 1.2), the error
- * answers node gives before a request exists (400 bad framing, 431 head too large, 408 too slow,
- * 505 another major HTTP version),
- * `Expect: 100-continue`, and graceful shutdown (SPEC 2: stop accepting, let in-flight requests
- * finish up to `shutdown_timeout`).
+ * The proxy's listening side: the HTTP/1.1 server of src/http/http1-server.ts with the `[server]`
+ * limits (SPEC 1.2) in front of the request path, the runtime state of routes and upstreams, and
+ * graceful shutdown (SPEC 2: stop accepting, let in-flight requests finish up to
+ * `shutdown_timeout`).
  */
-import http from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { logLine } from '../log/process-log.js';
 import { Upstream } from '../upstream/upstream.js';
-import { rawErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
@@ -20,9 +16,7 @@ import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
 import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
-import { FastLane } from '../http/fast-lane.js';
-import { LF } from '../http/field-bytes.js';
-import { judgeHttpVersion, readRequestLineVersion } from '../http/request-line-version.js';
+import { Http1Server, type ServerAnswer } from '../http/http1-server.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
 export interface ProxyServerOptions {
@@ -39,11 +33,6 @@ export interface ProxyServerOptions {
    * pushes the results (src/cluster). Default false.
    */
   readonly isHealthCheckDisabled?: boolean;
-  /**
-   * True: node:http parses every request; no fast lane (src/http/fast-lane.ts). Default false.
-   * Tests use it to compare the bytes both server sides write.
-   */
-  readonly isFastLaneDisabled?: boolean;
 }
 
 /** Called with every finished active health probe (metrics count them by result). */
@@ -63,7 +52,8 @@ export interface ReloadSummary {
 export type ExchangeObserver = (record: AccessLogRecord) => void;
 
 export class ProxyServer {
-  readonly server: http.Server;
+  /** The listening socket (node:net); every connection is served by `#http1`. */
+  readonly server: Server;
   #config: Config;
   #routes: readonly Route[];
   /**
@@ -82,9 +72,9 @@ export class ProxyServer {
   /** Upstreams added at run time by the admin registry, per route name; they survive reloads. */
   readonly #registered = new Map<string, readonly UpstreamConfig[]>();
   readonly #context: ProxyContext;
-  /** Simple requests skip node:http's server machinery (src/http/fast-lane.ts); undefined when disabled. */
-  readonly #fastLane: FastLane | undefined;
-  /** Every client connection not closed yet, whichever side serves it: a shutdown waits for their ends. */
+  /** The HTTP/1.1 connection loops of the listener's connections (src/http/http1-server.ts). */
+  readonly #http1: Http1Server;
+  /** Every client connection not closed yet, upgraded ones included: a shutdown waits for their ends. */
   readonly #clientSockets = new Set<Socket>();
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
@@ -131,52 +121,22 @@ export class ProxyServer {
     };
 
     const { server: s } = config;
-    // node refuses requestTimeout < headersTimeout at start-up: the head is part of the request.
-    const headersTimeoutMs = s.requestTimeoutMs === 0 ? s.headerTimeoutMs : Math.min(s.headerTimeoutMs, s.requestTimeoutMs);
-    this.server = http.createServer({
-      maxHeaderSize: s.maxHeaderSize,
-      headersTimeout: headersTimeoutMs,
-      requestTimeout: s.requestTimeoutMs,
-      keepAliveTimeout: s.keepaliveTimeoutMs,
-      // node checks the two timeouts above only this often (30 s by default): make it fine enough
-      // that a 2 s header_timeout fires at about 2 s.
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(Math.min(s.headerTimeoutMs, s.requestTimeoutMs || Infinity) / 4))),
-      // The proxy answers a missing Host itself, with its one-line body (request-checks.ts).
-      requireHostHeader: false,
-      // Socket buffers of 256 KiB instead of 16 KiB: a 64 KiB chunk read from an upstream no longer
-      // fills the client socket's buffer at once, so large bodies pause and resume the upstream
-      // (two epoll changes each time) once per few chunks instead of once per chunk.
-      highWaterMark: 256 * 1024,
-      noDelay: true,
+    this.#http1 = new Http1Server({
+      onRequest: (clientReq, clientRes, isExpectingContinue) => handleRequest(this.#context, clientReq, clientRes, isExpectingContinue),
+      // Until upgrades go through the request path: the tunnel of upgrade-tunnel.ts, given the
+      // socket as node's `upgrade` event gave it.
+      onUpgrade: (clientReq, socket, head) => handleUpgrade(this.#context, clientReq, socket, head),
+      onAnswer: (socket, answer) => {
+        if (this.#context.accessLog.isEnabled) logServerAnswer(this.#context, socket, answer);
+      },
+      isDraining: () => this.#context.isDraining,
+      headTimeoutMs: s.headerTimeoutMs,
+      bodyTimeoutMs: s.bodyTimeoutMs,
+      requestTimeoutMs: s.requestTimeoutMs,
+      keepAliveTimeoutMs: s.keepaliveTimeoutMs,
+      maxHeadBytes: s.maxHeaderSize,
     });
-    // Every header, however many: the total is bounded by max_header_size (node's default keeps 2000 lines).
-    this.server.maxHeadersCount = 0;
-    this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
-    this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
-    this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this.#context, clientReq, socket, head));
-    // An Expect other than 100-continue: the request path answers 417 (request-checks.ts) and logs it.
-    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
-    // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx answers
-    // 400; 405 says why). Its version is judged first, as every request's (request-checks.ts).
-    this.server.on('connect', (clientReq: IncomingMessage, socket: Socket) => {
-      socket.on('error', () => {});
-      const verdict = judgeHttpVersion(`HTTP/${clientReq.httpVersion}`);
-      const status = verdict.kind === 'refused' ? verdict.status : 405;
-      const answer = rawErrorResponse(status);
-      socket.end(answer);
-      if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, status, answer, 'CONNECT', clientReq.url ?? '-');
-    });
-    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket, this.#context));
-    this.#fastLane = options.isFastLaneDisabled
-      ? undefined
-      : new FastLane(this.server, {
-          onRequest: (clientReq, clientRes) => handleRequest(this.#context, clientReq, clientRes),
-          onBadHead: (socket, status) => answerRawError(status, socket, this.#context),
-          isDraining: () => this.#context.isDraining,
-          headTimeoutMs: headersTimeoutMs,
-          keepAliveTimeoutMs: s.keepaliveTimeoutMs,
-          maxHeadBytes: Math.floor(s.maxHeaderSize / 2),
-        });
+    this.server = this.#http1.server;
     this.server.on('connection', (socket: Socket) => {
       this.#clientSockets.add(socket);
       socket.once('close', () => this.#clientSockets.delete(socket));
@@ -192,10 +152,9 @@ export class ProxyServer {
     return this.#routes;
   }
 
-  /** What the fast lane did so far (undefined when it is disabled): tests and diagnostics. */
-  get fastLaneStats(): { readonly requests: number; readonly handOvers: number; readonly openConnections: number } | undefined {
-    const lane = this.#fastLane;
-    return lane === undefined ? undefined : { requests: lane.requestCount, handOvers: lane.handOverCount, openConnections: lane.size };
+  /** What the server side did so far: requests read, client connections served now (tests and diagnostics). */
+  get serverStats(): { readonly requests: number; readonly openConnections: number } {
+    return { requests: this.#http1.requestCount, openConnections: this.#http1.size };
   }
 
   get healthChecker(): HealthChecker {
@@ -341,10 +300,7 @@ export class ProxyServer {
     this.#healthChecker.stop();
     this.#context.isDraining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    const closeIdleConnections = (): void => {
-      this.server.closeIdleConnections();
-      this.#fastLane?.closeIdleConnections();
-    };
+    const closeIdleConnections = (): void => this.#http1.closeIdleConnections();
     closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.
     const sweeper = setInterval(closeIdleConnections, 50);
@@ -356,8 +312,7 @@ export class ProxyServer {
     clearInterval(sweeper);
     clearTimeout(timer);
     if (!isDrained) {
-      this.server.closeAllConnections();
-      this.#fastLane?.closeAllConnections();
+      this.#http1.closeAllConnections();
       for (const socket of this.#context.upgradeSockets) socket.destroy();
       await closed;
     }
@@ -370,77 +325,19 @@ export class ProxyServer {
     await this.#accessLog.close();
     return isDrained;
   }
-
-  /**
-   * `Expect: 100-continue`: the request path answers 100 once routing, auth and the body limit let
-   * the body come (nginx's order); a request refused before that never invites its body.
-   */
-  #onExpectContinue(clientReq: IncomingMessage, clientRes: ServerResponse): void {
-    handleRequest(this.#context, clientReq, clientRes, true);
-  }
-
 }
 
-/**
- * A request node:http could not parse or accept: both Content-Length and Transfer-Encoding, bad
- * chunked framing (400), a head over `max_header_size` (431), a head or request too slow (408),
- * a version of another major (505; `HTTP/1.2` is a 400 here, see isOtherMajorVersion).
- * The connection is closed after the answer: its framing cannot be trusted.
- */
-function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: ProxyContext): void {
-  // Bytes after a request that closes the connection (`Connection: close`, or HTTP/1.0 without
-  // keep-alive) are not requests: the answers already due still go out, then node closes
-  // (RFC 9112 §9.6). Answering 400 here would throw those answers away.
-  if (error.code === 'HPE_CLOSED_CONNECTION') return;
-  const pending = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
-  if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent === true) {
-    socket.destroy();
-    return;
-  }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : isOtherMajorVersion(error) ? 505 : 400;
-  // A request in progress (a slow body, say) is logged by the request path; one node could not
-  // even parse is logged here, with what is known of it.
-  if (pending === undefined) answerRawError(status, socket, context);
-  else socket.end(rawErrorResponse(status));
-}
-
-/**
- * Whether node's parse error is about another major HTTP version (505) rather than a malformed
- * request (400), judged by the proxy's version rule (request-line-version.ts). llhttp stops with
- * `HPE_INVALID_VERSION` at every version but 0.9, 1.0, 1.1 and 2.0 (`HTTP/3.0`, `HTTP/2`, but also
- * `HTTP/1.1x`), and also just after `PRI * HTTP/2.0\r\n` when the rest of the HTTP/2 preface does
- * not follow; it pauses with `HPE_PAUSED_H2_UPGRADE` after a whole preface. The request line is
- * read from the bytes node was parsing (`rawPacket`), around where it stopped (`bytesParsed`).
- */
-function isOtherMajorVersion(error: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: unknown }): boolean {
-  if (error.code === 'HPE_PAUSED_H2_UPGRADE') return true;
-  const { rawPacket: packet, bytesParsed: offset } = error;
-  if (error.code !== 'HPE_INVALID_VERSION' || !Buffer.isBuffer(packet) || typeof offset !== 'number') return false;
-  // The line llhttp stopped in, or the one whose LF it stopped just after (the preface case).
-  const searchFrom = offset - (packet[offset - 1] === LF ? 2 : 1);
-  const lineStart = searchFrom < 0 ? 0 : packet.lastIndexOf(LF, searchFrom) + 1;
-  const line = readRequestLineVersion(packet, lineStart, packet.length - lineStart);
-  return line.kind === 'line' && line.verdict.kind === 'refused' && line.verdict.status === 505;
-}
-
-/** Writes `status` as a whole raw response, closes the connection, and logs it. */
-function answerRawError(status: number, socket: Socket, context: ProxyContext): void {
-  const answer = rawErrorResponse(status);
-  socket.end(answer);
-  if (context.accessLog.isEnabled) logRawAnswer(context, socket, status, answer);
-}
-
-/** An access-log line for an answer written straight to the socket (no request object exists). */
-export function logRawAnswer(context: ProxyContext, socket: Socket, status: number, answer: string, method = '-', target = '-'): void {
+/** An access-log line for an answer the server wrote itself (no request object exists). */
+function logServerAnswer(context: ProxyContext, socket: Socket, answer: ServerAnswer): void {
   context.accessLog.write({
     time: new Date(),
     clientIp: normalizeClientIp(socket.remoteAddress),
     user: undefined,
-    method,
-    target,
+    method: answer.method,
+    target: answer.target,
     httpVersion: '1.1',
-    status,
-    bytesSent: Buffer.byteLength(answer) - answer.indexOf('\r\n\r\n') - 4,
+    status: answer.status,
+    bytesSent: answer.bytesSent,
     referer: undefined,
     userAgent: undefined,
     route: undefined,

@@ -20,9 +20,8 @@
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
 import type { ClientRequest, ClientResponse } from '../http/client-exchange.js';
-import { FastLaneResponse } from '../http/fast-lane-response.js';
 import type { Socket } from 'node:net';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -63,9 +62,6 @@ export interface ProxyContext {
   /** Upgrade exchanges (tunnels included) not logged yet: a shutdown waits for their records. */
   readonly unloggedUpgrades: Set<Promise<void>>;
 }
-
-/** An empty body write: sends a ServerResponse's head as bytes (see relayResponse). */
-const NO_BYTES = Buffer.alloc(0);
 
 /** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
 const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
@@ -168,7 +164,6 @@ async function proxyRequest(
     return;
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
-  const hasBody = isChunked || contentLength > 0;
   // Routed, allowed, not too large: invite the body. (Also without one: node keeps a connection
   // alive after an Expect request only when the 100 was sent.)
   if (isExpectingContinue) clientRes.writeContinue();
@@ -188,7 +183,7 @@ async function proxyRequest(
     if (isChunked) headers.push('Transfer-Encoding', 'chunked');
     return headers;
   };
-  const body = hasBody ? withBodyLimit(bodyStream(clientReq), maxBodySize) : undefined;
+  const body = clientReq.body === undefined ? undefined : withBodyLimit(clientReq.body, maxBodySize);
 
   // 4. Attempt loop.
   const tried = new Set<Upstream>();
@@ -355,15 +350,14 @@ function relayResponse(
     exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
     return;
   }
-  // Body chunks are views of the upstream connection's read buffer (BodySink): the fast lane's
-  // response is done with a chunk when write returns true, node's ServerResponse may queue it.
-  const isCopyNeeded = !(clientRes instanceof FastLaneResponse);
+  // Body chunks are views of the upstream connection's read buffer (BodySink): the client response
+  // is done with a chunk when write returns true (ClientResponse.write).
   let hasBodyWrite = false;
   let isEnded = false;
   const sink: BodySink = {
     write: (chunk) => {
       hasBodyWrite = true;
-      return clientRes.write(isCopyNeeded ? Buffer.from(chunk) : chunk);
+      return clientRes.write(chunk);
     },
     once: (event, listener) => clientRes.once(event, listener),
   };
@@ -388,13 +382,7 @@ function relayResponse(
   });
   // Body bytes that came in the same read as the head were written above (streamBodyTo delivers
   // them at once) and leave with the head in one write; without them the head leaves alone, now.
-  if (!hasBodyWrite && !isEnded) {
-    // Not node's ServerResponse.flushHeaders(): it writes the head as a UTF-8 string, re-encoding
-    // non-ASCII header bytes (`café` in latin1 would reach the client as `cafÃ©`); an empty Buffer
-    // write sends the same head as its bytes.
-    if (isCopyNeeded) clientRes.write(NO_BYTES);
-    else clientRes.flushHeaders();
-  }
+  if (!hasBodyWrite && !isEnded) clientRes.flushHeaders();
 }
 
 /** `[k, v, k, v]` → `[[k, v], [k, v]]`. */
@@ -404,18 +392,9 @@ function pairs(raw: readonly string[]): [string, string][] {
   return out;
 }
 
-/**
- * The body of a request that has one. Only node's `IncomingMessage` carries a body: the fast lane
- * (src/http/fast-lane.ts) takes only requests without.
- */
-function bodyStream(clientReq: ClientRequest): Readable {
-  if (clientReq instanceof Readable) return clientReq;
-  throw new Error('a request with a body must come from node:http');
-}
-
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
-function withBodyLimit(clientReq: Readable, maxBodySize: number): Readable {
-  if (maxBodySize === 0) return clientReq;
+function withBodyLimit(body: Readable, maxBodySize: number): Readable {
+  if (maxBodySize === 0) return body;
   let received = 0;
   const limiter = new Transform({
     transform(chunk: Buffer, _encoding, callback: TransformCallback) {
@@ -424,9 +403,11 @@ function withBodyLimit(clientReq: Readable, maxBodySize: number): Readable {
       else callback(null, chunk);
     },
   });
-  clientReq.on('error', (error) => limiter.destroy(error));
+  // The body may have failed already (bad framing, a timeout) while the request was being routed.
+  if (body.errored !== null) limiter.destroy(body.errored);
+  else body.on('error', (error) => limiter.destroy(error));
   limiter.on('error', () => {}); // read by the upstream attempt through `errored`, whenever it happens
-  return clientReq.pipe(limiter);
+  return body.pipe(limiter);
 }
 
 function logExchange(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, exchange: Exchange): void {

@@ -32,10 +32,11 @@ import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders } from './forward-headers.js';
 import type { ProxyContext } from './request-path.js';
+import type { ClientRequest } from '../http/client-exchange.js';
 import type { Route } from './route.js';
 
 /** Handles the server's `upgrade` event. Never throws. */
-export function handleUpgrade(context: ProxyContext, clientReq: IncomingMessage, clientSocket: Socket, clientHead: Buffer): void {
+export function handleUpgrade(context: ProxyContext, clientReq: ClientRequest, clientSocket: Socket, clientHead: Buffer): void {
   const startedAt = context.now();
   const clientIp = normalizeClientIp(clientSocket.remoteAddress);
   const attempts: AttemptLog[] = [];

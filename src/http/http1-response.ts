@@ -1,20 +1,24 @@
 /**
- * The fast lane's response: what node's `ServerResponse` does for one request, written straight to
- * the client socket, byte for byte as node writes it (Node 20, lib/_http_outgoing.js `_storeHeader`):
+ * The response writer of the proxy's HTTP/1.1 server (src/http/http1-server.ts): what node's
+ * `ServerResponse` does for one request, written straight to the client socket, byte for byte as
+ * node writes it (Node 20, lib/_http_outgoing.js `_storeHeader`):
  *
  *   HTTP/1.1 <status> <reason>\r\n
  *   <the caller's headers, in order, validated as node validates them>
- *   Date: …                          unless the caller gave one
+ *   Date: …                          unless the caller gave one (RFC 9110 §6.6.1)
  *   Connection: keep-alive           plus `Keep-Alive: timeout=<s>`, or `Connection: close`,
  *                                    unless the caller gave a Connection header
- *   Transfer-Encoding: chunked       when the caller gave no Content-Length and the response has a
- *                                    body (not HEAD, 204, 304 or 1xx) — RFC 9112 §6.1
+ *   Transfer-Encoding: chunked       when the caller gave no Content-Length, the response has a
+ *                                    body (not HEAD, 204, 304 or 1xx) and the client speaks
+ *                                    HTTP/1.1 — RFC 9112 §6.1; an HTTP/1.0 client cannot read
+ *                                    chunks, so its body is delimited by closing the connection
+ *                                    (RFC 9112 §6.3 rule 8), as node and nginx do
  *
  * Body writes are chunk-framed when chunked (RFC 9112 §7.1) and ignored when the response has no
  * body; `end` writes the last chunk and the trailers. Output waits until the end of the tick, so
  * the head goes out with the body bytes written in the same tick in one socket write (node corks
  * them into one writev; one buffer is cheaper still); `flushHeaders` sends it without waiting for
- * a body byte.
+ * a body byte. `switchProtocols` writes a 101 and gives the raw socket to the caller (RFC 9110 §7.8).
  */
 import type { Socket } from 'node:net';
 import type { ClientResponse } from './client-exchange.js';
@@ -24,17 +28,15 @@ import { httpDate } from './http-date.js';
 /** What a response needs from the connection it is written to. */
 export interface ResponseConnection {
   readonly socket: Socket;
+  /** Announced as `Keep-Alive: timeout=<s>` (whole seconds), ms; 0: no Keep-Alive header. */
+  readonly keepAliveTimeoutMs: number;
   /** The last byte was handed to the socket; `isLast`: the connection must close now. */
   onResponseFinished(isLast: boolean): void;
-}
-
-/** Facts from the request that shape the response. */
-export interface ResponseOptions {
-  readonly method: string;
-  /** The client allows another request on this connection (HTTP/1.1 without `Connection: close`). */
-  readonly shouldKeepAlive: boolean;
-  /** Announced as `Keep-Alive: timeout=<s>` (whole seconds); 0: no Keep-Alive header. */
-  readonly keepAliveTimeoutMs: number;
+  /**
+   * The connection stops serving HTTP and forgets the socket (its listeners removed, the socket
+   * left paused); returns the bytes the client sent after the request head, not read as HTTP.
+   */
+  release(): Buffer;
 }
 
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
@@ -45,7 +47,7 @@ const CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 const FLUSH_AT_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
 
-export class FastLaneResponse implements ClientResponse {
+export class Http1Response implements ClientResponse {
   readonly req: { readonly method: string };
   statusCode = 200;
   /** The head as built by `writeHead`; undefined before. */
@@ -60,6 +62,8 @@ export class FastLaneResponse implements ClientResponse {
   /** The in-place write whose chunks the socket still holds; 0: none. */
   #heldWrite = 0;
   #hasBody: boolean;
+  /** The client speaks HTTP/1.0: no chunked framing (see the file comment). */
+  readonly #isHttp10: boolean;
   #isChunked = false;
   #isLast: boolean;
   #isEnded = false;
@@ -70,14 +74,19 @@ export class FastLaneResponse implements ClientResponse {
   #closeListeners: (() => void)[] = [];
   #drainListeners: (() => void)[] = [];
   readonly #connection: ResponseConnection;
-  readonly #options: ResponseOptions;
 
-  constructor(connection: ResponseConnection, options: ResponseOptions) {
+  /**
+   * @param method the request's method (HEAD: no body)
+   * @param httpVersion the request's version
+   * @param shouldKeepAlive the client allows another request on this connection (RFC 9112 §9.3)
+   *   and the server wants one
+   */
+  constructor(connection: ResponseConnection, method: string, httpVersion: '1.1' | '1.0', shouldKeepAlive: boolean) {
     this.#connection = connection;
-    this.#options = options;
-    this.req = { method: options.method };
-    this.#hasBody = options.method !== 'HEAD';
-    this.#isLast = !options.shouldKeepAlive;
+    this.req = { method };
+    this.#hasBody = method !== 'HEAD';
+    this.#isHttp10 = httpVersion === '1.0';
+    this.#isLast = !shouldKeepAlive;
   }
 
   get headersSent(): boolean {
@@ -144,16 +153,18 @@ export class FastLaneResponse implements ClientResponse {
       this.#isLast = true;
       this.#isChunked = false;
     }
+    const isUnframed = !hasContentLength && !hasTransferEncoding && this.#hasBody;
+    if (isUnframed && this.#isHttp10) this.#isLast = true; // delimited by the close
     if (!hasConnection) {
       if (this.#isLast) {
         head += 'Connection: close\r\n';
       } else {
         head += 'Connection: keep-alive\r\n';
-        const { keepAliveTimeoutMs } = this.#options;
+        const { keepAliveTimeoutMs } = this.#connection;
         if (keepAliveTimeoutMs > 0 && !hasKeepAlive) head += `Keep-Alive: timeout=${Math.floor(keepAliveTimeoutMs / 1000)}\r\n`;
       }
     }
-    if (!hasContentLength && !hasTransferEncoding && this.#hasBody) {
+    if (isUnframed && !this.#isHttp10) {
       head += 'Transfer-Encoding: chunked\r\n';
       this.#isChunked = true;
     }
@@ -220,6 +231,37 @@ export class FastLaneResponse implements ClientResponse {
       if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in trailer content ["${name}"]`);
       this.#trailers += `${name}: ${value}\r\n`;
     }
+  }
+
+  /**
+   * Switches the connection to the protocol the client asked for (RFC 9110 §7.8, §15.2.2): writes
+   * `HTTP/1.1 101 <statusMessage>` with `headers` (flat raw list, validated as writeHead does; no
+   * Date, Connection or framing header is added), and hands over the connection. From then on
+   * the socket is the caller's: the server neither reads nor writes it, and this response is
+   * finished (`writableFinished`) and emits no more events.
+   * @returns the client socket (paused) and the bytes the client already sent after the request
+   *   head (a first WebSocket frame, say), which the caller must treat as the new protocol's
+   * @throws like writeHead, when a head was already written or a name or value is invalid
+   */
+  switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer } {
+    if (this.#head !== undefined) throw codedError(Error, 'ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
+    if (INVALID_FIELD_CHAR.test(statusMessage)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
+    let head = `HTTP/1.1 101 ${statusMessage}\r\n`;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!;
+      const value = headers[i + 1]!;
+      if (!TOKEN.test(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
+      if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+      head += `${name}: ${value}\r\n`;
+    }
+    this.#head = `${head}\r\n`;
+    this.statusCode = 101;
+    this.#isHeadQueued = true;
+    this.#isEnded = true;
+    this.#isFinished = true;
+    const socket = this.#connection.socket;
+    socket.write(this.#head, 'latin1');
+    return { socket, head: this.#connection.release() };
   }
 
   writeContinue(): void {
@@ -328,7 +370,7 @@ export class FastLaneResponse implements ClientResponse {
   }
 }
 
-function flushQueued(response: FastLaneResponse): void {
+function flushQueued(response: Http1Response): void {
   response.flushQueued();
 }
 

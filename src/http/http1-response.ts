@@ -36,7 +36,7 @@ export interface ResponseConnection {
    * The connection stops serving HTTP and forgets the socket (its listeners removed, the socket
    * left paused); returns the bytes the client sent after the request head, not read as HTTP.
    */
-  release(): Buffer;
+  releaseSocket(): Buffer;
 }
 
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
@@ -261,7 +261,7 @@ export class Http1Response implements ClientResponse {
     this.#isFinished = true;
     const socket = this.#connection.socket;
     socket.write(this.#head, 'latin1');
-    return { socket, head: this.#connection.release() };
+    return { socket, head: this.#connection.releaseSocket() };
   }
 
   writeContinue(): void {

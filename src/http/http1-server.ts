@@ -283,7 +283,7 @@ export class Http1Connection implements ResponseConnection {
     if (unread !== undefined) this.#receiveHead(unread);
   }
 
-  release(): Buffer {
+  releaseSocket(): Buffer {
     const unread = this.#unread ?? EMPTY;
     this.#unread = undefined;
     this.#response = undefined;
@@ -397,7 +397,7 @@ export class Http1Connection implements ResponseConnection {
     const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this));
     if (isUpgrade && options.onUpgrade !== undefined) {
       this.#unread = rest;
-      options.onUpgrade(clientReq, this.socket, this.release());
+      options.onUpgrade(clientReq, this.socket, this.releaseSocket());
       return;
     }
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && !options.isDraining());

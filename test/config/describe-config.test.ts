@@ -28,6 +28,7 @@ describe('describeConfig', () => {
 [server]
 listen = [::]:80
 workers = auto
+body_timeout = 30s
 keepalive_timeout = 0
 max_body_size = 1m
 trusted_proxies = 10.0.0.0/8
@@ -62,7 +63,7 @@ trace = on
     const got = describeConfig(config);
     const want = [
       'listen [::]:80, one worker per core, access log stdout (combined)',
-      '  keepalive_timeout 0s, max_body_size 1m, trusted_proxies 10.0.0.0/8',
+      '  body_timeout 30s, keepalive_timeout 0s, max_body_size 1m, trusted_proxies 10.0.0.0/8',
       'admin 127.0.0.1:9090 (no token: read-only)',
       '4 routes, in matching order:',
       '  [proxy.site] path / (prefix), host *.example.com, round-robin',

@@ -36,7 +36,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
 import { FastLaneResponse, type ResponseConnection } from './fast-lane-response.js';
-import { parseSimpleRequestHead, type SimpleRequestHead } from './request-parser.js';
+import { parseRequestHead, type RequestHead } from './request-parser.js';
 import { readRequestLineVersion, withHttp11Version } from './request-line-version.js';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -253,12 +253,12 @@ export class FastLaneConnection implements ResponseConnection {
 
   /** The head at the start of `bytes`: wait for the rest, start a simple request, or judge it further. */
   #readHead(bytes: Buffer): void {
-    const parse = parseSimpleRequestHead(bytes, 0, this.#lane.options.maxHeadBytes);
+    const parse = parseRequestHead(bytes, 0, { maxHeadBytes: this.#lane.options.maxHeadBytes });
     if (parse.kind === 'incomplete') {
       this.#awaitRest(bytes);
       return;
     }
-    if (parse.kind === 'other') {
+    if (parse.kind === 'invalid' || !isSimpleHead(parse.head)) {
       this.#readOtherHead(bytes);
       return;
     }
@@ -269,11 +269,11 @@ export class FastLaneConnection implements ResponseConnection {
     this.#start(parse.head);
   }
 
-  #start(head: SimpleRequestHead): void {
+  #start(head: RequestHead): void {
     const clientReq = new FastLaneRequest(head, this.socket);
     const clientRes = new FastLaneResponse(this, {
       method: head.method,
-      shouldKeepAlive: !head.isCloseRequested && !this.#lane.options.isDraining(),
+      shouldKeepAlive: head.isKeepAlive && !this.#lane.options.isDraining(),
       keepAliveTimeoutMs: this.#lane.options.keepAliveTimeoutMs,
     });
     this.#response = clientRes;
@@ -354,7 +354,7 @@ class FastLaneRequest implements ClientRequest {
   readonly complete = true;
   #headers: IncomingHttpHeaders | undefined;
 
-  constructor(head: SimpleRequestHead, socket: Socket) {
+  constructor(head: RequestHead, socket: Socket) {
     this.method = head.method;
     this.url = head.target;
     this.rawHeaders = head.rawHeaders;
@@ -367,6 +367,41 @@ class FastLaneRequest implements ClientRequest {
 }
 
 function ignoreError(): void {}
+
+// ---- adapter to the full request parser, until the one server of issue 12 replaces this lane ----
+
+/** The methods the fast lane takes (RFC 9110 9.3), compared exactly: methods are case-sensitive. */
+const SIMPLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'POST', 'PUT', 'PATCH']);
+/** Origin-form of pchar / `/` / `?` only (RFC 3986 3.3, 3.4). */
+const SIMPLE_TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/;
+/** A clean Connection token list (llhttp might read others differently). */
+const CLEAN_TOKEN_LIST = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*$/;
+
+/**
+ * Whether the fast lane takes `head` (as the old simple-head recogniser did, so that what it takes
+ * node:http reads the same way): HTTP/1.1, one of {@link SIMPLE_METHODS}, an origin-form target of
+ * pchar, at most 100 fields, exactly one Host, no body, no Transfer-Encoding, Expect, Upgrade or
+ * Proxy-Connection, a clean Connection list without `upgrade`, Content-Length only `0`.
+ */
+function isSimpleHead(head: RequestHead): boolean {
+  const { rawHeaders } = head;
+  if (head.httpVersion !== '1.1' || head.body.kind !== 'none' || !SIMPLE_METHODS.has(head.method)) return false;
+  if (!SIMPLE_TARGET.test(head.target) || rawHeaders.length > 200) return false;
+  let hostCount = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    const value = rawHeaders[i + 1] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') hostCount++;
+    else if (name.length === 10 && name.toLowerCase() === 'connection') {
+      if (!CLEAN_TOKEN_LIST.test(value) || /(?:^|[ \t,])upgrade(?:$|[ \t,])/i.test(value)) return false;
+    } else if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      if (value !== '0') return false;
+    } else if ((name.length === 6 || name.length === 7 || name.length === 16 || name.length === 17) && /^(?:expect|upgrade|proxy-connection|transfer-encoding)$/i.test(name)) {
+      return false;
+    }
+  }
+  return hostCount === 1;
+}
 
 /**
  * How many bytes of empty lines (CRLF, or a bare LF) come before the request line: RFC 9112 §2.2

@@ -121,6 +121,18 @@ export class BadRequestError extends RequestError {
   readonly status = 400;
 }
 
+/**
+ * The client's request body is framed wrongly: a bad chunk-size line or chunk extension, a chunk
+ * not followed by CRLF, a bare LF, a malformed trailer field, a chunk-size line or trailer section
+ * longer than its limit (RFC 9112 §7.1). Thrown by the request body decoder (src/http/body-decoder.ts).
+ * Becomes 400 and the connection is closed: where the body ends, and so where the next request
+ * starts, is no longer known.
+ */
+export class RequestFramingError extends RequestError {
+  readonly code = 'PRX_REQUEST_FRAMING';
+  readonly status = 400;
+}
+
 /** The client went away before the response was complete. Nothing is sent; the upstream request is aborted. */
 export class ClientAbortError extends RequestError {
   readonly code = 'PRX_CLIENT_ABORT';

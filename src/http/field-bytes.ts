@@ -1,6 +1,7 @@
 /**
  * The byte classes of HTTP/1.1 message syntax (RFC 9110 §5.5 and §5.6.2, RFC 9112 §2.2), as
  * 256-entry lookup tables: the request and response parsers check each byte with one array read.
+ * Also the one reading of a field line (RFC 9112 §5) that response heads and chunked trailers share.
  */
 
 export const CR = 0x0d;
@@ -25,4 +26,38 @@ export function byteTable(isMember: (byte: number) => boolean): Uint8Array {
   const table = new Uint8Array(256);
   for (let b = 0; b < 256; b++) table[b] = isMember(b) ? 1 : 0;
   return table;
+}
+
+/**
+ * Parses one field line `name ":" OWS value OWS` (RFC 9112 §5, CRLF already removed, latin1) and
+ * pushes name and value (trimmed of SP / HTAB) onto `into`. Returns the name.
+ *
+ * @throws the error `fail(reason)` makes, for obs-fold (a line starting with SP / HTAB), an empty
+ *   or non-token name, whitespace before the colon, no colon, and a control character other than
+ *   HTAB (a bare CR included) or DEL in the value.
+ */
+export function parseFieldLine(line: string, into: string[], fail: (reason: string) => Error): string {
+  let colon = 0;
+  while (colon < line.length && IS_TOKEN[line.charCodeAt(colon)] === 1) colon++;
+  if (colon === 0) {
+    const first = line.charCodeAt(0);
+    throw fail(first === SP || first === HTAB ? 'obs-fold (line folding) in header' : `invalid header name in ${quoteLine(line)}`);
+  }
+  if (colon === line.length || line.charCodeAt(colon) !== COLON) throw fail(`invalid header name in ${quoteLine(line)}`);
+  let start = colon + 1;
+  let end = line.length;
+  while (start < end && (line.charCodeAt(start) === SP || line.charCodeAt(start) === HTAB)) start++;
+  while (end > start && (line.charCodeAt(end - 1) === SP || line.charCodeAt(end - 1) === HTAB)) end--;
+  for (let i = start; i < end; i++) {
+    const code = line.charCodeAt(i);
+    if (IS_FIELD_CHAR[code] === 0) throw fail(`invalid character 0x${code.toString(16).padStart(2, '0')} in header value`);
+  }
+  const name = line.slice(0, colon);
+  into.push(name, line.slice(start, end));
+  return name;
+}
+
+/** A short, printable rendering of a line for error messages (at most 64 characters). */
+export function quoteLine(line: string): string {
+  return JSON.stringify(line.slice(0, 64));
 }

@@ -49,9 +49,13 @@ const MALFORMED: VersionVerdict = Object.freeze({ kind: 'refused', status: 400 }
 const INCOMPLETE: RequestLineVersion = Object.freeze({ kind: 'incomplete' });
 const OTHER: RequestLineVersion = Object.freeze({ kind: 'other' });
 
-const HTTP_VERSION = /^HTTP\/([0-9])(?:\.([0-9]))?$/;
+/** `HTTP/`, the bytes every version starts with. */
+const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
 const DEL = 0x7f;
+const DOT = 0x2e;
+const DIGIT_ZERO = 0x30;
 const DIGIT_ONE = 0x31;
+const DIGIT_NINE = 0x39;
 /** Offset of the minor digit in `HTTP/1.x`. */
 const MINOR_DIGIT_OFFSET = 'HTTP/1.'.length;
 
@@ -60,13 +64,30 @@ const MINOR_DIGIT_OFFSET = 'HTTP/1.'.length;
  * line without one. See the table in the file comment.
  */
 export function judgeHttpVersion(version: string | undefined): VersionVerdict {
-  const match = version === undefined ? null : HTTP_VERSION.exec(version);
-  if (match === null) return MALFORMED;
-  const [, major, minor] = match;
-  if (major !== '1') return NOT_SUPPORTED;
-  if (minor === undefined) return MALFORMED; // `HTTP/1`
-  if (minor === '0') return SERVED_1_0;
-  return minor === '1' ? SERVED_1_1 : SERVED_AS_1_1;
+  if (version === undefined) return MALFORMED;
+  return judgeHttpVersionBytes(Buffer.from(version, 'latin1'), 0, version.length);
+}
+
+/**
+ * {@link judgeHttpVersion} of the version in `buffer[start, end)`, read in place (the request
+ * parser's way: no string is made). `HTTP/` DIGIT [ `.` DIGIT ], nothing else.
+ */
+export function judgeHttpVersionBytes(buffer: Buffer, start: number, end: number): VersionVerdict {
+  const length = end - start;
+  if (length !== 6 && length !== 8) return MALFORMED;
+  for (let i = 0; i < HTTP_SLASH.length; i++) {
+    if (buffer[start + i] !== HTTP_SLASH[i]) return MALFORMED;
+  }
+  const major = buffer[start + 5] as number;
+  if (major < DIGIT_ZERO || major > DIGIT_NINE) return MALFORMED;
+  if (length === 8) {
+    const minor = buffer[start + 7] as number;
+    if (buffer[start + 6] !== DOT || minor < DIGIT_ZERO || minor > DIGIT_NINE) return MALFORMED;
+    if (major !== DIGIT_ONE) return NOT_SUPPORTED;
+    if (minor === DIGIT_ZERO) return SERVED_1_0;
+    return minor === DIGIT_ONE ? SERVED_1_1 : SERVED_AS_1_1;
+  }
+  return major === DIGIT_ONE ? MALFORMED : NOT_SUPPORTED; // `HTTP/1` is no version; `HTTP/2`, `HTTP/3` are others
 }
 
 /**

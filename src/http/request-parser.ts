@@ -1,302 +1,424 @@
 /**
- * A recogniser for *simple* HTTP/1.1 request heads: the gate of the proxy's fast lane. Bytes from a
- * client socket go in; out comes either a request head the fast lane can serve without node:http,
- * "incomplete" (read more), or "other" (hand the untouched bytes to node:http, which then gives its
- * own 400 / 431 / 408 answers and handles bodies, `Expect`, upgrades and everything else).
+ * The request head parser of the proxy's HTTP/1.1 server: bytes from a client connection go in;
+ * out comes a request head with how its body is framed, "incomplete" (read more), or "invalid"
+ * with the status the proxy answers before closing the connection. The body itself is read by
+ * body-decoder.ts.
  *
- * It follows RFC 9112 (HTTP/1.1 message syntax) section 3 (request line, origin-form target) and 5
- * (field lines), RFC 9110 5.6.2 (tokens) and 5.5 (field values), and RFC 3986 3.3 (pchar) for the
- * target — but only as a strict subset: it never produces an error, because anything it is not
- * sure about is node's job. The one rule it must never break: a head it accepts is one that node's
- * own parser (llhttp, strict mode, Node 20) accepts too and reads the same way — same method, URL
- * and `rawHeaders`, same keep-alive decision. test/http/request-differential.test.ts checks exactly
- * that against a real node:http server.
+ * It follows RFC 9112 (HTTP/1.1 message syntax): §2.2 (message parsing: empty lines before the
+ * request line are skipped, no bare CR or LF, no whitespace before the first field), §3 (request
+ * line, its four target forms), §5 (field lines, no obs-fold, no whitespace before the colon),
+ * §6.1 and §6.3 (how the body length is decided), §9.3 (persistence); RFC 9110 §5.5 (field values),
+ * §5.6.2 (tokens), §9.1 (methods are tokens, case-sensitive), §10.1.1 (Expect), §7.8 (Upgrade); and
+ * the version rules of request-line-version.ts.
  *
- * What makes a head simple (all must hold, else "other"):
- * - request line exactly `METHOD SP target SP HTTP/1.1 CRLF`, METHOD one of {@link SIMPLE_METHODS};
- * - target in origin-form: `/` then only pchar, `/` and `?` bytes (RFC 3986; no `#`, no space,
- *   nothing outside ASCII);
- * - field lines `token ":" OWS value OWS CRLF`, no obs-fold, no bare CR or LF, value bytes HTAB /
- *   SP / VCHAR / obs-text, at most 100 of them;
- * - exactly one `Host`;
- * - no body and no protocol switch: no `Transfer-Encoding`, `Expect`, `Upgrade` or
- *   `Proxy-Connection` (llhttp treats it like `Connection`), a `Connection` value that is a clean
- *   token list without `upgrade`, and at most one `Content-Length`, whose value is exactly `0`.
+ * Why strict: a proxy that frames a request differently from the server behind it is where request
+ * smuggling lives. So anything ambiguous is refused, never guessed: test/http/request-differential.test.ts
+ * checks that whatever node's own parser (llhttp) rejects, this parser rejects too, and that where
+ * both accept they read the same request. What it refuses:
+ *
+ * | input                                                                     | answer |
+ * |---------------------------------------------------------------------------|--------|
+ * | no CRLF CRLF within `maxHeadBytes`                                        | 431    |
+ * | request-target longer than `maxTargetBytes`                               | 414    |
+ * | version `HTTP/2.0`, `HTTP/0.9`, `HTTP/3` … (another major)                 | 505    |
+ * | Transfer-Encoding with a coding before the final `chunked` (`gzip, chunked`) | 501  |
+ * | a request line other than `token SP 1*VCHAR SP HTTP-version CRLF`         | 400    |
+ * | bare CR, bare LF, obs-fold, whitespace before the colon or the first field | 400   |
+ * | a field name that is not a token, a field value byte that is a control (NUL, ESC, DEL) | 400 |
+ * | a Content-Length that is not 1*DIGIT, above 2^53 - 1, or repeated (even equal) | 400 |
+ * | Content-Length with Transfer-Encoding; Transfer-Encoding in HTTP/1.0      | 400    |
+ * | a Transfer-Encoding whose final coding is not `chunked`, or with `chunked` twice | 400 |
+ *
+ * The version is judged as soon as the request line has ended, before the fields mean anything
+ * (they are read by that version's rules); the limits are checked as soon as they are passed, so
+ * a client that will never end its head (a TLS handshake, an endless line) is answered at once.
  *
  * Speed: this runs once per request, so it is one JS pass over the bytes and a single native call,
  * the final decode (a `Buffer.indexOf` or `compare` call costs more than the whole loop over a
- * typical head: about 0.7 µs for a 75-byte curl head, 1.7 µs for a 380-byte browser head). Every
- * byte is checked once against a 256-entry lookup table; the lines' own CRLFs lead to the empty
- * line that ends the head (in a valid head, no CRLF CRLF can come earlier); special header names
- * are matched by length first, then byte by byte ignoring case (no lowercased copies); field
- * offsets go to a reused scratch array, and at the end the head is decoded once (latin1: bytes pass
- * unchanged) and names, values and the target are sliced from that string. The pass stops at the
- * first byte that does not fit ("other" at once, so a client that will never end its head the
- * simple way — a TLS handshake, a head ending in bare LFs — goes to node:http without waiting) or
- * where the bytes run out ("incomplete").
+ * typical head: about 0.7 µs for a 75-byte curl head). Every byte is checked once against a
+ * 256-entry lookup table; the lines' own CRLFs lead to the empty line that ends the head (in a
+ * valid head, no CRLF CRLF can come earlier); the few header names that matter are matched by
+ * length first, then byte by byte ignoring case (no lowercased copies); field offsets go to a
+ * reused scratch array, and at the end the head is decoded once (latin1: bytes pass unchanged) and
+ * the method, target, names and values are sliced from that string.
  */
-import { byteTable, COLON, CR, CRLF_CRLF, HTAB, isAlphaNumeric, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
+import { byteTable, COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
+import { judgeHttpVersionBytes } from './request-line-version.js';
 
-/** A request head the fast lane takes. Strings are latin1-decoded (bytes pass unchanged). */
-export interface SimpleRequestHead {
-  /** One of {@link SIMPLE_METHODS}, as sent (always uppercase). */
+/** How the request body is delimited (RFC 9112 §6.3). */
+export type BodyFraming =
+  | { readonly kind: 'none' }
+  /** Content-Length > 0 (a Content-Length of 0 is `none`). */
+  | { readonly kind: 'length'; readonly length: number }
+  | { readonly kind: 'chunked' };
+
+/** A request head. Strings are latin1-decoded (bytes pass unchanged). */
+export interface RequestHead {
+  /** A token (RFC 9110 §9.1), as sent, case kept. */
   readonly method: string;
-  /** The origin-form request target as sent, e.g. `/a/b?x=1`. */
+  /** The request-target as sent (latin1; any of the four forms of RFC 9112 §3.2). */
   readonly target: string;
-  /**
-   * `[name, value, name, value, …]`: names as sent, values with leading and trailing SP / HTAB
-   * removed, wire order — exactly node's `IncomingMessage.rawHeaders`.
-   */
+  /** '1.1' or '1.0'; HTTP/1.2 … HTTP/1.9 are read as '1.1' (request-line-version.ts). */
+  readonly httpVersion: '1.1' | '1.0';
+  /** `[name, value, …]`: names as sent, values without leading/trailing SP/HTAB, wire order (node's rawHeaders). */
   readonly rawHeaders: string[];
-  /** A `Connection` header lists the token `close` (case-insensitive, RFC 9112 9.6). */
-  readonly isCloseRequested: boolean;
+  readonly body: BodyFraming;
+  /** RFC 9112 §9.3: HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`. */
+  readonly isKeepAlive: boolean;
+  /**
+   * `Connection` lists `upgrade` and an `Upgrade` header is present (HTTP/1.1 only; ignored in
+   * 1.0, as nginx): its value (several Upgrade fields joined with `, `).
+   */
+  readonly upgrade: string | undefined;
+  /**
+   * `Expect: 100-continue` (case-insensitive) in HTTP/1.1 (RFC 9110 §10.1.1: ignored in HTTP/1.0).
+   * Other Expect values are left to the request path (417).
+   */
+  readonly isExpectingContinue: boolean;
 }
 
-/** What {@link parseSimpleRequestHead} made of the bytes. */
+/** The limits of {@link parseRequestHead}, bytes. */
+export interface RequestLimits {
+  /** Longest head, bytes, from the request line's first byte through the final CRLF CRLF (`max_header_size`) → 431. */
+  readonly maxHeadBytes: number;
+  /** Longest request-target, bytes → 414 (nginx's large_client_header_buffers reports 414 for a long line). Default 8192. */
+  readonly maxTargetBytes?: number;
+}
+
+/** What {@link parseRequestHead} made of the bytes. */
 export type RequestHeadParse =
-  /** No end of head (CRLF CRLF) yet, and fewer than `maxHeadBytes` bytes from `start`: read more. */
+  /** No CRLF CRLF yet and fewer than maxHeadBytes bytes: read more. */
   | { readonly kind: 'incomplete' }
-  /** Not a head the fast lane takes: hand the bytes, unchanged, to node:http. */
-  | { readonly kind: 'other' }
-  /** A simple request; `end` is the offset just after its CRLF CRLF (where a pipelined next head starts). */
-  | { readonly kind: 'request'; readonly head: SimpleRequestHead; readonly end: number };
+  /** The proxy answers `status` with `reason` as the one-line body and closes the connection. */
+  | { readonly kind: 'invalid'; readonly status: 400 | 414 | 431 | 501 | 505; readonly reason: string }
+  /** `end`: offset just after the head's CRLF CRLF (where the body or the next request starts). */
+  | { readonly kind: 'request'; readonly head: RequestHead; readonly end: number };
 
-/** The methods the fast lane takes (RFC 9110 9.3), compared exactly: methods are case-sensitive. */
-export const SIMPLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'POST', 'PUT', 'PATCH']);
-
-/**
- * More field lines than this is "other". Real clients send a few dozen; node:http keeps only the
- * first 2000 lines by default (`server.maxHeadersCount`), and past that its `rawHeaders` would
- * differ. The test (request-parser.test.ts) repeats the number.
- */
-const MAX_SIMPLE_HEADER_FIELDS = 100;
+/** The default of {@link RequestLimits.maxTargetBytes}. */
+export const DEFAULT_MAX_TARGET_BYTES = 8192;
 
 const INCOMPLETE: RequestHeadParse = Object.freeze({ kind: 'incomplete' });
-/** The bytes so far agree with what is expected, but end too soon. */
-const MORE = Symbol('more');
-const OTHER: RequestHeadParse = Object.freeze({ kind: 'other' });
+const HEAD_TOO_LARGE: RequestHeadParse = Object.freeze({ kind: 'invalid', status: 431, reason: 'request head too large' });
+const NO_BODY: BodyFraming = Object.freeze({ kind: 'none' });
+const CHUNKED: BodyFraming = Object.freeze({ kind: 'chunked' });
 
-const HTTP_1_1_CRLF = Buffer.from(' HTTP/1.1\r\n', 'latin1');
 const COMMA = 0x2c;
-const SLASH = 0x2f;
 const ZERO = 0x30;
 
-/** pchar / `/` / `?` (RFC 3986 3.3, 3.4): unreserved, sub-delims, `:`, `@`, `%`. */
-const IS_TARGET_CHAR = byteTable((b) => isAlphaNumeric(b) || "-._~!$&'()*+,;=:@/?%".includes(String.fromCharCode(b)));
+/** A request-target byte: 1 for VCHAR, 2 for obs-text (refused after the version is judged), 0 for SP, controls and DEL. */
+const TARGET_BYTE = byteTable((b) => b > SP && b !== 0x7f);
+for (let b = 0x80; b < 0x100; b++) TARGET_BYTE[b] = 2;
 
-/** The methods by their first byte, each with its bytes plus the SP after it, so a method is matched without decoding it. */
-const METHODS_BY_FIRST_BYTE: readonly (readonly (readonly [string, Buffer])[] | undefined)[] = (() => {
-  const byFirstByte: [string, Buffer][][] = [];
-  for (const method of SIMPLE_METHODS) (byFirstByte[method.charCodeAt(0)] ??= []).push([method, Buffer.from(`${method} `, 'latin1')]);
-  return byFirstByte;
-})();
-
-// The header names that decide framing, lowercase ASCII bytes; matched case-insensitively.
-const HOST = Buffer.from('host', 'latin1');
+// The header names and tokens that matter, lowercase ASCII bytes; matched case-insensitively.
 const EXPECT = Buffer.from('expect', 'latin1');
 const UPGRADE = Buffer.from('upgrade', 'latin1');
 const CONNECTION = Buffer.from('connection', 'latin1');
 const CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
-const PROXY_CONNECTION = Buffer.from('proxy-connection', 'latin1');
 const TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
 const CLOSE = Buffer.from('close', 'latin1');
+const KEEP_ALIVE = Buffer.from('keep-alive', 'latin1');
+const CHUNKED_CODING = Buffer.from('chunked', 'latin1');
+const CONTINUE_100 = Buffer.from('100-continue', 'latin1');
 
 /**
- * Scratch space for one pass: per field, the offsets (from `start`) of name start, name end, value
- * start, value end. Reused by every call; safe because a call runs to completion synchronously.
+ * Scratch space for one pass: per field, the offsets (from the request line's start) of name
+ * start, name end, value start, value end. Reused by every call (safe: a call runs to completion
+ * synchronously); grown when a head has more fields.
  */
-const fieldOffsets = new Int32Array(4 * MAX_SIMPLE_HEADER_FIELDS);
+let fieldOffsets = new Int32Array(4 * 64);
+
+/** What the fields said, gathered during the pass (one object reused, like the scratch space). */
+const fields = {
+  contentLength: -1,
+  /** Bit set of {@link TE_CHUNKED_LAST} etc. over all Transfer-Encoding fields; 0 when none. */
+  transferEncoding: 0,
+  hasClose: false,
+  hasKeepAlive: false,
+  hasUpgradeToken: false,
+  isExpectingContinue: false,
+  /** Field indexes of the Upgrade fields, or undefined when none. */
+  upgradeFields: undefined as number[] | undefined,
+};
+
+// Transfer-Encoding, as bits: present; the last coding is chunked; chunked came twice or before another coding; another coding.
+const TE_PRESENT = 1;
+const TE_CHUNKED_LAST = 2;
+const TE_CHUNKED_MISPLACED = 4;
+const TE_OTHER_CODING = 8;
+const TE_MALFORMED = 16;
 
 /**
- * Recognises a simple HTTP/1.1 request head at `buffer[start…]` (see the file comment for the
- * rules). Pure and allocation-light: nothing is thrown, `buffer` is not changed.
+ * Parses the request head at `buffer[start…]`. Never throws; `buffer` is not changed. Empty lines
+ * (CRLF or bare LF) before the request line are skipped (RFC 9112 §2.2), at most `maxHeadBytes` of
+ * them. See the file comment for what is refused, with which status.
  *
- * @param buffer bytes read from the client connection; the head starts at `start`, bytes up to
- *   `buffer.length` are looked at (bytes after the head's end are left alone).
- * @param start offset of the head's first byte (the request line), 0 ≤ start ≤ buffer.length.
- * @param maxHeadBytes largest head taken, in bytes, counting every byte from `start` through the
- *   final CRLF CRLF. Keep it ≤ the server's `maxHeaderSize` (node counts only the target, names and
- *   values against that limit, so at the same number this limit is stricter and node never answers
- *   431 to a head accepted here).
- * @returns `incomplete` when every byte so far fits a simple head, the head has not ended, and
- *   fewer than `maxHeadBytes` bytes are available; `other` at the first byte that does not fit, or
- *   for a longer head; otherwise `request` with the head and `end`, the offset just after its
- *   CRLF CRLF.
+ * @param buffer bytes read from the client connection; bytes after the head's end are left alone.
+ * @param start offset where the head (or the empty lines before it) starts, 0 ≤ start ≤ buffer.length.
+ * @param limits `maxHeadBytes` (→ 431), `maxTargetBytes` (→ 414, default 8192), bytes.
+ * @returns `incomplete` while every byte so far fits and the head has not ended within
+ *   `maxHeadBytes`; `invalid` with the status and a one-line reason; or `request` with the head
+ *   and `end`, the offset just after its CRLF CRLF.
  */
-export function parseSimpleRequestHead(buffer: Buffer, start: number, maxHeadBytes: number): RequestHeadParse {
-  const limit = Math.min(buffer.length, start + maxHeadBytes);
+export function parseRequestHead(buffer: Buffer, start: number, limits: RequestLimits): RequestHeadParse {
+  const maxHeadBytes = limits.maxHeadBytes;
+  let lineStart = start;
+  for (;;) {
+    if (lineStart >= buffer.length) return INCOMPLETE;
+    const byte = buffer[lineStart];
+    if (byte === LF) lineStart++;
+    else if (byte !== CR) break;
+    else if (lineStart + 1 >= buffer.length) return INCOMPLETE;
+    else if (buffer[lineStart + 1] === LF) lineStart += 2;
+    else return invalid(400, 'bare CR before the request line');
+    if (lineStart - start > maxHeadBytes) return HEAD_TOO_LARGE;
+  }
+  const limit = Math.min(buffer.length, lineStart + maxHeadBytes);
   // When the pass needs a byte at `limit`: the head may still end in time, or it is too long.
-  const outOfBytes = buffer.length - start < maxHeadBytes ? INCOMPLETE : OTHER;
-  return readSimpleHead(buffer, start, limit, outOfBytes);
+  const isOutOfSpace = buffer.length - lineStart >= maxHeadBytes;
+  return readHead(buffer, lineStart, limit, isOutOfSpace, limits.maxTargetBytes ?? DEFAULT_MAX_TARGET_BYTES);
 }
 
-/**
- * The pass: reads a simple head from `start`, using no byte at or after `limit`. Returns `other`
- * as soon as a byte says "not simple" (so a client that never ends its head, say a TLS handshake
- * or a head ending in bare LFs, goes to node:http at once), and `outOfBytes` when a byte at
- * `limit` would be needed.
- */
-function readSimpleHead(buffer: Buffer, start: number, limit: number, outOfBytes: RequestHeadParse): RequestHeadParse {
-  // ---- request line: METHOD SP target SP HTTP/1.1 CRLF (RFC 9112 3) ----
-  const method = matchMethod(buffer, start, limit);
-  if (method === MORE) return outOfBytes;
-  if (method === undefined) return OTHER;
-  let pos = start + method.length + 1;
-  const targetStart = pos;
-  if (pos >= limit) return outOfBytes;
-  if (buffer[pos] !== SLASH) return OTHER; // origin-form only: no `*`, no absolute-form
-  pos++;
-  while (pos < limit && IS_TARGET_CHAR[buffer[pos] as number] === 1) pos++;
-  const targetEnd = pos;
-  const version = matchBytes(buffer, pos, limit, HTTP_1_1_CRLF);
-  if (version !== true) return version === MORE ? outOfBytes : OTHER;
-  pos += HTTP_1_1_CRLF.length;
+/** The pass over one head from `start` (its request line), using no byte at or after `limit`. */
+function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: boolean, maxTargetBytes: number): RequestHeadParse {
+  const outOfBytes = isOutOfSpace ? HEAD_TOO_LARGE : INCOMPLETE;
 
-  // ---- field lines: name ":" OWS value OWS CRLF (RFC 9112 5), then the empty line ----
+  // ---- request line: method SP request-target SP HTTP-version CRLF (RFC 9112 §3) ----
+  let pos = start;
+  while (pos < limit && IS_TOKEN[buffer[pos] as number] === 1) pos++;
+  if (pos >= limit) return outOfBytes;
+  if (pos === start || buffer[pos] !== SP) return invalid(400, 'bad request: invalid request method');
+  const methodEnd = pos++;
+  const targetStart = pos;
+  let targetBytes = 0;
+  for (let kind: number; pos < limit && (kind = TARGET_BYTE[buffer[pos] as number] as number) !== 0; pos++) targetBytes |= kind;
+  const targetEnd = pos;
+  if (targetEnd - targetStart > maxTargetBytes) return invalid(414, 'request-target too long');
+  if (pos >= limit) return outOfBytes;
+  if (targetEnd === targetStart) return invalid(400, 'bad request: empty request-target');
+  if (buffer[pos] !== SP) {
+    return invalid(400, buffer[pos] === CR || buffer[pos] === LF ? 'bad request: no HTTP version' : 'bad request: invalid byte in the request-target');
+  }
+  const versionStart = ++pos;
+  while (pos < limit && TARGET_BYTE[buffer[pos] as number] !== 0) pos++;
+  if (pos >= limit) return outOfBytes;
+  const versionEnd = pos;
+  if (buffer[pos] !== CR) return invalid(400, buffer[pos] === LF ? 'bad request: bare LF in the request line' : 'bad request: invalid request line');
+  if (pos + 1 >= limit) return outOfBytes;
+  if (buffer[pos + 1] !== LF) return invalid(400, 'bad request: bare CR in the request line');
+  pos += 2;
+  const verdict = judgeHttpVersionBytes(buffer, versionStart, versionEnd);
+  if (verdict.kind === 'refused') {
+    return verdict.status === 505 ? invalid(505, 'HTTP version not supported') : invalid(400, 'bad request: invalid HTTP version');
+  }
+  const httpVersion = verdict.kind === 'served' ? verdict.httpVersion : '1.1';
+  if (targetBytes > 1) return invalid(400, 'bad request: non-ASCII byte in the request-target');
+
+  // ---- field lines: name ":" OWS value OWS CRLF (RFC 9112 §5), then the empty line ----
+  fields.contentLength = -1;
+  fields.transferEncoding = 0;
+  fields.hasClose = false;
+  fields.hasKeepAlive = false;
+  fields.hasUpgradeToken = false;
+  fields.isExpectingContinue = false;
+  fields.upgradeFields = undefined;
   let fieldCount = 0;
-  let hostCount = 0;
-  let hasContentLength = false;
-  let isCloseRequested = false;
   for (;;) {
     if (pos >= limit) return outOfBytes;
     if (buffer[pos] === CR) {
       if (pos + 1 >= limit) return outOfBytes;
-      if (buffer[pos + 1] !== LF) return OTHER;
+      if (buffer[pos + 1] !== LF) return invalid(400, 'bad request: bare CR in the header section');
       pos += 2;
       break; // the empty line: end of head
     }
-    if (fieldCount === MAX_SIMPLE_HEADER_FIELDS) return OTHER;
     const nameStart = pos;
     while (pos < limit && IS_TOKEN[buffer[pos] as number] === 1) pos++;
     const nameEnd = pos;
     if (pos >= limit) return outOfBytes;
-    // an empty name is also where obs-fold (a line starting with SP / HTAB) ends up
-    if (nameEnd === nameStart || buffer[pos] !== COLON) return OTHER;
+    if (nameEnd === nameStart || buffer[pos] !== COLON) return invalid(400, fieldNameFault(buffer, nameStart, pos));
     pos++;
     while (pos < limit && (buffer[pos] === SP || buffer[pos] === HTAB)) pos++;
     const valueStart = pos;
     while (pos < limit && IS_FIELD_CHAR[buffer[pos] as number] === 1) pos++;
     // the value ends only at CRLF: a bare CR, a bare LF, NUL, DEL or another CTL stop it elsewhere
     if (pos >= limit) return outOfBytes;
-    if (buffer[pos] !== CR) return OTHER;
+    if (buffer[pos] !== CR) {
+      return invalid(400, buffer[pos] === LF ? 'bad request: bare LF in the header section' : `bad request: invalid byte 0x${hex(buffer[pos] as number)} in a header value`);
+    }
     if (pos + 1 >= limit) return outOfBytes;
-    if (buffer[pos + 1] !== LF) return OTHER;
+    if (buffer[pos + 1] !== LF) return invalid(400, 'bad request: bare CR in the header section');
     let valueEnd = pos;
     while (valueEnd > valueStart && (buffer[valueEnd - 1] === SP || buffer[valueEnd - 1] === HTAB)) valueEnd--;
     pos += 2;
 
     // Only a few names matter; their lengths differ, so most lines are decided by one compare.
     switch (nameEnd - nameStart) {
-      case 4:
-        if (isNameAt(buffer, nameStart, HOST)) hostCount++;
-        break;
       case 6:
-        if (isNameAt(buffer, nameStart, EXPECT)) return OTHER;
+        if (isNameAt(buffer, nameStart, EXPECT) && valueEnd - valueStart === CONTINUE_100.length && isNameAt(buffer, valueStart, CONTINUE_100)) {
+          fields.isExpectingContinue = true;
+        }
         break;
       case 7:
-        if (isNameAt(buffer, nameStart, UPGRADE)) return OTHER;
+        if (isNameAt(buffer, nameStart, UPGRADE)) (fields.upgradeFields ??= []).push(fieldCount);
         break;
       case 10:
-        if (isNameAt(buffer, nameStart, CONNECTION)) {
-          const connection = readConnectionTokens(buffer, valueStart, valueEnd);
-          if (connection === 'other') return OTHER;
-          if (connection === 'close') isCloseRequested = true;
-        }
+        if (isNameAt(buffer, nameStart, CONNECTION)) readConnectionOptions(buffer, valueStart, valueEnd);
         break;
       case 14:
         if (isNameAt(buffer, nameStart, CONTENT_LENGTH)) {
-          // exactly one, exactly `0`: no body (RFC 9112 6.3); anything else is node's to judge
-          if (hasContentLength || valueEnd - valueStart !== 1 || buffer[valueStart] !== ZERO) return OTHER;
-          hasContentLength = true;
+          // one value, 1*DIGIT (RFC 9110 §8.6); a second one, even equal, is refused (as nginx)
+          if (fields.contentLength !== -1) return invalid(400, 'bad request: more than one Content-Length');
+          fields.contentLength = readContentLength(buffer, valueStart, valueEnd);
+          if (fields.contentLength === -1) return invalid(400, 'bad request: invalid Content-Length');
         }
         break;
-      case 16:
-        if (isNameAt(buffer, nameStart, PROXY_CONNECTION)) return OTHER;
-        break;
       case 17:
-        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) return OTHER;
+        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) fields.transferEncoding = readTransferCodings(buffer, valueStart, valueEnd, fields.transferEncoding);
         break;
     }
+    if (4 * fieldCount === fieldOffsets.length) growFieldOffsets();
     const slot = 4 * fieldCount++;
     fieldOffsets[slot] = nameStart - start;
     fieldOffsets[slot + 1] = nameEnd - start;
     fieldOffsets[slot + 2] = valueStart - start;
     fieldOffsets[slot + 3] = valueEnd - start;
   }
-  // RFC 9112 3.2: exactly one Host; a missing or repeated one is answered on node's path.
-  if (hostCount !== 1) return OTHER;
 
-  // One decode for the whole head (without the CRLF CRLF); the target, names and values are slices of it.
+  // ---- the body's framing (RFC 9112 §6.3, in its order) ----
+  let body = NO_BODY;
+  const transferEncoding = fields.transferEncoding;
+  if (transferEncoding !== 0) {
+    // 6.1: Transfer-Encoding in HTTP/1.0 is faulty framing; with Content-Length, a smuggling attempt (6.3 rule 3)
+    if (httpVersion === '1.0') return invalid(400, 'bad request: Transfer-Encoding in an HTTP/1.0 request');
+    if (fields.contentLength !== -1) return invalid(400, 'bad request: both Content-Length and Transfer-Encoding');
+    // 6.3 rule 4: the final coding must be chunked, and chunked comes once (7: MUST NOT apply it twice)
+    if ((transferEncoding & (TE_MALFORMED | TE_CHUNKED_MISPLACED)) !== 0 || (transferEncoding & TE_CHUNKED_LAST) === 0) {
+      return invalid(400, 'bad request: invalid Transfer-Encoding');
+    }
+    // 6.1: a server SHOULD answer 501 to a transfer coding it does not understand; only chunked is decoded
+    if ((transferEncoding & TE_OTHER_CODING) !== 0) return invalid(501, 'transfer coding not implemented');
+    body = CHUNKED;
+  } else if (fields.contentLength > 0) {
+    body = { kind: 'length', length: fields.contentLength };
+  }
+
+  // One decode for the whole head (without the CRLF CRLF); the strings are slices of it.
   const text = buffer.toString('latin1', start, pos - CRLF_CRLF.length);
-  const target = text.slice(targetStart - start, targetEnd - start);
   const rawHeaders = new Array<string>(2 * fieldCount);
   for (let field = 0; field < fieldCount; field++) {
     const slot = 4 * field;
     rawHeaders[2 * field] = text.slice(fieldOffsets[slot], fieldOffsets[slot + 1]);
     rawHeaders[2 * field + 1] = text.slice(fieldOffsets[slot + 2], fieldOffsets[slot + 3]);
   }
-  return { kind: 'request', head: { method, target, rawHeaders, isCloseRequested }, end: pos };
-}
-
-/**
- * The method whose bytes and following SP start at `pos` (case-sensitive, RFC 9110 9.1); `MORE`
- * when the bytes before `limit` are the start of one; undefined when they are none.
- */
-function matchMethod(buffer: Buffer, pos: number, limit: number): string | typeof MORE | undefined {
-  if (pos >= limit) return MORE;
-  const candidates = METHODS_BY_FIRST_BYTE[buffer[pos] as number];
-  if (candidates === undefined) return undefined;
-  for (const [method, bytesWithSpace] of candidates) {
-    const match = matchBytes(buffer, pos, limit, bytesWithSpace);
-    if (match !== false) return match === true ? method : MORE;
+  const is11 = httpVersion === '1.1';
+  let upgrade: string | undefined;
+  if (is11 && fields.hasUpgradeToken && fields.upgradeFields !== undefined) {
+    upgrade = fields.upgradeFields.map((field) => rawHeaders[2 * field + 1]).join(', ');
   }
-  return undefined;
+  const head: RequestHead = {
+    method: text.slice(0, methodEnd - start),
+    target: text.slice(targetStart - start, targetEnd - start),
+    httpVersion,
+    rawHeaders,
+    body,
+    isKeepAlive: !fields.hasClose && (is11 || fields.hasKeepAlive),
+    upgrade,
+    isExpectingContinue: is11 && fields.isExpectingContinue,
+  };
+  return { kind: 'request', head, end: pos };
+}
+
+function invalid(status: 400 | 414 | 431 | 501 | 505, reason: string): RequestHeadParse {
+  return { kind: 'invalid', status, reason };
+}
+
+/** Why a field line whose name starts at `nameStart` does not reach its colon at `pos`. */
+function fieldNameFault(buffer: Buffer, nameStart: number, pos: number): string {
+  const byte = buffer[pos];
+  if (pos === nameStart && (byte === SP || byte === HTAB)) return 'bad request: obs-fold or whitespace before a header name';
+  if (byte === SP || byte === HTAB) return 'bad request: whitespace before the colon of a header';
+  if (byte === LF) return 'bad request: bare LF in the header section';
+  return 'bad request: invalid header name';
 }
 
 /**
- * Whether `buffer[pos…]` starts with `bytes`: true, false, or `MORE` when the bytes before `limit`
- * agree but end too soon (a JS loop: shorter than a native call).
+ * True when the bytes at `pos` equal `lower` (lowercase ASCII letters, digits and `-`) ignoring
+ * ASCII case. The caller has checked the length, and the bytes are token or field-value bytes;
+ * among those, `| 0x20` maps only an uppercase letter onto another byte of `lower`'s kind (the
+ * other bytes it would map onto a letter, a digit or `-` are controls), so none matches by accident.
  */
-function matchBytes(buffer: Buffer, pos: number, limit: number, bytes: Buffer): boolean | typeof MORE {
-  const available = Math.min(bytes.length, limit - pos);
-  for (let i = 0; i < available; i++) {
-    if (buffer[pos + i] !== bytes[i]) return false;
-  }
-  return available === bytes.length ? true : MORE;
-}
-
-/**
- * True when the name at `pos` equals `lowerName` (lowercase ASCII) ignoring ASCII case. The caller
- * has checked the length and that the bytes are token characters; among those, `| 0x20` maps only
- * an uppercase letter onto a lowercase one, so no other byte can match by accident.
- */
-function isNameAt(buffer: Buffer, pos: number, lowerName: Buffer): boolean {
-  for (let i = 0; i < lowerName.length; i++) {
-    if (((buffer[pos + i] as number) | 0x20) !== lowerName[i]) return false;
+function isNameAt(buffer: Buffer, pos: number, lower: Buffer): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    if (((buffer[pos + i] as number) | 0x20) !== lower[i]) return false;
   }
   return true;
 }
 
 /**
- * Reads a Connection value `token *( OWS "," OWS token )` (RFC 9110 7.6.1) in `buffer[start, end)`
- * (already trimmed of OWS). `other` for anything that is not such a clean list (empty elements,
- * quotes, spaces inside an element: llhttp's token matching might read those differently) or that
- * names `upgrade`; `close` when it names `close`; `keep` otherwise.
+ * Reads the Connection options in `buffer[start, end)` (RFC 9110 §7.6.1: a comma-separated list of
+ * tokens, compared ignoring case) into `fields`: `close`, `keep-alive`, `upgrade`.
  */
-function readConnectionTokens(buffer: Buffer, start: number, end: number): 'close' | 'keep' | 'other' {
-  let isClose = false;
+function readConnectionOptions(buffer: Buffer, start: number, end: number): void {
+  let pos = start;
+  while (pos < end) {
+    while (pos < end && (buffer[pos] === SP || buffer[pos] === HTAB || buffer[pos] === COMMA)) pos++;
+    const optionStart = pos;
+    while (pos < end && buffer[pos] !== COMMA) pos++;
+    let optionEnd = pos;
+    while (optionEnd > optionStart && (buffer[optionEnd - 1] === SP || buffer[optionEnd - 1] === HTAB)) optionEnd--;
+    const length = optionEnd - optionStart;
+    if (length === 5 && isNameAt(buffer, optionStart, CLOSE)) fields.hasClose = true;
+    else if (length === 10 && isNameAt(buffer, optionStart, KEEP_ALIVE)) fields.hasKeepAlive = true;
+    else if (length === 7 && isNameAt(buffer, optionStart, UPGRADE)) fields.hasUpgradeToken = true;
+  }
+}
+
+/** `1*DIGIT` in `buffer[start, end)` as a number ≤ 2^53 - 1, or -1 (empty, a sign, a list, a space, too large). */
+function readContentLength(buffer: Buffer, start: number, end: number): number {
+  if (start === end) return -1;
+  let length = 0;
+  for (let pos = start; pos < end; pos++) {
+    const digit = (buffer[pos] as number) - ZERO;
+    if (digit < 0 || digit > 9) return -1;
+    length = length * 10 + digit;
+    if (length > Number.MAX_SAFE_INTEGER) return -1;
+  }
+  return length;
+}
+
+/**
+ * Adds the codings of one Transfer-Encoding value, `token *( OWS "," OWS token )` in
+ * `buffer[start, end)`, to the bits `seen` of the fields before it (several fields are one list,
+ * RFC 9110 §5.3). Coding names compare ignoring case; parameters, empty elements or a non-token
+ * are `TE_MALFORMED`.
+ */
+function readTransferCodings(buffer: Buffer, start: number, end: number, seen: number): number {
+  let bits = seen | TE_PRESENT;
   let pos = start;
   for (;;) {
-    const tokenStart = pos;
+    const codingStart = pos;
     while (pos < end && IS_TOKEN[buffer[pos] as number] === 1) pos++;
-    const length = pos - tokenStart;
-    if (length === 0) return 'other';
-    if (length === 5 && isNameAt(buffer, tokenStart, CLOSE)) isClose = true;
-    else if (length === 7 && isNameAt(buffer, tokenStart, UPGRADE)) return 'other';
+    if (pos === codingStart) return bits | TE_MALFORMED;
+    if (pos - codingStart === CHUNKED_CODING.length && isNameAt(buffer, codingStart, CHUNKED_CODING)) {
+      if ((bits & TE_CHUNKED_LAST) !== 0) bits |= TE_CHUNKED_MISPLACED; // chunked twice
+      bits |= TE_CHUNKED_LAST;
+    } else {
+      if ((bits & TE_CHUNKED_LAST) !== 0) bits |= TE_CHUNKED_MISPLACED; // chunked before another coding
+      bits = (bits & ~TE_CHUNKED_LAST) | TE_OTHER_CODING;
+    }
     while (pos < end && (buffer[pos] === SP || buffer[pos] === HTAB)) pos++;
-    if (pos === end) return isClose ? 'close' : 'keep';
-    if (buffer[pos] !== COMMA) return 'other';
+    if (pos === end) return bits;
+    if (buffer[pos] !== COMMA) return bits | TE_MALFORMED;
     pos++;
     while (pos < end && (buffer[pos] === SP || buffer[pos] === HTAB)) pos++;
   }
+}
+
+function growFieldOffsets(): void {
+  const grown = new Int32Array(2 * fieldOffsets.length);
+  grown.set(fieldOffsets);
+  fieldOffsets = grown;
+}
+
+function hex(byte: number): string {
+  return byte.toString(16).padStart(2, '0');
 }

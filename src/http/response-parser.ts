@@ -16,10 +16,12 @@
  * The parser is a small state machine over named states. It finds line ends with `Buffer.indexOf`,
  * decodes a whole head with one latin1 `toString` (the head's end is usually in the same read) and
  * checks characters with lookup tables; a line split across reads is kept as the string decoded so
- * far; body bytes are handed out as `subarray`s of the input, never copied.
+ * far; body bytes are handed out as `subarray`s of the input, never copied. A chunked body is read
+ * by chunked-decoder.ts, the decoder request bodies use too.
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
-import { byteTable, COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
+import { ChunkedDecoder } from './chunked-decoder.js';
+import { CR, CRLF_CRLF, IS_FIELD_CHAR, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
 
 /** How the body of a response is delimited (RFC 9112 6.3). */
 export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
@@ -72,37 +74,14 @@ type State =
   | 'header-line' // field lines until the empty line
   | 'body-length' // `remaining` bytes of a Content-Length body
   | 'body-close' // everything until the connection closes
-  | 'chunk-size' // `1A;ext=value`
-  | 'chunk-data' // `remaining` bytes of one chunk
-  | 'chunk-data-cr' // the CR after a chunk's data
-  | 'chunk-data-lf' // the LF after a chunk's data
-  | 'trailer-line' // trailer field lines until the empty line
+  | 'body-chunked' // a chunked body, read by `chunked`
   | 'complete' // done; further bytes are not consumed
   | 'failed'; // an error was thrown; further bytes throw it again
 
 export const DEFAULT_MAX_HEADER_SIZE = 16384;
 
-const SEMICOLON = 0x3b;
-const EQUALS = 0x3d;
-const DQUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/** qdtext (RFC 9110 5.6.4): HTAB / SP / 0x21 / 0x23-0x5B / 0x5D-0x7E / obs-text. */
-const IS_QDTEXT = byteTable((b) => b === HTAB || b === SP || b === 0x21 || (b >= 0x23 && b <= 0x5b) || (b >= 0x5d && b <= 0x7e) || b >= 0x80);
-/** What may follow a backslash in a quoted-pair: HTAB / SP / VCHAR / obs-text. */
-const IS_QUOTED_PAIR_CHAR = byteTable((b) => b === HTAB || (b >= 0x20 && b !== 0x7f));
-/** Value of a hex digit, or -1. */
-const HEX_VALUE = new Int8Array(256).fill(-1);
-for (let digit = 0; digit < 16; digit++) {
-  HEX_VALUE[digit.toString(16).charCodeAt(0)] = digit;
-  HEX_VALUE[digit.toString(16).toUpperCase().charCodeAt(0)] = digit;
-}
-
 /** More 1xx responses than this before the final one is an error (Go's transport allows 5, too). */
 const MAX_INFORMATIONAL_RESPONSES = 5;
-
-/** More hex digits than this in a chunk size is an error, even with leading zeros (llhttp's uint64 holds 16). */
-const MAX_CHUNK_SIZE_DIGITS = 16;
 
 /**
  * Push parser for one HTTP/1.x response (plus any 1xx before it).
@@ -133,7 +112,7 @@ export class ResponseParser {
   // line assembly
   /** The start of a line that continues in the next chunk, latin1. */
   private partialLine = '';
-  /** Bytes still allowed in the current head, chunk-size line or trailer section. */
+  /** Bytes still allowed in the current head. */
   private lineBudget: number;
 
   // the head being parsed
@@ -148,7 +127,8 @@ export class ResponseParser {
 
   // the body
   private remaining = 0;
-  private rawTrailers: string[] = [];
+  private chunked: ChunkedDecoder | undefined;
+  private readonly onBody = (chunk: Buffer): void => this.options.onBody(chunk);
   private isUpgradeResponse = false;
   private informationalCount = 0;
 
@@ -229,38 +209,30 @@ export class ResponseParser {
       switch (this.state) {
         case 'status-line':
         case 'header-line':
-        case 'chunk-size':
-        case 'trailer-line':
           pos = this.readLines(data, pos);
-          if (this.isComplete) return pos; // a head without body, or the end of the trailers
+          if (this.isComplete) return pos; // a head without body
           break;
-        case 'body-length':
-        case 'chunk-data': {
+        case 'body-length': {
           const end = Math.min(data.length, pos + this.remaining);
           this.remaining -= end - pos;
           this.options.onBody(data.subarray(pos, end));
           pos = end;
           if (this.remaining === 0) {
-            if (this.state === 'chunk-data') {
-              this.state = 'chunk-data-cr';
-            } else {
-              this.complete();
-              return pos;
-            }
+            this.complete();
+            return pos;
           }
           break;
         }
-        case 'chunk-data-cr':
-          if (data[pos] !== CR) throw protocolError('missing CRLF after chunk data');
-          pos++;
-          this.state = 'chunk-data-lf';
+        case 'body-chunked': {
+          const chunked = this.chunked as ChunkedDecoder;
+          pos = chunked.execute(data, pos, this.onBody);
+          if (chunked.isComplete) {
+            if (chunked.rawTrailers.length > 0) this.options.onTrailers?.([...chunked.rawTrailers]);
+            this.complete();
+            return pos;
+          }
           break;
-        case 'chunk-data-lf':
-          if (data[pos] !== LF) throw protocolError('missing LF after CR after chunk data');
-          pos++;
-          this.state = 'chunk-size';
-          this.lineBudget = this.maxHeaderSize;
-          break;
+        }
         case 'body-close':
           this.options.onBody(pos === 0 ? data : data.subarray(pos));
           return data.length;
@@ -276,24 +248,17 @@ export class ResponseParser {
   // ---- lines ------------------------------------------------------------------------------------
 
   /**
-   * Reads complete lines from `start` and hands each (CRLF removed) to the current state's line
-   * handler, until the state is no longer a line state or the decoded text runs out. Decodes only
-   * bytes that are surely lines: in a head, up to its empty line when that is in sight; otherwise
-   * one line; never much beyond the byte budget. A line without its LF yet is kept for the next
-   * chunk. Every LF must follow a CR (RFC 9112 2.2: no bare LF).
+   * Reads complete head lines from `start` and hands each (CRLF removed) to the current state's
+   * line handler, until the head ends or the decoded text runs out. Decodes only bytes that are
+   * surely the head's: up to its empty line when that is in sight, never much beyond the byte
+   * budget. A line without its LF yet is kept for the next chunk. Every LF must follow a CR
+   * (RFC 9112 2.2: no bare LF).
    *
    * @returns the position after the last byte used (`data.length` when a partial line was kept).
    */
   private readLines(data: Buffer, start: number): number {
-    let end: number;
-    if (this.state === 'status-line' || this.state === 'header-line') {
-      const headEnd = data.indexOf(CRLF_CRLF, start);
-      end = headEnd === -1 ? data.length : headEnd + CRLF_CRLF.length;
-    } else {
-      const lf = data.indexOf(LF, start);
-      end = lf === -1 ? data.length : lf + 1;
-    }
-    end = Math.min(end, start + this.lineBudget + 1);
+    const headEnd = data.indexOf(CRLF_CRLF, start);
+    const end = Math.min(headEnd === -1 ? data.length : headEnd + CRLF_CRLF.length, start + this.lineBudget + 1);
     const text = data.toString('latin1', start, end);
     let i = 0;
     while (i < text.length && this.isInLineState()) {
@@ -305,38 +270,29 @@ export class ResponseParser {
       }
       let line: string;
       if (this.partialLine === '') {
-        if (lf === i || text.charCodeAt(lf - 1) !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
+        if (lf === i || text.charCodeAt(lf - 1) !== CR) throw protocolError('bare LF in response head');
         line = text.slice(i, lf - 1);
       } else {
         line = this.partialLine + text.slice(i, lf);
         this.partialLine = '';
-        if (line.charCodeAt(line.length - 1) !== CR) throw protocolError(`bare LF in ${this.lineKind()}`);
+        if (line.charCodeAt(line.length - 1) !== CR) throw protocolError('bare LF in response head');
         line = line.slice(0, -1);
       }
       i = lf + 1;
       if (this.state === 'status-line') this.onStatusLine(line);
-      else if (this.state === 'header-line') this.onHeaderLine(line);
-      else if (this.state === 'chunk-size') this.onChunkSizeLine(line);
-      else this.onTrailerLine(line);
+      else this.onHeaderLine(line);
     }
     return start + i;
   }
 
   private isInLineState(): boolean {
-    const state = this.state;
-    return state === 'status-line' || state === 'header-line' || state === 'chunk-size' || state === 'trailer-line';
+    return this.state === 'status-line' || this.state === 'header-line';
   }
 
-  /** Counts `bytes` against the limit of the current head, chunk-size line or trailer section. */
+  /** Counts `bytes` against the limit of the head. */
   private spendLineBudget(bytes: number): void {
     this.lineBudget -= bytes;
-    if (this.lineBudget < 0) throw protocolError(`${this.lineKind()} larger than ${this.maxHeaderSize} bytes`);
-  }
-
-  private lineKind(): string {
-    if (this.state === 'chunk-size') return 'chunk size line';
-    if (this.state === 'trailer-line') return 'trailer section';
-    return 'response head';
+    if (this.lineBudget < 0) throw protocolError(`response head larger than ${this.maxHeaderSize} bytes`);
   }
 
   // ---- head -------------------------------------------------------------------------------------
@@ -345,17 +301,17 @@ export class ResponseParser {
   private onStatusLine(line: string): void {
     // "HTTP/1.x 200" is 12 characters
     if (line.length < 12 || !line.startsWith('HTTP/1.') || (line[7] !== '0' && line[7] !== '1') || line[8] !== ' ') {
-      throw protocolError(`invalid status line ${quote(line)}`);
+      throw protocolError(`invalid status line ${quoteLine(line)}`);
     }
     this.httpVersion = line[7] === '1' ? '1.1' : '1.0';
     let statusCode = 0;
     for (let i = 9; i < 12; i++) {
       const digit = line.charCodeAt(i) - 0x30;
-      if (digit < 0 || digit > 9) throw protocolError(`invalid status code in ${quote(line)}`);
+      if (digit < 0 || digit > 9) throw protocolError(`invalid status code in ${quoteLine(line)}`);
       statusCode = statusCode * 10 + digit;
     }
     if (statusCode < 100) throw protocolError(`invalid status code ${statusCode}`);
-    if (line.length > 12 && line.charCodeAt(12) !== SP) throw protocolError(`invalid status line ${quote(line)}`);
+    if (line.length > 12 && line.charCodeAt(12) !== SP) throw protocolError(`invalid status line ${quoteLine(line)}`);
     for (let i = 13; i < line.length; i++) {
       if (IS_FIELD_CHAR[line.charCodeAt(i)] === 0) throw protocolError('control character in reason phrase');
     }
@@ -370,7 +326,7 @@ export class ResponseParser {
       this.onHeadEnd();
       return;
     }
-    const name = parseFieldLine(line, this.rawHeaders);
+    const name = parseFieldLine(line, this.rawHeaders, protocolError);
     const value = this.rawHeaders[this.rawHeaders.length - 1] as string;
     // only three names matter for framing; compare lengths first, they rarely match
     if (name.length === 14 && name.toLowerCase() === 'content-length') {
@@ -445,8 +401,8 @@ export class ResponseParser {
         else this.state = 'body-length';
         break;
       case 'chunked':
-        this.state = 'chunk-size';
-        this.lineBudget = this.maxHeaderSize;
+        this.chunked = new ChunkedDecoder(this.maxHeaderSize, protocolError);
+        this.state = 'body-chunked';
         break;
       case 'close':
         this.state = 'body-close';
@@ -465,40 +421,6 @@ export class ResponseParser {
     this.hasConnectionKeepAlive = false;
   }
 
-  // ---- chunked body -----------------------------------------------------------------------------
-
-  /** `1*HEXDIG *( ";" token [ "=" ( token / quoted-string ) ] )` (RFC 9112 7.1), no whitespace, as llhttp. */
-  private onChunkSizeLine(line: string): void {
-    let size = 0;
-    let i = 0;
-    while (i < line.length) {
-      const digit = HEX_VALUE[line.charCodeAt(i)] as number;
-      if (digit === -1) break;
-      size = size * 16 + digit;
-      i++;
-    }
-    if (i === 0) throw protocolError(`invalid chunk size line ${quote(line)}`);
-    if (i > MAX_CHUNK_SIZE_DIGITS || size > Number.MAX_SAFE_INTEGER) throw protocolError('chunk size too large');
-    if (i < line.length) checkChunkExtensions(line, i);
-    if (size === 0) {
-      this.state = 'trailer-line';
-      this.lineBudget = this.maxHeaderSize;
-    } else {
-      this.remaining = size;
-      this.state = 'chunk-data';
-    }
-  }
-
-  /** A trailer field line, or the empty line that ends the message (RFC 9112 7.1.2). */
-  private onTrailerLine(line: string): void {
-    if (line.length === 0) {
-      if (this.rawTrailers.length > 0) this.options.onTrailers?.(this.rawTrailers);
-      this.complete();
-      return;
-    }
-    parseFieldLine(line, this.rawTrailers);
-  }
-
   private complete(): void {
     this.state = 'complete';
     this.options.onComplete();
@@ -506,32 +428,6 @@ export class ResponseParser {
 }
 
 // ---- pure helpers -------------------------------------------------------------------------------
-
-/**
- * Parses `name ":" OWS value OWS` (RFC 9112 5) and pushes name and value onto `into`. Rejects
- * obs-fold, an empty or non-token name, whitespace before the colon, and control characters other
- * than HTAB in the value (which also rejects a bare CR). Returns the name.
- */
-function parseFieldLine(line: string, into: string[]): string {
-  let colon = 0;
-  while (colon < line.length && IS_TOKEN[line.charCodeAt(colon)] === 1) colon++;
-  if (colon === 0) {
-    const first = line.charCodeAt(0);
-    throw protocolError(first === SP || first === HTAB ? 'obs-fold (line folding) in header' : `invalid header name in ${quote(line)}`);
-  }
-  if (colon === line.length || line.charCodeAt(colon) !== COLON) throw protocolError(`invalid header name in ${quote(line)}`);
-  let start = colon + 1;
-  let end = line.length;
-  while (start < end && (line.charCodeAt(start) === SP || line.charCodeAt(start) === HTAB)) start++;
-  while (end > start && (line.charCodeAt(end - 1) === SP || line.charCodeAt(end - 1) === HTAB)) end--;
-  for (let i = start; i < end; i++) {
-    const code = line.charCodeAt(i);
-    if (IS_FIELD_CHAR[code] === 0) throw protocolError(`invalid character 0x${hex(code)} in header value`);
-  }
-  const name = line.slice(0, colon);
-  into.push(name, line.slice(start, end));
-  return name;
-}
 
 /** `1*DIGIT` and at most 2^53 - 1 (RFC 9110 8.6); no sign, no list, no spaces (the caller trimmed OWS). */
 function parseContentLength(value: string): number {
@@ -546,53 +442,6 @@ function parseContentLength(value: string): number {
   return length;
 }
 
-/** Checks `*( ";" token [ "=" ( token / quoted-string ) ] )` from `i` to the end; extensions are ignored. */
-function checkChunkExtensions(line: string, i: number): void {
-  const invalid = (): UpstreamProtocolError => protocolError(`invalid chunk extension in ${quote(line)}`);
-  while (i < line.length) {
-    if (line.charCodeAt(i) !== SEMICOLON) throw invalid();
-    i++;
-    const nameStart = i;
-    while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
-    if (i === nameStart) throw invalid();
-    if (i === line.length || line.charCodeAt(i) === SEMICOLON) continue;
-    if (line.charCodeAt(i) !== EQUALS) throw invalid();
-    i++;
-    if (line.charCodeAt(i) === DQUOTE) {
-      i++;
-      for (;;) {
-        if (i >= line.length) throw invalid(); // unterminated quoted-string
-        const code = line.charCodeAt(i);
-        if (code === DQUOTE) {
-          i++;
-          break;
-        }
-        if (code === BACKSLASH) {
-          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line.charCodeAt(i + 1)] === 0) throw invalid();
-          i += 2;
-        } else if (IS_QDTEXT[code] === 1) {
-          i++;
-        } else {
-          throw invalid();
-        }
-      }
-    } else {
-      const valueStart = i;
-      while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
-      if (i === valueStart) throw invalid();
-    }
-  }
-}
-
 function protocolError(reason: string): UpstreamProtocolError {
   return new UpstreamProtocolError(`malformed upstream response: ${reason}`);
-}
-
-function hex(byte: number): string {
-  return byte.toString(16).padStart(2, '0');
-}
-
-/** A short, printable rendering of a line for error messages (at most 64 characters). */
-function quote(line: string): string {
-  return JSON.stringify(line.slice(0, 64));
 }

@@ -18,9 +18,8 @@
  *
  * Why the proxy reads the version itself: node:http's parser (llhttp) serves `HTTP/2.0` and
  * `HTTP/0.9` as if they were HTTP/1, refuses `HTTP/1.2`, and reads a line without a version as
- * HTTP/0.9. The fast lane (fast-lane.ts) therefore judges the request line of every head it does
- * not take itself before node:http sees it, and the request path (request-checks.ts) and node's
- * `clientError` answers (proxy-server.ts) apply the same {@link judgeHttpVersion}.
+ * HTTP/0.9. The proxy's own request parser (request-parser.ts) judges every request line with
+ * {@link judgeHttpVersion} before anything else of the head.
  */
 import { CR, IS_TOKEN, LF, SP } from './field-bytes.js';
 

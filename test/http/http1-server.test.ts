@@ -616,7 +616,7 @@ type Script = (res: ClientResponse) => void | Promise<void>;
  * and to an Http1Server whose onRequest runs it on Http1Response; returns both byte streams (Date values
  * normalized), each read until the connection is idle for a moment or closed.
  */
-async function bothResponses(request: string, script: Script, keepAliveTimeoutMs = 5000): Promise<{ fast: string; node: string; fastClosed: boolean; nodeClosed: boolean }> {
+async function bothResponses(request: string, script: Script, keepAliveTimeoutMs = 5000): Promise<{ own: string; node: string; ownClosed: boolean; nodeClosed: boolean }> {
   const nodeServer = http.createServer({ keepAliveTimeout: keepAliveTimeoutMs }, (req, res) => void script(res as unknown as ClientResponse));
   servers.push(nodeServer);
   await new Promise<void>((resolve) => nodeServer.listen(0, '127.0.0.1', resolve));
@@ -632,16 +632,16 @@ async function bothResponses(request: string, script: Script, keepAliveTimeoutMs
     client.socket.destroy();
     return { text: client.text().replace(/\r\nDate: [^\r\n]*\r\n/g, '\r\nDate: <date>\r\n'), isClosed: client.isClosed() };
   };
-  const [fast, node] = await Promise.all([read(h.port), read((nodeServer.address() as AddressInfo).port)]);
+  const [own, node] = await Promise.all([read(h.port), read((nodeServer.address() as AddressInfo).port)]);
   assert.equal(h.requests.length, 1, 'the Http1Server answered');
-  return { fast: fast.text, node: node.text, fastClosed: fast.isClosed, nodeClosed: node.isClosed };
+  return { own: own.text, node: node.text, ownClosed: own.isClosed, nodeClosed: node.isClosed };
 }
 
 async function assertSameBytes(request: string, script: Script, keepAliveTimeoutMs?: number): Promise<string> {
   const result = await bothResponses(request, script, keepAliveTimeoutMs);
-  assert.equal(result.fast, result.node, 'Http1Response (got) vs ServerResponse (want)');
+  assert.equal(result.own, result.node, 'Http1Response (got) vs ServerResponse (want)');
   assert.ok(result.node.length > 0, 'node answered');
-  return result.fast;
+  return result.own;
 }
 
 describe('Http1Response writes what ServerResponse writes', () => {
@@ -717,15 +717,15 @@ describe('Http1Response writes what ServerResponse writes', () => {
       res.writeHead(200, ['Content-Length', '2']);
       res.end('ok');
     });
-    assert.equal(closed.fast, closed.node);
-    assert.equal(closed.fastClosed, true, 'closed after a Connection: close request');
+    assert.equal(closed.own, closed.node);
+    assert.equal(closed.ownClosed, true, 'closed after a Connection: close request');
     assert.equal(closed.nodeClosed, true);
     const callerClose = await bothResponses(GET, (res) => {
       res.writeHead(200, ['Content-Length', '2', 'Connection', 'close']);
       res.end('ok');
     });
-    assert.equal(callerClose.fast, callerClose.node);
-    assert.equal(callerClose.fastClosed, callerClose.nodeClosed);
+    assert.equal(callerClose.own, callerClose.node);
+    assert.equal(callerClose.ownClosed, callerClose.nodeClosed);
     await assertSameBytes(GET, (res) => {
       res.writeHead(200, ['Content-Length', '2', 'Keep-Alive', 'timeout=1']);
       res.end('ok');
@@ -777,7 +777,7 @@ describe('Http1Response writes what ServerResponse writes', () => {
     for (const [name, call] of cases) {
       const codes = new Map<string, unknown>();
       const result = await bothResponses(GET, (res) => {
-        const side = res instanceof http.ServerResponse ? 'node' : 'fast';
+        const side = res instanceof http.ServerResponse ? 'node' : 'own';
         try {
           call(res);
           codes.set(side, 'no error');
@@ -787,9 +787,9 @@ describe('Http1Response writes what ServerResponse writes', () => {
         if (!res.headersSent) res.writeHead(200, 'OK', ['Content-Length', '2']);
         res.end('ok');
       });
-      assert.equal(codes.get('fast'), codes.get('node'), `${name}: got ${String(codes.get('fast'))}, want ${String(codes.get('node'))}`);
+      assert.equal(codes.get('own'), codes.get('node'), `${name}: got ${String(codes.get('own'))}, want ${String(codes.get('node'))}`);
       assert.notEqual(codes.get('node'), 'no error', `${name}: node threw nothing`);
-      assert.equal(result.fast, result.node, `${name}: bytes`);
+      assert.equal(result.own, result.node, `${name}: bytes`);
     }
   });
 

@@ -98,7 +98,9 @@ export interface Http1ServerOptions {
   readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue: boolean) => void;
   /**
    * Upgrade requests, when set: the socket (paused) and the bytes after the head are the
-   * callee's, as with node's `upgrade` event. Unset: upgrades go to `onRequest` like any request.
+   * callee's, as with node's `upgrade` event. Unset: upgrades go to `onRequest` like any request
+   * (and `switchProtocols` hands the socket over). A bridge for the old upgrade tunnel until
+   * upgrades go through the request path; then this option goes.
    */
   readonly onUpgrade?: (clientReq: ClientRequest, socket: Socket, head: Buffer) => void;
   /** Every answer the server wrote itself (408, a refused head, CONNECT's 405); never throws. */

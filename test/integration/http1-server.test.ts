@@ -22,7 +22,6 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { hashPassword } from '../../src/auth/password-hash.js';
-import type { AccessLogRecord } from '../../src/proxy/access-log.js';
 import {
   headerValues,
   listenBackend,
@@ -1092,11 +1091,11 @@ describe('issue 12: one request at a time, body_timeout, early answers, versions
     const COUNT = 3000;
     const client = await RawClient.connect(proxy.port);
     const post = (i: number): string => `POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: ${String(i).length}\r\n\r\n${i}`;
-    let rssAtThousand = 0;
     // All requests are on the wire before the first answer; the proxy reads them as it answers.
     for (let first = 0; first < COUNT; first += 500) {
       client.write(Array.from({ length: 500 }, (_, k) => post(first + k)).join(''));
     }
+    let rssAtThousand = 0;
     for (let i = 0; i < COUNT; i++) {
       const response = await client.readResponse('POST', 5000);
       assert.equal(bodyOf(response), `${i}:${i}`, `response ${i}: got ${JSON.stringify(bodyOf(response))}, want the answers in order`);

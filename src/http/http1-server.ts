@@ -125,6 +125,7 @@ export class Http1Server {
   /** The listening socket: `listen`, `close` and `address` are node's. */
   readonly server: net.Server;
   readonly options: Http1ServerOptions;
+  /** What the parser is given for every head (from `maxHeadBytes`). */
   readonly limits: RequestLimits;
   readonly #now: () => number;
   readonly #connections = new Set<Http1Connection>();
@@ -145,6 +146,7 @@ export class Http1Server {
     this.server.on('close', () => this.#stopChecks());
   }
 
+  /** The server's clock, ms (`options.now`). */
   now(): number {
     return this.#now();
   }
@@ -159,6 +161,7 @@ export class Http1Server {
     return this.#connections.size;
   }
 
+  /** `connection` is no longer served (closed, or handed over by an upgrade). */
   forget(connection: Http1Connection): void {
     this.#connections.delete(connection);
   }

@@ -183,10 +183,10 @@ export class Http1Server {
   }
 
   #startChecks(): void {
+    if (this.#checker !== undefined) return;
     const { headTimeoutMs, bodyTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.options;
     // Lingering closes need the checks too, so there is always an interval.
     const shortest = Math.min(headTimeoutMs || Infinity, bodyTimeoutMs || Infinity, requestTimeoutMs || Infinity, keepAliveTimeoutMs || Infinity, LINGER_MS);
-    if (this.#checker !== undefined) return;
     const checkIntervalMs = Math.max(50, Math.min(1000, Math.floor(shortest / 4)));
     this.#checker = setInterval(() => this.checkTimeouts(), checkIntervalMs);
     this.#checker.unref();
@@ -224,8 +224,6 @@ export class Http1Connection implements ResponseConnection {
   #request: Http1Request | undefined;
   #response: Http1Response | undefined;
   #decoder: BodyDecoder | undefined;
-  /** No request has started on this connection yet. */
-  #isFresh = true;
   /** When the last response finished (or the connection opened), ms. */
   #idleSince: number;
   /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
@@ -387,7 +385,6 @@ export class Http1Connection implements ResponseConnection {
 
   /** A whole head: the request starts; `rest` are the bytes after its head (body, next requests). */
   #start(head: RequestHead, rest: Buffer | undefined): void {
-    this.#isFresh = false;
     this.#requestStartedAt = this.#headStartedAt ?? this.#server.now();
     this.#headStartedAt = undefined;
     this.#headPieces = 0;

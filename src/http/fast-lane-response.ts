@@ -26,6 +26,12 @@ export interface ResponseConnection {
   readonly socket: Socket;
   /** The last byte was handed to the socket; `isLast`: the connection must close now. */
   onResponseFinished(isLast: boolean): void;
+  /**
+   * After a 101 (`switchProtocols`): the connection stops serving HTTP and lets the socket go;
+   * returns the bytes it received after the request head. Absent on a connection that never
+   * carries an upgrade request (the fast lane's: it hands those to node:http).
+   */
+  releaseSocket?(): Buffer;
 }
 
 /** Facts from the request that shape the response. */
@@ -220,6 +226,27 @@ export class FastLaneResponse implements ClientResponse {
       if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in trailer content ["${name}"]`);
       this.#trailers += `${name}: ${value}\r\n`;
     }
+  }
+
+  switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer } {
+    const connection = this.#connection;
+    if (connection.releaseSocket === undefined) throw new Error('switchProtocols: this connection cannot carry an upgrade');
+    if (this.#head !== undefined) throw codedError(Error, 'ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
+    if (INVALID_FIELD_CHAR.test(statusMessage)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
+    let head = `HTTP/1.1 101 ${statusMessage}\r\n`;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!;
+      const value = headers[i + 1]!;
+      if (!TOKEN.test(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
+      if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+      head += `${name}: ${value}\r\n`;
+    }
+    this.statusCode = 101;
+    this.#head = `${head}\r\n`;
+    this.#isEnded = true; // nothing more goes through this response
+    const unread = connection.releaseSocket();
+    connection.socket.write(this.#head, 'latin1');
+    return { socket: connection.socket, head: unread };
   }
 
   writeContinue(): void {

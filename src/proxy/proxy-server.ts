@@ -9,16 +9,17 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
-import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
+import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord, type LoggedRequest } from './access-log.js';
 import { logLine } from '../log/process-log.js';
 import { Upstream } from '../upstream/upstream.js';
-import { rawErrorResponse } from './error-response.js';
+import { sendErrorResponse } from './error-response.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
-import { handleUpgrade } from './upgrade-tunnel.js';
+import { DetachedConnection } from '../http/detached-connection.js';
+import type { ClientResponse } from '../http/client-exchange.js';
 import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
 import { FastLane } from '../http/fast-lane.js';
 import { LF } from '../http/field-bytes.js';
@@ -86,6 +87,11 @@ export class ProxyServer {
   readonly #fastLane: FastLane | undefined;
   /** Every client connection not closed yet, whichever side serves it: a shutdown waits for their ends. */
   readonly #clientSockets = new Set<Socket>();
+  /**
+   * Client sockets of upgrade requests (before and after a 101): node:http no longer serves them,
+   * so a shutdown that runs out of time must close them itself.
+   */
+  readonly #upgradeSockets = new Set<Socket>();
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#config = config;
@@ -125,8 +131,7 @@ export class ProxyServer {
         close: () => accessLog.close(),
       },
       now: this.#deps.now,
-      upgradeSockets: new Set(),
-      unloggedUpgrades: new Set(),
+      tunnels: new Set(),
       isDraining: false,
     };
 
@@ -151,20 +156,23 @@ export class ProxyServer {
     });
     // Every header, however many: the total is bounded by max_header_size (node's default keeps 2000 lines).
     this.server.maxHeadersCount = 0;
-    this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
+    this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, asClientResponse(clientRes)));
     this.server.on('checkContinue', (clientReq: IncomingMessage, clientRes: ServerResponse) => this.#onExpectContinue(clientReq, clientRes));
-    this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this.#context, clientReq, socket, head));
+    // An upgrade request goes through the request path like any other; node lets go of its socket,
+    // so the response is written on it by the fast lane's writer (src/http/detached-connection.ts),
+    // which hands the socket to the tunnel after a 101.
+    this.server.on('upgrade', (clientReq: IncomingMessage, socket: Socket, head: Buffer) => {
+      this.#upgradeSockets.add(socket);
+      socket.once('close', () => this.#upgradeSockets.delete(socket));
+      handleRequest(this.#context, clientReq, new DetachedConnection(socket, clientReq.method ?? 'GET', head).response);
+    });
     // An Expect other than 100-continue: the request path answers 417 (request-checks.ts) and logs it.
-    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, clientRes));
+    this.server.on('checkExpectation', (clientReq: IncomingMessage, clientRes: ServerResponse) => handleRequest(this.#context, clientReq, asClientResponse(clientRes)));
     // CONNECT asks for a raw tunnel to any host: not something a reverse proxy does (nginx answers
     // 400; 405 says why). Its version is judged first, as every request's (request-checks.ts).
     this.server.on('connect', (clientReq: IncomingMessage, socket: Socket) => {
-      socket.on('error', () => {});
       const verdict = judgeHttpVersion(`HTTP/${clientReq.httpVersion}`);
-      const status = verdict.kind === 'refused' ? verdict.status : 405;
-      const answer = rawErrorResponse(status);
-      socket.end(answer);
-      if (this.#context.accessLog.isEnabled) logRawAnswer(this.#context, socket, status, answer, 'CONNECT', clientReq.url ?? '-');
+      answerRawError(verdict.kind === 'refused' ? verdict.status : 405, socket, this.#context, clientReq);
     });
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => onClientError(error, socket, this.#context));
     this.#fastLane = options.isFastLaneDisabled
@@ -358,14 +366,16 @@ export class ProxyServer {
     if (!isDrained) {
       this.server.closeAllConnections();
       this.#fastLane?.closeAllConnections();
-      for (const socket of this.#context.upgradeSockets) socket.destroy();
+      for (const socket of this.#upgradeSockets) socket.destroy();
+      for (const tunnel of this.#context.tunnels) tunnel.destroy();
       await closed;
     }
     // A cut connection's requests log themselves when its socket emits 'close', which can come
     // after the server's own 'close': wait for them before the log closes.
     await Promise.all([...this.#clientSockets].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
     // A cut tunnel logs once its upstream side has closed too (bounded: a record must not hold up the exit).
-    await Promise.race([Promise.all(this.#context.unloggedUpgrades), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    const tunnelsClosed = [...this.#context.tunnels].map((tunnel) => tunnel.closed);
+    await Promise.race([Promise.all(tunnelsClosed), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await this.#pool.close();
     await this.#accessLog.close();
     return isDrained;
@@ -376,7 +386,7 @@ export class ProxyServer {
    * the body come (nginx's order); a request refused before that never invites its body.
    */
   #onExpectContinue(clientReq: IncomingMessage, clientRes: ServerResponse): void {
-    handleRequest(this.#context, clientReq, clientRes, true);
+    handleRequest(this.#context, clientReq, asClientResponse(clientRes), true);
   }
 
 }
@@ -401,7 +411,7 @@ function onClientError(error: NodeJS.ErrnoException, socket: Socket, context: Pr
   // A request in progress (a slow body, say) is logged by the request path; one node could not
   // even parse is logged here, with what is known of it.
   if (pending === undefined) answerRawError(status, socket, context);
-  else socket.end(rawErrorResponse(status));
+  else sendErrorResponse(new DetachedConnection(socket, 'GET').response, { status, shouldClose: true });
 }
 
 /**
@@ -423,28 +433,23 @@ function isOtherMajorVersion(error: NodeJS.ErrnoException & { rawPacket?: unknow
   return line.kind === 'line' && line.verdict.kind === 'refused' && line.verdict.status === 505;
 }
 
-/** Writes `status` as a whole raw response, closes the connection, and logs it. */
-function answerRawError(status: number, socket: Socket, context: ProxyContext): void {
-  const answer = rawErrorResponse(status);
-  socket.end(answer);
-  if (context.accessLog.isEnabled) logRawAnswer(context, socket, status, answer);
+/**
+ * Answers `status` on a socket node:http let go of (no request object of node's is in play), through
+ * the error funnel, closes the connection, and logs it. `clientReq`: what node could read of the
+ * request (CONNECT), if anything.
+ */
+function answerRawError(status: number, socket: Socket, context: ProxyContext, clientReq?: LoggedRequest): void {
+  const bytesSent = sendErrorResponse(new DetachedConnection(socket, clientReq?.method ?? 'GET').response, { status, shouldClose: true });
+  if (!context.accessLog.isEnabled) return;
+  const outcome = { clientIp: normalizeClientIp(socket.remoteAddress), status, bytesSent, attempts: [], durationMs: 0 };
+  context.accessLog.write(buildAccessLogRecord(clientReq, outcome));
 }
 
-/** An access-log line for an answer written straight to the socket (no request object exists). */
-export function logRawAnswer(context: ProxyContext, socket: Socket, status: number, answer: string, method = '-', target = '-'): void {
-  context.accessLog.write({
-    time: new Date(),
-    clientIp: normalizeClientIp(socket.remoteAddress),
-    user: undefined,
-    method,
-    target,
-    httpVersion: '1.1',
-    status,
-    bytesSent: Buffer.byteLength(answer) - answer.indexOf('\r\n\r\n') - 4,
-    referer: undefined,
-    userAgent: undefined,
-    route: undefined,
-    attempts: [],
-    durationMs: 0,
-  });
+/**
+ * node's ServerResponse as the request path's client response. node:http sends every upgrade
+ * request to the server's `upgrade` event (a DetachedConnection's response, which can switch
+ * protocols), never to `request`, so the request path never asks this one to switch.
+ */
+function asClientResponse(clientRes: ServerResponse): ClientResponse {
+  return clientRes as ServerResponse & Pick<ClientResponse, 'switchProtocols'>;
 }

@@ -130,6 +130,9 @@ async function proxyRequest(
     if (!clientRes.writableFinished) {
       isClientGone = true;
       current?.abort();
+      // Said here, not when the aborted attempt's rejection arrives: the record is written next.
+      const attemptLog = exchange.attempts.at(-1);
+      if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= 'PRX_CLIENT_ABORT';
     }
   });
 

@@ -139,8 +139,8 @@ export class UpstreamExchange implements ConnectionHandler {
   #isWaitingForDrain = false;
   /** Cancels a connect still in progress when the exchange ends first (only made when one is needed). */
   #connectAbort: AbortController | undefined;
-  /** Body chunks (framed) waiting for the check phase (see the file comment). */
-  #bodyQueue: Buffer[] = [];
+  /** Body chunks (framed) waiting to be written (see the file comment); made only for a request with a body. */
+  #bodyQueue: Buffer[] | undefined;
   #isBodyFlushScheduled = false;
   /** The request body ended; its end (the last chunk) leaves with the queue. */
   #isBodyEnded = false;
@@ -262,9 +262,11 @@ export class UpstreamExchange implements ConnectionHandler {
     }
     socket.write(head);
     this.progress.hasStreamedBody = true;
+    this.#bodyQueue = [];
     const isChunked = this.#options.isChunkedBody;
     const onBodyData = (chunk: Buffer): void => {
-      this.#bodyQueue.push(isChunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, CRLF]) : chunk);
+      if (isChunked) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);
+      else this.#bodyQueue!.push(chunk);
       this.#scheduleBodyFlush();
     };
     const onBodyEnd = (): void => {
@@ -301,7 +303,7 @@ export class UpstreamExchange implements ConnectionHandler {
     const connection = this.#connection;
     if (this.#isDone || connection === undefined || this.#isRequestSent) return;
     const socket = connection.socket;
-    const queue = this.#bodyQueue;
+    const queue = this.#bodyQueue!;
     this.#bodyQueue = [];
     const isEnd = this.#isBodyEnded;
     if (isEnd && this.#options.isChunkedBody) queue.push(LAST_CHUNK);

@@ -401,3 +401,15 @@ test('a 101 to a request that did not ask for an upgrade is a 502', async () => 
   await res.done;
   assert.deepEqual(res.events, ['head 502', 'end'], `got ${JSON.stringify(res.events)}`);
 });
+
+test('a chunked request body is re-framed as chunked for the upstream, the last chunk after it', async () => {
+  const { context, transport } = fakeProxy();
+  const res = send(context, 'POST', '/open/upload', ['Transfer-Encoding', 'chunked'], 'hello');
+  const upstream = await upstreamOf(transport, 0);
+  await upstream.socket.until('0\r\n\r\n');
+  const written = upstream.socket.written;
+  assert.ok(written.endsWith('\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'), `got ${JSON.stringify(written)}`);
+  upstream.send('HTTP/1.1 204 No Content\r\n\r\n');
+  await res.done;
+  assert.deepEqual(res.events, ['head 204', 'end'], `got ${JSON.stringify(res.events)}`);
+});

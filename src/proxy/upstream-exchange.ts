@@ -265,13 +265,16 @@ export class UpstreamExchange implements ConnectionHandler {
     this.#bodyQueue = [];
     const isChunked = this.#options.isChunkedBody;
     const onBodyData = (chunk: Buffer): void => {
+      if (chunk.length === 0) return; // a chunk of size 0 would be the last chunk
       if (isChunked) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);
       else this.#bodyQueue!.push(chunk);
       this.#scheduleBodyFlush();
     };
     const onBodyEnd = (): void => {
       this.#isBodyEnded = true;
-      this.#scheduleBodyFlush();
+      // The batch in waiting carries the end; with nothing queued it goes now: an upstream that
+      // answers the whole request must find it sent, or its connection could not be reused.
+      if (!this.#isBodyFlushScheduled) this.flushQueuedBody();
     };
     const onBodyError = (error: Error): void => this.#fail(asRequestError(error));
     body.on('data', onBodyData);
@@ -295,8 +298,9 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 
   /**
-   * Writes the queued batch in one go (the second `setImmediate` of `#scheduleBodyFlush`), then the
-   * last chunk once the body ended; the body resumes at once, or at `drain` when the socket is full.
+   * Writes the queued batch in one go (the second `setImmediate` of `#scheduleBodyFlush`, or the
+   * body's end when nothing is queued), then the last chunk once the body ended; the body resumes
+   * at once, or at `drain` when the socket is full.
    */
   flushQueuedBody(): void {
     this.#isBodyFlushScheduled = false;
@@ -307,7 +311,6 @@ export class UpstreamExchange implements ConnectionHandler {
     this.#bodyQueue = [];
     const isEnd = this.#isBodyEnded;
     if (isEnd && this.#options.isChunkedBody) queue.push(LAST_CHUNK);
-    if (queue.length === 0) return;
     if (queue.length > 1) socket.cork();
     let hasRoom = true;
     for (const chunk of queue) hasRoom = socket.write(chunk);

@@ -62,6 +62,7 @@ class FakeTransport implements UpstreamTransport {
   readonly connections: UpstreamConnection[] = [];
   readonly acquired: { port: number; isForUpgrade: boolean }[] = [];
   readonly destroyed = new Set<UpstreamConnection>();
+  readonly released = new Set<UpstreamConnection>();
   #waiters: ((connection: UpstreamConnection) => void)[] = [];
 
   acquireIdle(): undefined {
@@ -79,6 +80,7 @@ class FakeTransport implements UpstreamTransport {
 
   release(connection: UpstreamConnection): void {
     connection.handler = undefined;
+    this.released.add(connection);
   }
 
   destroy(connection: UpstreamConnection): void {
@@ -412,4 +414,18 @@ test('a chunked request body is re-framed as chunked for the upstream, the last 
   upstream.send('HTTP/1.1 204 No Content\r\n\r\n');
   await res.done;
   assert.deepEqual(res.events, ['head 204', 'end'], `got ${JSON.stringify(res.events)}`);
+});
+
+test('a request body sent whole and a keep-alive answer: the upstream connection goes back to the pool', async () => {
+  const { context, transport } = fakeProxy();
+  const res = send(context, 'POST', '/open/form', ['Content-Length', '5'], 'hello');
+  const upstream = await upstreamOf(transport, 0);
+  await upstream.socket.until('hello');
+  await settled(); // the body's end, one event-loop turn after its last batch
+  upstream.send('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+  await res.done;
+  assert.deepEqual(res.events, ['head 200', 'body ok', 'end'], `got ${JSON.stringify(res.events)}`);
+  const connection = transport.connections[0]!;
+  assert.equal(transport.released.has(connection), true, 'got the connection closed, want it released for the next request');
+  assert.equal(transport.destroyed.has(connection), false);
 });

@@ -33,6 +33,12 @@ export interface ClientRequest {
   readonly body: Readable | undefined;
   /** The whole request, body included, has been received. */
   readonly complete: boolean;
+  /**
+   * The protocol an upgrade request asks to switch to (RFC 9110 §7.8: its `Upgrade` value, with
+   * `upgrade` in `Connection`), as the server read the head: HTTP/1.1 and no body, as llhttp
+   * decides. Undefined for every other request, which is forwarded without `Upgrade`.
+   */
+  readonly upgrade: string | undefined;
 }
 
 /** The response to a `ClientRequest`, with node's `ServerResponse` semantics. */
@@ -72,6 +78,18 @@ export interface ClientResponse {
   switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer };
   /** `close`: the response finished or the connection closed (check `writableFinished`). */
   once(event: 'close' | 'drain', listener: () => void): unknown;
+  /**
+   * Answers an upgrade request with `101 <statusMessage>` and `headers` (a flat raw list, written
+   * as given: the caller has removed the hop-by-hop ones and put `Connection: upgrade` and
+   * `Upgrade` in; RFC 9110 §7.8, §15.2.2), then hands the connection over: returns the raw client
+   * socket and the bytes the client already sent after its request head (a first WebSocket frame,
+   * say; empty when none). Afterwards the connection belongs to the caller — its reading, writing,
+   * timeouts, errors and closing — and this response writes nothing more (its `headersSent` is
+   * true, `statusCode` 101).
+   * @throws like `writeHead` on an invalid name or value (nothing is written then), or when a head
+   *   was already written.
+   */
+  switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer };
 }
 
 /** Header names of which node keeps only the first occurrence in `headers` (`matchKnownFields`). */

@@ -10,6 +10,11 @@
  * away. While a socket is idle the pool owns it: any byte or EOF from the upstream, an error, or
  * the idle timeout removes it. Idle sockets are unref'ed so they never keep the process alive.
  *
+ * An upgrade request gets a connection of its own (`isForUpgrade`): new, half-open capable (a FIN
+ * from the upstream ends only its direction of a tunnel), never pooled, read through `data` events
+ * instead of the shared read buffer, and handed over for good with `detach` once the upstream
+ * answered 101 (RFC 9110 §7.8): from then on it is a raw tunnel, no longer an HTTP connection.
+ *
  * Stale connections (the race every keep-alive client has, RFC 9112 9.3.1): the upstream may close
  * an idle connection at the very moment we pick it and write a request into it. The write then
  * fails, or the socket ends/resets before any response byte arrives. That is not a failure of the
@@ -48,7 +53,19 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** Open a new connection even when an idle one is there (the retry after a stale one). */
   readonly isNewRequired?: boolean;
+  /**
+   * A new connection for an upgrade request (see the file comment): `allowHalfOpen`, its bytes as
+   * fresh buffers (not views of a reused read buffer), never released to the idle list, and
+   * `detach`able. Implies `isNewRequired`.
+   */
+  readonly isForUpgrade?: boolean;
 }
+
+/**
+ * What an upstream exchange needs of the pool (src/proxy/upstream-exchange.ts): the pool itself, or
+ * a stand-in that hands out in-memory sockets (the request path's unit test).
+ */
+export type UpstreamTransport = Pick<ConnectionPool, 'acquireIdle' | 'acquire' | 'release' | 'destroy' | 'detach'>;
 
 /** Counts for tests and status pages. */
 export interface PoolStats {
@@ -95,14 +112,17 @@ export class UpstreamConnection {
   readonly originKey: string;
   /** The holder's event handler; undefined while idle (or before the holder sets it). */
   handler: ConnectionHandler | undefined = undefined;
+  /** Made for an upgrade request (`AcquireOptions.isForUpgrade`): never released, may be detached. */
+  readonly isForUpgrade: boolean;
   /** The socket's idle timeout now in force, ms (0 = none). */
   #timeoutMs = 0;
 
-  constructor(socket: net.Socket, host: string, port: number) {
+  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false) {
     this.socket = socket;
     this.host = host;
     this.port = port;
     this.originKey = originKey(host, port);
+    this.isForUpgrade = isForUpgrade;
   }
 
   /**
@@ -152,6 +172,8 @@ export class ConnectionPool {
   private readonly open = new Set<UpstreamConnection>();
   /** The idle timer of each idle connection. */
   private readonly idleTimers = new Map<UpstreamConnection, unknown>();
+  /** Removes the pool's listeners from an upgrade connection's socket (see `detach`). */
+  private readonly listenerRemovers = new Map<UpstreamConnection, () => void>();
   private isClosed = false;
 
   constructor(options: ConnectionPoolOptions = {}) {
@@ -182,7 +204,8 @@ export class ConnectionPool {
   acquire(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    const reused = options.isNewRequired === true ? undefined : this.takeIdle(originKey(host, port));
+    const isNewRequired = options.isNewRequired === true || options.isForUpgrade === true;
+    const reused = isNewRequired ? undefined : this.takeIdle(originKey(host, port));
     if (reused !== undefined) return Promise.resolve(reused);
     return this.connect(host, port, options);
   }
@@ -193,6 +216,10 @@ export class ConnectionPool {
    * Releasing a connection that is not in use does nothing.
    */
   release(connection: UpstreamConnection): void {
+    if (connection.isForUpgrade) {
+      this.destroy(connection);
+      return;
+    }
     if (!this.active.delete(connection)) return;
     connection.handler = undefined; // from now on any byte, EOF or error drops it (see connect)
     const socket = connection.socket;
@@ -213,9 +240,28 @@ export class ConnectionPool {
     if (list.length > this.maxIdlePerOrigin) this.destroy(list[0] as UpstreamConnection);
   }
 
+  /**
+   * Hands an upgrade connection's socket over for good (after the upstream's 101): the pool forgets
+   * it and removes its listeners and idle timeout; the caller owns the socket from now on (its
+   * errors included). Bytes already read were given to the handler.
+   * @throws Error when the connection was not made with `isForUpgrade`.
+   */
+  detach(connection: UpstreamConnection): net.Socket {
+    const removeListeners = this.listenerRemovers.get(connection);
+    if (removeListeners === undefined) throw new Error('only a connection made for an upgrade request can be detached');
+    this.listenerRemovers.delete(connection);
+    removeListeners();
+    connection.handler = undefined;
+    this.open.delete(connection);
+    this.active.delete(connection);
+    connection.socket.setTimeout(0);
+    return connection.socket;
+  }
+
   /** Closes a connection at once (after an error, or when it may not be reused). Idempotent. */
   destroy(connection: UpstreamConnection): void {
     connection.handler = undefined;
+    this.listenerRemovers.delete(connection);
     this.open.delete(connection);
     this.active.delete(connection);
     this.removeIdle(connection);
@@ -276,32 +322,53 @@ export class ConnectionPool {
   /** Opens a new connection, with the connect timeout and the abort signal. */
   private connect(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     return new Promise((resolve, reject) => {
-      // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
-      // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
-      // neither grows the process (freed buffers wait for the garbage collector) nor faults in
-      // fresh pages all the time. The price is the rule on `ConnectionHandler.onData`.
-      const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-      const onRead = (bytes: number): boolean => {
-        const chunk = readBuffer.subarray(0, bytes);
-        if (connection.handler === undefined) this.destroy(connection);
-        else connection.handler.onData(chunk);
-        return true; // a handler that must stop reading pauses the socket itself
-      };
-      const socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } });
-      const connection = new UpstreamConnection(socket, host, port);
+      const isForUpgrade = options.isForUpgrade === true;
+      let socket: net.Socket;
+      if (isForUpgrade) {
+        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true });
+      } else {
+        // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
+        // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
+        // neither grows the process (freed buffers wait for the garbage collector) nor faults in
+        // fresh pages all the time. The price is the rule on `ConnectionHandler.onData`.
+        const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+        const onRead = (bytes: number): boolean => {
+          const chunk = readBuffer.subarray(0, bytes);
+          if (connection.handler === undefined) this.destroy(connection);
+          else connection.handler.onData(chunk);
+          return true; // a handler that must stop reading pauses the socket itself
+        };
+        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } });
+      }
+      const connection = new UpstreamConnection(socket, host, port, isForUpgrade);
       this.open.add(connection);
       this.active.add(connection);
       // The connection's one set of listeners (and `onRead` above), for its whole life: to the
       // holder's handler, or, while idle, anything at all drops the connection (the upstream may
       // not speak first).
-      socket.on('end', () => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onEnd()));
-      socket.on('error', (error: Error) => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onError(error)));
-      socket.on('timeout', () => connection.handler?.onTimeout());
-      socket.once('close', () => {
+      const onEnd = (): void => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onEnd());
+      const onSocketError = (error: Error): void => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onError(error));
+      const onTimeout = (): void => connection.handler?.onTimeout();
+      const onSocketClose = (): void => {
         const handler = connection.handler;
         this.destroy(connection); // forget it wherever it is
         handler?.onClose();
-      });
+      };
+      socket.on('end', onEnd);
+      socket.on('error', onSocketError);
+      socket.on('timeout', onTimeout);
+      socket.once('close', onSocketClose);
+      if (isForUpgrade) {
+        const onData = (chunk: Buffer): void => connection.handler?.onData(chunk);
+        socket.on('data', onData);
+        this.listenerRemovers.set(connection, () => {
+          socket.off('data', onData);
+          socket.off('end', onEnd);
+          socket.off('error', onSocketError);
+          socket.off('timeout', onTimeout);
+          socket.off('close', onSocketClose);
+        });
+      }
 
       const { connectTimeoutMs, signal } = options;
       const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);

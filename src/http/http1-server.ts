@@ -96,13 +96,6 @@ export interface ServerAnswer {
 export interface Http1ServerOptions {
   /** Every request; never throws. `isExpectingContinue`: call `writeContinue` when the body is wanted. */
   readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue: boolean) => void;
-  /**
-   * Upgrade requests, when set: the socket (paused) and the bytes after the head are the
-   * callee's, as with node's `upgrade` event. Unset: upgrades go to `onRequest` like any request
-   * (and `switchProtocols` hands the socket over). A bridge for the old upgrade tunnel until
-   * upgrades go through the request path; then this option goes.
-   */
-  readonly onUpgrade?: (clientReq: ClientRequest, socket: Socket, head: Buffer) => void;
   /** Every answer the server wrote itself (408, a refused head, CONNECT's 405); never throws. */
   readonly onAnswer: (socket: Socket, answer: ServerAnswer) => void;
   /** True while the server shuts down: every response closes its connection. */
@@ -394,14 +387,10 @@ export class Http1Connection implements ResponseConnection {
       return;
     }
     this.#server.requestCount++;
-    const isUpgrade = head.upgrade !== undefined;
-    const decoder = isUpgrade ? undefined : createBodyDecoder(head.body);
-    const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this));
-    if (isUpgrade && options.onUpgrade !== undefined) {
-      this.#unread = rest;
-      options.onUpgrade(clientReq, this.socket, this.releaseSocket());
-      return;
-    }
+    // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
+    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none';
+    const decoder = createBodyDecoder(head.body);
+    const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && !options.isDraining());
     this.#request = clientReq;
     this.#response = clientRes;
@@ -531,9 +520,11 @@ class Http1Request implements ClientRequest {
   readonly rawHeaders: string[];
   readonly socket: Socket;
   readonly body: RequestBody | undefined;
+  readonly upgrade: string | undefined;
   #headers: IncomingHttpHeaders | undefined;
 
-  constructor(head: RequestHead, socket: Socket, body: RequestBody | undefined) {
+  constructor(head: RequestHead, socket: Socket, body: RequestBody | undefined, isUpgrade: boolean) {
+    this.upgrade = isUpgrade ? head.upgrade : undefined;
     this.method = head.method;
     this.url = head.target;
     this.httpVersion = head.httpVersion;

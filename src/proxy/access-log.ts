@@ -44,6 +44,59 @@ export interface AccessLogRecord {
   readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number };
 }
 
+/** The request as the access log reads it: a `ClientRequest` (src/http/client-exchange.ts) or less. */
+export interface LoggedRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly httpVersion: string;
+  readonly headers: { readonly authorization?: string | undefined; readonly referer?: string | undefined; readonly 'user-agent'?: string | undefined };
+}
+
+/** How one exchange ended: the facts the request itself does not carry. */
+export interface ExchangeOutcome {
+  readonly clientIp: string;
+  /** What the client got; 499 when it left before any answer (nginx's "client closed request"). */
+  readonly status: number;
+  /** Response body bytes sent to the client (for a tunnel: the bytes from the upstream). */
+  readonly bytesSent: number;
+  readonly route?: string | undefined;
+  readonly attempts: readonly AttemptLog[];
+  readonly durationMs: number;
+  readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number } | undefined;
+}
+
+/**
+ * The one builder of access-log records, for every line: a proxied request, a tunnel, an answer the
+ * server wrote before any request could be read (`request` undefined: method and target `-`).
+ * The user is the Basic-auth user name the client sent, never the password.
+ */
+export function buildAccessLogRecord(request: LoggedRequest | undefined, outcome: ExchangeOutcome): AccessLogRecord {
+  return {
+    time: new Date(),
+    clientIp: outcome.clientIp,
+    user: basicUserName(request?.headers.authorization),
+    method: request?.method ?? '-',
+    target: request?.url ?? '-',
+    httpVersion: request?.httpVersion ?? '1.1',
+    status: outcome.status,
+    bytesSent: outcome.bytesSent,
+    referer: request?.headers.referer,
+    userAgent: request?.headers['user-agent'],
+    route: outcome.route,
+    attempts: outcome.attempts,
+    durationMs: outcome.durationMs,
+    ...(outcome.tunnel === undefined ? {} : { tunnel: outcome.tunnel }),
+  };
+}
+
+/** The user name of a Basic Authorization header, for the log only (never the password). */
+function basicUserName(authorization: string | undefined): string | undefined {
+  if (authorization === undefined || !/^basic /i.test(authorization)) return undefined;
+  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon > 0 ? decoded.slice(0, colon) : undefined;
+}
+
 export interface AccessLog {
   /** False for `access_log = off` with nobody else listening: the request path then builds no record at all. */
   readonly isEnabled: boolean;

@@ -1,13 +1,16 @@
 /**
- * The proxy's own error responses (SPEC 5): one short plain-text line, never a stack trace, with
- * `Connection: close` when the connection cannot be trusted afterwards (bad framing, unread body),
- * and a `Date` (node's ServerResponse and the fast lane add it; `rawErrorResponse` writes it).
- * Used only before the commit point — once the upstream's head went to the client, errors close the
+ * The proxy's own answers (SPEC 5), written by one function, `sendErrorResponse` — the error funnel
+ * of Go's `ReverseProxy` (`getErrorHandler`) and Caddy's `statusError`: every answer the proxy
+ * gives itself before the commit point (a refused request, no route, its own Basic auth, the body
+ * limit, an upstream that failed or was not there, the answers to what node:http could not parse)
+ * is a `ProxyAnswer` that knows its status, and goes out here: one short plain-text line, never a
+ * stack trace, `Connection: close` when the connection cannot be trusted afterwards (bad framing,
+ * an unread body), and a `Date` (the response writer adds it, RFC 9110 §6.6.1). Once the
+ * upstream's head went to the client no answer can be written any more: errors close the
  * connection instead (see request-path.ts).
  */
 import type { ClientResponse } from '../http/client-exchange.js';
 import { STATUS_CODES } from 'node:http';
-import { httpDate } from '../http/http-date.js';
 
 /** One-line bodies, keyed by status. */
 const ERROR_TEXT: Readonly<Record<number, string>> = {
@@ -27,43 +30,40 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   504: 'gateway timeout: the upstream did not answer in time',
 };
 
+/** The one-line body for `status` (without its newline). */
 export function errorText(status: number): string {
   return ERROR_TEXT[status] ?? (STATUS_CODES[status] ?? 'error').toLowerCase();
 }
 
+/** An answer the proxy writes itself, before the commit point. */
+export interface ProxyAnswer {
+  readonly status: number;
+  /** The one-line body, without its newline. Default: `errorText(status)`. */
+  readonly text?: string;
+  /** Headers that belong to this answer as a flat raw list: `Retry-After`, `WWW-Authenticate`, `Location`. */
+  readonly extraHeaders?: readonly string[];
+  /** Add `Connection: close`: the connection is closed after the answer. Default false. */
+  readonly shouldClose?: boolean;
+}
+
 /**
- * Sends `status` with its one-line body (`text\n`). Extra headers as a flat raw list.
- * `shouldClose` adds `Connection: close` so node closes the socket after the response.
- * Returns the body bytes written (for the access log).
+ * The error funnel: writes `answer` (`text\n` as `text/plain`, with its Content-Length) and ends
+ * the response. A response whose head was already written, or whose connection is gone, is
+ * destroyed instead (a client must not take a half-written response for a whole one). A HEAD
+ * request gets the head only.
+ * @returns the body bytes written (for the access log)
  */
-export function sendErrorResponse(
-  clientRes: ClientResponse,
-  status: number,
-  options: { extraHeaders?: readonly string[]; shouldClose?: boolean; text?: string } = {},
-): number {
+export function sendErrorResponse(clientRes: ClientResponse, answer: ProxyAnswer): number {
   if (clientRes.headersSent || clientRes.destroyed) {
     clientRes.destroy();
     return 0;
   }
-  const body = `${options.text ?? errorText(status)}\n`;
-  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(options.extraHeaders ?? [])];
-  if (options.shouldClose === true) headers.push('Connection', 'close');
+  const body = `${answer.text ?? errorText(answer.status)}\n`;
+  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(answer.extraHeaders ?? [])];
+  if (answer.shouldClose === true) headers.push('Connection', 'close');
   // The reason phrase is given: node's writeHead keeps the phrase of an earlier head it refused.
-  clientRes.writeHead(status, STATUS_CODES[status] ?? 'Error', headers);
+  clientRes.writeHead(answer.status, STATUS_CODES[answer.status] ?? 'Error', headers);
   const isHead = clientRes.req.method === 'HEAD';
   clientRes.end(isHead ? undefined : body);
   return isHead ? 0 : Buffer.byteLength(body);
-}
-
-/**
- * A complete raw HTTP/1.1 error response for a socket node:http could not parse a request from
- * (the server's `clientError` event): 400, 408 or 431, always followed by closing the connection.
- * Dated like every other answer (RFC 9110 §6.6.1).
- */
-export function rawErrorResponse(status: number): string {
-  const body = `${errorText(status)}\n`;
-  return (
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nDate: ${httpDate()}\r\nConnection: close\r\n\r\n${body}`
-  );
 }

@@ -98,19 +98,23 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
 
 /**
  * The header list to send to the client from the upstream's raw response headers: hop-by-hop ones
- * and those named by the upstream's `Connection` removed (except `Upgrade` on a 426), everything
- * else kept in order.
+ * and those named by the upstream's `Connection` removed, everything else kept in order. The
+ * exceptions: a 426 keeps `Upgrade` (it must say which protocol to upgrade to, RFC 9110
+ * §15.5.22), and a 101 keeps `Upgrade` and gets `Connection: upgrade` (RFC 9110 §7.8: the two
+ * headers that make the switch; nginx writes its 101 the same way), so `Connection: upgrade,
+ * X-Internal` does not let `X-Internal` through.
  */
 export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
   const named = connectionTokens(upstreamRawHeaders);
+  const isUpgradeKept = statusCode === 426 || statusCode === 101;
   const out: string[] = [];
   for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
     const name = upstreamRawHeaders[i]!;
     const lower = name.toLowerCase();
-    // A 426 must say which protocol to upgrade to (RFC 9110 §15.5.22), so its Upgrade header stays.
-    if (isHopByHop(lower, named) && !(statusCode === 426 && lower === 'upgrade')) continue;
+    if (isHopByHop(lower, named) && !(isUpgradeKept && lower === 'upgrade')) continue;
     out.push(name, upstreamRawHeaders[i + 1]!);
   }
+  if (statusCode === 101) out.push('Connection', 'upgrade');
   return out;
 }
 

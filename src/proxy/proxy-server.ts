@@ -6,7 +6,7 @@
  */
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
-import { openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
+import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { logLine } from '../log/process-log.js';
 import { Upstream } from '../upstream/upstream.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
@@ -14,7 +14,6 @@ import { Route, type RuntimeDeps } from './route.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
-import { handleUpgrade } from './upgrade-tunnel.js';
 import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
 import { Http1Server, type ServerAnswer } from '../http/http1-server.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
@@ -115,17 +114,13 @@ export class ProxyServer {
         close: () => accessLog.close(),
       },
       now: this.#deps.now,
-      upgradeSockets: new Set(),
-      unloggedUpgrades: new Set(),
+      tunnels: new Set(),
       isDraining: false,
     };
 
     const { server: s } = config;
     this.#http1 = new Http1Server({
       onRequest: (clientReq, clientRes, isExpectingContinue) => handleRequest(this.#context, clientReq, clientRes, isExpectingContinue),
-      // Until upgrades go through the request path: the tunnel of upgrade-tunnel.ts, given the
-      // socket as node's `upgrade` event gave it.
-      onUpgrade: (clientReq, socket, head) => handleUpgrade(this.#context, clientReq, socket, head),
       onAnswer: (socket, answer) => {
         if (this.#context.accessLog.isEnabled) logServerAnswer(this.#context, socket, answer);
       },
@@ -313,14 +308,15 @@ export class ProxyServer {
     clearTimeout(timer);
     if (!isDrained) {
       this.#http1.closeAllConnections();
-      for (const socket of this.#context.upgradeSockets) socket.destroy();
+      for (const tunnel of this.#context.tunnels) tunnel.destroy();
       await closed;
     }
     // A cut connection's requests log themselves when its socket emits 'close', which can come
     // after the server's own 'close': wait for them before the log closes.
     await Promise.all([...this.#clientSockets].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
     // A cut tunnel logs once its upstream side has closed too (bounded: a record must not hold up the exit).
-    await Promise.race([Promise.all(this.#context.unloggedUpgrades), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    const tunnelsClosed = [...this.#context.tunnels].map((tunnel) => tunnel.closed);
+    await Promise.race([Promise.all(tunnelsClosed), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await this.#pool.close();
     await this.#accessLog.close();
     return isDrained;
@@ -329,19 +325,7 @@ export class ProxyServer {
 
 /** An access-log line for an answer the server wrote itself (no request object exists). */
 function logServerAnswer(context: ProxyContext, socket: Socket, answer: ServerAnswer): void {
-  context.accessLog.write({
-    time: new Date(),
-    clientIp: normalizeClientIp(socket.remoteAddress),
-    user: undefined,
-    method: answer.method,
-    target: answer.target,
-    httpVersion: '1.1',
-    status: answer.status,
-    bytesSent: answer.bytesSent,
-    referer: undefined,
-    userAgent: undefined,
-    route: undefined,
-    attempts: [],
-    durationMs: 0,
-  });
+  const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
+  const outcome = { clientIp: normalizeClientIp(socket.remoteAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
+  context.accessLog.write(buildAccessLogRecord(request, outcome));
 }

@@ -7,14 +7,19 @@
  *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
  *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
  *   2. check the body limit against Content-Length                    → 413
- *   3. build the upstream header list (forward-headers.ts)
+ *   3. build the upstream header list (forward-headers.ts); an upgrade request keeps its
+ *      `Connection: upgrade` and `Upgrade`
  *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
  *      retry policy whether another upstream may be tried             → 502 / 503 / 504
  *   5. COMMIT POINT: the upstream's status and headers go to the client as soon as the upstream's
  *      head arrived (with the body bytes that came in the same read); from then on no error page
  *      can be sent, so a failure closes the client connection instead
- *   6. stream the response body with backpressure, then the trailers
- *   7. log the request once the client connection is done with it (access-log.ts)
+ *   6. stream the response body with backpressure, then the trailers — or, when the upstream
+ *      answered an upgrade request with 101 (as Go's `ServeHTTP` does, after the same round
+ *      trip), write the 101 and join the two sockets (upgrade-tunnel.ts)
+ *   7. log the request once the client connection is done with it, or the tunnel closed (access-log.ts)
+ *
+ * Every answer before the commit point goes through one function (error-response.ts).
  *
  * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
@@ -25,10 +30,11 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
-import type { AccessLog, AttemptLog } from './access-log.js';
+import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
 import { logLine } from '../log/process-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
+import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
@@ -36,7 +42,7 @@ import type { Route } from './route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
 import { UpstreamExchange, type BodySink } from './upstream-exchange.js';
-import type { ConnectionPool } from '../http/connection-pool.js';
+import type { UpstreamTransport } from '../http/connection-pool.js';
 import type { ResponseHead } from '../http/response-parser.js';
 import { formatTrace } from '../balancer/trace.js';
 import type { ServerConfig } from '../config/config.js';
@@ -48,19 +54,17 @@ export interface ProxyContext {
   /** Swapped by a reload. */
   router: Router<Route>;
   /** Keep-alive connections to the upstreams (src/http/connection-pool.ts). */
-  readonly pool: ConnectionPool;
+  readonly pool: UpstreamTransport;
   readonly accessLog: AccessLog;
   /** High-resolution clock in ms (durations). */
   readonly now: () => number;
   /** True once a graceful shutdown began: responses say `Connection: close`. */
   isDraining: boolean;
   /**
-   * Client sockets of upgrade requests (open tunnels included): node:http no longer counts them as
-   * its connections, so a shutdown that runs out of time must close them itself.
+   * Open tunnels (upgrade-tunnel.ts): their connections belong to no server any more, so a
+   * shutdown that runs out of time closes them itself, and waits for their log records (`closed`).
    */
-  readonly upgradeSockets: Set<Socket>;
-  /** Upgrade exchanges (tunnels included) not logged yet: a shutdown waits for their records. */
-  readonly unloggedUpgrades: Set<Promise<void>>;
+  readonly tunnels: Set<Tunnel>;
 }
 
 /** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
@@ -75,6 +79,8 @@ interface Exchange {
   route: Route | undefined;
   readonly attempts: AttemptLog[];
   bytesSent: number;
+  /** Set once a 101 joined the client to the upstream: the exchange is logged when it closes. */
+  tunnel: Tunnel | undefined;
 }
 
 /**
@@ -89,15 +95,20 @@ export function handleRequest(context: ProxyContext, clientReq: ClientRequest, c
     route: undefined,
     attempts: [],
     bytesSent: 0,
+    tunnel: undefined,
   };
   proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
     logLine(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}`);
-    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     else clientRes.destroy();
   });
   // Step 7, registered after proxyRequest's own 'close' listener: a client that leaves aborts the
-  // attempt first, so the record says how it ended.
-  if (context.accessLog.isEnabled) clientRes.once('close', () => logExchange(context, clientReq, clientRes, exchange));
+  // attempt first, so the record says how it ended. A tunnel logs itself when it closes.
+  if (context.accessLog.isEnabled) {
+    clientRes.once('close', () => {
+      if (exchange.tunnel === undefined) logExchange(context, clientReq, clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499, exchange);
+    });
+  }
 }
 
 async function proxyRequest(
@@ -115,6 +126,9 @@ async function proxyRequest(
     if (!clientRes.writableFinished) {
       isClientGone = true;
       current?.abort();
+      // Said here, not when the aborted attempt's rejection arrives: the record is written next.
+      const attemptLog = exchange.attempts.at(-1);
+      if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= 'PRX_CLIENT_ABORT';
     }
   });
 
@@ -125,32 +139,32 @@ async function proxyRequest(
   const problem = findRequestProblem(clientReq);
   const target = problem === undefined ? readRequestTarget(clientReq) : problem;
   if ('status' in target) {
-    exchange.bytesSent = sendErrorResponse(clientRes, target.status, { text: target.text, shouldClose: true });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: target.status, text: target.text, shouldClose: true });
     return;
   }
 
   // 1. Route, by both readings of the path (router.ts).
   const match = context.router.match(target);
   if (match.kind === 'none') {
-    exchange.bytesSent = sendErrorResponse(clientRes, 404);
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 404 });
     return;
   }
   if (match.kind === 'ambiguous' || match.kind === 'outside-pass-path') {
     const text = match.kind === 'ambiguous' ? AMBIGUOUS_PATH_TEXT : OUTSIDE_PASS_PATH_TEXT;
-    exchange.bytesSent = sendErrorResponse(clientRes, 400, { text, shouldClose: true });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 400, text, shouldClose: true });
     return;
   }
   const route = match.route;
   exchange.route = route;
   if (match.kind === 'redirect') {
-    exchange.bytesSent = sendErrorResponse(clientRes, 301, { text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 301, text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
     return;
   }
 
   // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
   if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
     if (isClientGone) return;
-    exchange.bytesSent = sendErrorResponse(clientRes, 401, { extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 401, extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
     return;
   }
 
@@ -160,10 +174,13 @@ async function proxyRequest(
   const maxBodySize = context.server.maxBodySize;
   const contentLength = Number(clientReq.headers['content-length'] ?? 0);
   if (maxBodySize > 0 && contentLength > maxBodySize) {
-    exchange.bytesSent = sendErrorResponse(clientRes, 413, { shouldClose: true });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
     return;
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
+  // An upgrade, as the server read the head (a request without a body that asks for one); the 101
+  // then hands the connection over (step 6).
+  const isUpgrade = clientReq.upgrade !== undefined;
   // Routed, allowed, not too large: invite the body. (Also without one: node keeps a connection
   // alive after an Expect request only when the 100 was sent.)
   if (isExpectingContinue) clientRes.writeContinue();
@@ -176,7 +193,7 @@ async function proxyRequest(
       isTrustedPeer,
       preserveHost: route.config.preserveHost,
       upstreamHost: upstream.config.hostHeader,
-      isUpgrade: false,
+      isUpgrade,
       dropAuthorization: route.config.authBasic !== undefined && !route.config.authForward,
       targetHost: target.targetHost,
     });
@@ -217,6 +234,7 @@ async function proxyRequest(
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
           isNewConnectionRequired: isRetry,
+          isUpgrade,
         });
         if (isRetry) attemptLog.error = 'stale connection, sent again';
         return current;
@@ -227,7 +245,7 @@ async function proxyRequest(
       attemptLog.error = failure.code;
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
-        exchange.bytesSent = sendErrorResponse(clientRes, 413, { shouldClose: true });
+        exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
         return;
       }
       lastError = failure;
@@ -255,7 +273,8 @@ async function proxyRequest(
 
     // 5. COMMIT POINT.
     try {
-      relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, traceHeader, context.isDraining, endActiveRequest);
+      if (upstreamHead.statusCode === 101) openTunnel(context, clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, route.config.readTimeoutMs, endActiveRequest);
+      else relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, traceHeader, context.isDraining || isUpgrade, endActiveRequest);
     } catch (error) {
       endActiveRequest(); // a bug past the commit point must not leave the counter up
       current!.abort();
@@ -267,7 +286,7 @@ async function proxyRequest(
   lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
   // A body left half-read cannot be skipped reliably: close the connection after the answer.
-  exchange.bytesSent = sendErrorResponse(clientRes, lastError.status, { extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
+  exchange.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
 }
 
 /**
@@ -319,7 +338,7 @@ function relayResponse(
   exchange: Exchange,
   attemptLog: AttemptLog,
   traceHeader: string | undefined,
-  isDraining: boolean,
+  isLastOnConnection: boolean,
   onDone: () => void,
 ): void {
   const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
@@ -329,10 +348,11 @@ function relayResponse(
   const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
   if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
-  // Close the client connection after this response when the proxy is shutting down, or when the
-  // upstream answered before the client finished sending its body (an early 413 or 401): that body
-  // will not be read to its end, so the connection cannot carry another request (nginx does the same).
-  if (isDraining || !clientReq.complete) headers.push('Connection', 'close');
+  // Close the client connection after this response when the proxy is shutting down, after an
+  // upgrade request that got no 101 (nginx does not reuse it either), or when the upstream
+  // answered before the client finished sending its body (an early 413 or 401): that body will not
+  // be read to its end, so the connection cannot carry another request (nginx does the same).
+  if (isLastOnConnection || !clientReq.complete) headers.push('Connection', 'close');
   // The upstream's Date passes through; a response without one gets the proxy's from the client
   // response (RFC 9110 §6.6.1), as Go's httputil and net/http do.
 
@@ -347,7 +367,7 @@ function relayResponse(
     upstreamExchange.abort();
     attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
     logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
-    exchange.bytesSent = sendErrorResponse(clientRes, 502, { shouldClose: true });
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     return;
   }
   // Body chunks are views of the upstream connection's read buffer (BodySink): the client response
@@ -385,6 +405,52 @@ function relayResponse(
   if (!hasBodyWrite && !isEnded) clientRes.flushHeaders();
 }
 
+/**
+ * Steps 5 and 6 for a 101 to an upgrade request: the 101 to the client (hop-by-hop headers removed,
+ * those its `Connection` names too; `Upgrade` and `Connection: upgrade` kept), then the client's
+ * socket joined to the upstream's (upgrade-tunnel.ts). The tunnel counts as an active request, and
+ * the exchange is logged, until both sockets are closed.
+ */
+function openTunnel(
+  context: ProxyContext,
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
+  upstreamHead: ResponseHead,
+  upstreamExchange: UpstreamExchange,
+  exchange: Exchange,
+  attemptLog: AttemptLog,
+  idleTimeoutMs: number,
+  onDone: () => void,
+): void {
+  const upstreamEnd = upstreamExchange.takeOverConnection();
+  if (upstreamEnd === undefined) {
+    // The upstream connection failed between its 101 and now: nothing went to the client yet.
+    onDone();
+    attemptLog.error = 'PRX_UPSTREAM_RESET';
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    return;
+  }
+  let clientEnd: { socket: Socket; head: Buffer };
+  try {
+    clientEnd = clientRes.switchProtocols(upstreamHead.statusMessage || 'Switching Protocols', buildClientResponseHeaders(upstreamHead.rawHeaders, 101));
+  } catch (error) {
+    onDone();
+    upstreamEnd.socket.destroy();
+    attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
+    logLine(`cannot relay the 101 of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    return;
+  }
+  const tunnel = new Tunnel(clientEnd, upstreamEnd, idleTimeoutMs, () => {
+    context.tunnels.delete(tunnel);
+    onDone();
+    exchange.bytesSent = tunnel.bytesFromUpstream;
+    if (context.accessLog.isEnabled) logExchange(context, clientReq, 101, exchange);
+  });
+  exchange.tunnel = tunnel;
+  context.tunnels.add(tunnel);
+}
+
 /** `[k, v, k, v]` → `[[k, v], [k, v]]`. */
 function pairs(raw: readonly string[]): [string, string][] {
   const out: [string, string][] = [];
@@ -410,30 +476,17 @@ function withBodyLimit(body: Readable, maxBodySize: number): Readable {
   return body.pipe(limiter);
 }
 
-function logExchange(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, exchange: Exchange): void {
-  const authorization = clientReq.headers.authorization;
-  context.accessLog.write({
-    time: new Date(),
-    clientIp: exchange.clientIp,
-    user: basicUserName(authorization),
-    method: clientReq.method ?? '-',
-    target: clientReq.url ?? '-',
-    httpVersion: clientReq.httpVersion,
-    status: clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499,
-    bytesSent: exchange.bytesSent,
-    referer: clientReq.headers.referer,
-    userAgent: clientReq.headers['user-agent'],
-    route: exchange.route?.name,
-    attempts: exchange.attempts,
-    durationMs: context.now() - exchange.startedAt,
-  });
+function logExchange(context: ProxyContext, clientReq: ClientRequest, status: number, exchange: Exchange): void {
+  const tunnel = exchange.tunnel;
+  context.accessLog.write(
+    buildAccessLogRecord(clientReq, {
+      clientIp: exchange.clientIp,
+      status,
+      bytesSent: exchange.bytesSent,
+      route: exchange.route?.name,
+      attempts: exchange.attempts,
+      durationMs: context.now() - exchange.startedAt,
+      tunnel: tunnel === undefined ? undefined : { bytesFromClient: tunnel.bytesFromClient, bytesFromUpstream: tunnel.bytesFromUpstream },
+    }),
+  );
 }
-
-/** The user name of a Basic Authorization header, for the log only (never the password). */
-function basicUserName(authorization: string | undefined): string | undefined {
-  if (authorization === undefined || !/^basic /i.test(authorization)) return undefined;
-  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  return colon > 0 ? decoded.slice(0, colon) : undefined;
-}
-

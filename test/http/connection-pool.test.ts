@@ -299,6 +299,32 @@ describe('ConnectionPool', () => {
     });
   }
 
+  it('an upgrade connection is new, half-open capable, never pooled, and detach hands its socket over without the pool listening', async () => {
+    const { upstream, pool } = await setUp();
+    const pooled = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    await roundTrip(pooled, 'GET', '/pooled');
+    pool.release(pooled);
+    const upgrade = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isForUpgrade: true });
+    assert.notEqual(upgrade.socket, pooled.socket, 'an upgrade never takes an idle connection');
+    assert.equal(upgrade.socket.allowHalfOpen, true, 'a FIN from the upstream must not end our writing half of a tunnel');
+    assert.equal((await roundTrip(upgrade, 'GET', '/once')).body, 'GET /once #2');
+    pool.release(upgrade); // an upgrade request answered without a 101: closed, not pooled
+    assert.equal(upgrade.socket.destroyed, true, 'got an upgrade connection kept, want it closed on release');
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+
+    const tunnel = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isForUpgrade: true });
+    const listeners = (): number[] => ['data', 'end', 'error', 'timeout', 'close'].map((event) => tunnel.socket.listenerCount(event));
+    const before = listeners();
+    const socket = pool.detach(tunnel);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 }, 'a detached connection is no longer the pool\'s');
+    const after = listeners();
+    assert.deepEqual(after, before.map((count) => count - 1), `got listeners ${after} after detach (${before} before), want the pool's one of each removed`);
+    await pool.close();
+    assert.equal(socket.destroyed, false, 'close() must leave a detached socket alone');
+    socket.destroy();
+    assert.throws(() => pool.detach(pooled), /only a connection made for an upgrade request can be detached/);
+  });
+
   it('close() destroys idle and in-use sockets and leaves no TCP handles', async () => {
     const tcpHandles = (): number => process.getActiveResourcesInfo().filter((name) => name === 'TCPSocketWrap').length;
     const before = tcpHandles();

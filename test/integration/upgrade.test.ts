@@ -2,13 +2,16 @@
  * Step 5, upgrade tunnelling (SPEC 5; RFC 9110 §7.8, RFC 6455 §4) through the real proxy: WebSocket
  * messages both ways over the joined raw sockets (test/helpers/websocket.ts is the backend and the
  * client), half-close crossing the tunnel, `read_timeout` as the idle limit, non-101 answers relayed
- * without leaking the upstream socket, tunnels counted as active requests by least-connections, and a
- * 101 the client never asked for turned into a 502.
+ * without leaking the upstream socket, tunnels counted as active requests by least-connections, a
+ * 101 the client never asked for turned into a 502, hop-by-hop headers of the 101 (those its
+ * Connection names too) kept from the client, and upgrade requests refused exactly as any request
+ * (they go through the same request path).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { Socket } from 'node:net';
+import { hashPassword } from '../../src/auth/password-hash.js';
 import { listenBackend, rawRequest, request, startRawBackend, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
 import {
   acceptValueFor,
@@ -491,4 +494,83 @@ test('an upgrade abandoned during the handshake is logged as 499', async (t) => 
   assert.equal(proxy.logs[0]!.status, 499);
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(proxy.logs.length, 1, 'exactly one line');
+});
+
+test("headers named in the 101's Connection (and the other hop-by-hop ones) do not reach the client; Upgrade and Connection: upgrade do", async (t) => {
+  const backend = await startRawBackend((socket) => {
+    let received = '';
+    const onData = (chunk: Buffer): void => {
+      received += chunk.toString('latin1');
+      if (!received.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      const key = /\r\nSec-WebSocket-Key: ([^\r\n]+)/i.exec(received)?.[1] ?? '';
+      socket.write(
+        'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade, X-Upstream-Secret\r\n' +
+          `X-Upstream-Secret: for the proxy only\r\nKeep-Alive: timeout=5\r\nSec-WebSocket-Accept: ${acceptValueFor(key)}\r\nX-End-To-End: kept\r\n\r\n`,
+      );
+    };
+    socket.on('data', onData);
+  });
+  const proxy = await startTestProxy(routeIni([backend.url]));
+  t.after(async () => {
+    await backend.close(); // closes the tunnel's upstream side, so the proxy can drain
+    await proxy.close();
+  });
+  const raw = await rawRequest(
+    proxy.port,
+    'GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    300,
+  );
+  const head = raw.text.slice(0, raw.text.indexOf('\r\n\r\n'));
+  const lines = head.split('\r\n');
+  assert.equal(lines[0], 'HTTP/1.1 101 Switching Protocols', `got ${JSON.stringify(lines[0])}`);
+  const names = lines.slice(1).map((line) => line.slice(0, line.indexOf(':')).toLowerCase());
+  assert.ok(!names.includes('x-upstream-secret'), `got ${JSON.stringify(head)}: a header the 101's Connection names must not reach the client`);
+  assert.ok(!names.includes('keep-alive'), `got ${JSON.stringify(head)}: Keep-Alive is hop-by-hop`);
+  assert.deepEqual(
+    lines.slice(1).filter((line) => /^(upgrade|connection):/i.test(line)),
+    ['Upgrade: websocket', 'Connection: upgrade'],
+    `got ${JSON.stringify(head)}, want the upgrade headers only`,
+  );
+  assert.ok(lines.includes(`Sec-WebSocket-Accept: ${acceptValueFor('dGhlIHNhbXBsZSBub25jZQ==')}`), `got ${JSON.stringify(head)}, want Sec-WebSocket-Accept kept`);
+  assert.ok(lines.includes('X-End-To-End: kept'), `got ${JSON.stringify(head)}, want end-to-end headers kept`);
+});
+
+test('an upgrade request is answered exactly as the same request without Upgrade: 404, 401, 502 (refused), 503 + Retry-After (all down), 504 (read_timeout), never 500', async (t) => {
+  const silent = await startRawBackend((socket) => socket.resume()); // reads, never answers
+  const proxy = await startTestProxy(
+    `[proxy.refused]\npath = /refused\npass = http://127.0.0.1:1\nmax_fails = 0\n` +
+      `[proxy.down]\npath = /down\npass = http://127.0.0.1:1 down\n` +
+      `[proxy.slow]\npath = /slow\npass = ${silent.url}\nread_timeout = 200ms\nmax_fails = 0\n` +
+      `[proxy.private]\npath = /private\npass = http://127.0.0.1:1\nauth_basic = Private\nauth_user = tom:${hashPassword('secret')}\n`,
+  );
+  t.after(async () => {
+    await proxy.close();
+    await silent.close();
+  });
+  const UPGRADE = 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
+  /** Status line, the headers that matter here, and the body. */
+  const answerOf = (text: string): string => {
+    const end = text.indexOf('\r\n\r\n');
+    const lines = text.slice(0, end).split('\r\n');
+    const kept = lines.slice(1).filter((line) => /^(content-type|content-length|retry-after|www-authenticate):/i.test(line));
+    return [lines[0], ...kept, text.slice(end + 4)].join('\n');
+  };
+  for (const [path, want] of [
+    ['/nowhere', 404],
+    ['/private', 401],
+    ['/refused', 502],
+    ['/down', 503],
+    ['/slow', 504],
+  ] as const) {
+    const plain = await rawRequest(proxy.port, `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
+    const upgrade = await rawRequest(proxy.port, `GET ${path} HTTP/1.1\r\nHost: h\r\n${UPGRADE}\r\n`);
+    assert.match(plain.text, new RegExp(`^HTTP/1\\.1 ${want} `), `${path} without Upgrade: got ${JSON.stringify(plain.text.slice(0, 30))}, want ${want}`);
+    assert.equal(answerOf(upgrade.text), answerOf(plain.text), `${path}: got the upgrade answered ${JSON.stringify(upgrade.text.slice(0, 30))}, want what the plain request got`);
+    assert.ok(upgrade.closedByServer, `${path}: the proxy must close the connection after refusing an upgrade`);
+    if (want === 503) assert.match(upgrade.text, /\r\nRetry-After: \d+\r\n/, `${path}: got no Retry-After on the upgrade's 503`);
+  }
+  await waitFor(() => proxy.logs.length === 10, 2000, 'ten access log records');
+  const upgradeStatuses = proxy.logs.filter((_r, i) => i % 2 === 1).map((r) => r.status);
+  assert.deepEqual(upgradeStatuses, [404, 401, 502, 503, 504], `got ${upgradeStatuses} in the upgrades' log records`);
 });

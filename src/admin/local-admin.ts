@@ -4,7 +4,7 @@
  * AdminServer over both. The cluster primary wires the same pieces differently (src/cluster).
  */
 import type { AdminConfig } from '../config/config.js';
-import type { Timers } from '../health/health-checker.js';
+import type { Timers } from '../timers.js';
 import type { ProxyServer } from '../proxy/proxy-server.js';
 import { AdminServer } from './admin-server.js';
 import { MetricsCollector } from './metrics-collector.js';

@@ -13,7 +13,7 @@
  */
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import { AdminRequestError, ConfigValueError } from '../errors.js';
-import type { Timers } from '../health/health-checker.js';
+import { systemTimers, type Timers } from '../timers.js';
 import { parsePassLine } from '../config/pass-line.js';
 import { InvalidValueError, parseDuration } from '../config/values.js';
 
@@ -56,10 +56,6 @@ interface LiveEntry extends RegistryEntry {
   readonly timer: unknown;
 }
 
-const globalTimers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
 
 export class UpstreamRegistry {
   readonly #target: RegistryTarget;
@@ -73,7 +69,7 @@ export class UpstreamRegistry {
   constructor(options: UpstreamRegistryOptions) {
     this.#target = options.target;
     this.#now = options.now ?? Date.now;
-    this.#timers = options.timers ?? globalTimers;
+    this.#timers = options.timers ?? systemTimers;
     this.#log = options.log ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
   }

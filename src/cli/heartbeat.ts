@@ -9,7 +9,7 @@
  *
  * Time is injected (`timers`), and `fetch` too, so tests drive it exactly.
  */
-import type { Timers } from '../health/health-checker.js';
+import { systemTimers, type Timers } from '../timers.js';
 
 export interface HeartbeatOptions {
   /** The admin listener's base URL, e.g. `http://127.0.0.1:9090`. */
@@ -43,15 +43,10 @@ export interface RunningHeartbeat {
   stop(): Promise<boolean>;
 }
 
-const globalTimers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
-
 /** Starts heartbeating. Never throws for network errors: they are logged and the next beat retries. */
 export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = {}): RunningHeartbeat {
   const doFetch = deps.fetch ?? fetch;
-  const timers = deps.timers ?? globalTimers;
+  const timers = deps.timers ?? systemTimers;
   const log = deps.log ?? (() => {});
   const endpoint = `${options.admin.replace(/\/+$/, '')}/routes/${encodeURIComponent(options.route)}/upstreams`;
   const headers: Record<string, string> = { 'content-type': 'application/json' };

@@ -26,12 +26,9 @@ import type { HealthCheckConfig, RouteConfig } from '../config/config.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from './probe.js';
 import { initialHealth, nextHealth, type RiseFallState } from './rise-fall.js';
+import { systemTimers, type Timers } from '../timers.js';
 
 /** The timer functions the checker uses; the global ones by default. Handles are opaque. */
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
 
 /** A route and the runtime upstreams to check for it. */
 export interface HealthCheckTarget {
@@ -68,10 +65,6 @@ interface Watch {
   inFlight: AbortController | undefined;
 }
 
-const globalTimers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
 
 export class HealthChecker {
   readonly #probe: ProbeFunction;
@@ -83,7 +76,7 @@ export class HealthChecker {
 
   constructor(options: HealthCheckerOptions) {
     this.#probe = options.probe ?? realProbe;
-    this.#timers = options.timers ?? globalTimers;
+    this.#timers = options.timers ?? systemTimers;
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? (() => {});
     this.update(options.routes);

@@ -26,12 +26,9 @@
  */
 import net from 'node:net';
 import { UpstreamConnectError, UpstreamTimeoutError } from '../errors.js';
+import { unrefTimers, type Timers } from '../timers.js';
 
 /** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
-export interface PoolTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
 
 /** Opens a TCP connection; `net.connect` by default, replaced in tests. */
 export type ConnectFunction = (options: net.TcpNetConnectOpts) => net.Socket;
@@ -43,7 +40,7 @@ export interface ConnectionPoolOptions {
   readonly idleTimeoutMs?: number;
   readonly connect?: ConnectFunction;
   /** Default: the global timers, unref'ed. */
-  readonly timers?: PoolTimers;
+  readonly timers?: Timers;
 }
 
 export interface AcquireOptions {
@@ -139,17 +136,6 @@ export class UpstreamConnection {
 /** Size of each connection's read buffer, bytes: node's own read size. */
 export const READ_BUFFER_BYTES = 64 * 1024;
 
-const DEFAULT_TIMERS: PoolTimers = {
-  setTimeout(callback, ms) {
-    const timer = setTimeout(callback, ms);
-    timer.unref();
-    return timer;
-  },
-  clearTimeout(handle) {
-    clearTimeout(handle as ReturnType<typeof setTimeout>);
-  },
-};
-
 /**
  * Keep-alive pool of upstream sockets, keyed by origin.
  *
@@ -162,7 +148,7 @@ export class ConnectionPool {
   private readonly maxIdlePerOrigin: number;
   private readonly idleTimeoutMs: number;
   private readonly connectFunction: ConnectFunction;
-  private readonly timers: PoolTimers;
+  private readonly timers: Timers;
 
   /** Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). */
   private readonly idle = new Map<string, UpstreamConnection[]>();
@@ -180,7 +166,7 @@ export class ConnectionPool {
     this.maxIdlePerOrigin = options.maxIdlePerOrigin ?? 256;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 4000;
     this.connectFunction = options.connect ?? net.connect;
-    this.timers = options.timers ?? DEFAULT_TIMERS;
+    this.timers = options.timers ?? unrefTimers;
   }
 
   /**

@@ -1,7 +1,9 @@
 /**
- * The byte classes of HTTP/1.1 message syntax (RFC 9110 §5.5 and §5.6.2, RFC 9112 §2.2), as
- * 256-entry lookup tables: the request and response parsers check each byte with one array read.
- * Also the one reading of a field line (RFC 9112 §5) that response heads and chunked trailers share.
+ * The one home of HTTP/1.1's token and field rules (RFC 9110 §5.5 and §5.6.2, RFC 9112 §2.2): as
+ * 256-entry lookup tables, so the request and response parsers check each byte with one array read,
+ * and as string tests for the writers (the request serializer, the response writer), which check
+ * every name and value they put on the wire. Also the one reading of a field line (RFC 9112 §5)
+ * that response heads and chunked trailers share.
  */
 
 export const CR = 0x0d;
@@ -60,4 +62,23 @@ export function parseFieldLine(line: string, into: string[], fail: (reason: stri
 /** A short, printable rendering of a line for error messages (at most 64 characters). */
 export function quoteLine(line: string): string {
   return JSON.stringify(line.slice(0, 64));
+}
+
+/** A method or field name: one or more tchar (RFC 9110 §5.6.2). */
+const TOKEN_STRING = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
+/** Anything outside HTAB / SP / VCHAR / obs-text: CTLs and DEL, and characters above latin1. */
+const INVALID_FIELD_STRING_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** True when `text` is a token (a method, a field name). */
+export function isToken(text: string): boolean {
+  return TOKEN_STRING.test(text);
+}
+
+/**
+ * True when `text` may not be sent as a field value or reason phrase: it holds a CR, LF, NUL or
+ * another control character, DEL, or a character that latin1 cannot encode (header splitting,
+ * RFC 9112 §11.2). Node's writers refuse the same set.
+ */
+export function hasInvalidFieldChar(text: string): boolean {
+  return INVALID_FIELD_STRING_CHAR.test(text);
 }

@@ -23,6 +23,7 @@
 import type { Socket } from 'node:net';
 import type { ClientResponse } from './client-exchange.js';
 import { STATUS_CODES } from 'node:http';
+import { hasInvalidFieldChar, isToken } from './field-bytes.js';
 import { httpDate } from './http-date.js';
 
 /** What a response needs from the connection it is written to. */
@@ -39,8 +40,6 @@ export interface ResponseConnection {
   releaseSocket(): Buffer;
 }
 
-const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
-const INVALID_FIELD_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 const CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 /** Queued output of at least this many bytes is written at once, in place; less is copied into one buffer at the end of the tick. */
@@ -107,7 +106,7 @@ export class Http1Response implements ClientResponse {
     const reason = hasReason ? statusMessageOrHeaders : (STATUS_CODES[statusCode] ?? 'unknown');
     const headers = (hasReason ? maybeHeaders : statusMessageOrHeaders) ?? [];
     if (statusCode < 100 || statusCode > 999) throw codedError(RangeError, 'ERR_HTTP_INVALID_STATUS_CODE', `Invalid status code: ${statusCode}`);
-    if (INVALID_FIELD_CHAR.test(reason)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
+    if (hasInvalidFieldChar(reason)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
     this.statusCode = statusCode;
     if (statusCode === 204 || statusCode === 304 || statusCode < 200) this.#hasBody = false;
 
@@ -121,8 +120,8 @@ export class Http1Response implements ClientResponse {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      if (!TOKEN.test(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
-      if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
+      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
       head += `${name}: ${value}\r\n`;
       if (name.length < 4 || name.length > 17) continue;
       switch (name.toLowerCase()) {
@@ -227,8 +226,8 @@ export class Http1Response implements ClientResponse {
 
   addTrailers(trailers: [string, string][]): void {
     for (const [name, value] of trailers) {
-      if (!TOKEN.test(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Trailer name must be a valid HTTP token ["${name}"]`);
-      if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in trailer content ["${name}"]`);
+      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Trailer name must be a valid HTTP token ["${name}"]`);
+      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in trailer content ["${name}"]`);
       this.#trailers += `${name}: ${value}\r\n`;
     }
   }
@@ -245,13 +244,13 @@ export class Http1Response implements ClientResponse {
    */
   switchProtocols(statusMessage: string, headers: string[]): { socket: Socket; head: Buffer } {
     if (this.#head !== undefined) throw codedError(Error, 'ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
-    if (INVALID_FIELD_CHAR.test(statusMessage)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
+    if (hasInvalidFieldChar(statusMessage)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
     let head = `HTTP/1.1 101 ${statusMessage}\r\n`;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      if (!TOKEN.test(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
-      if (INVALID_FIELD_CHAR.test(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
+      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
       head += `${name}: ${value}\r\n`;
     }
     this.#head = `${head}\r\n`;

@@ -13,11 +13,8 @@
  * socket.write(body); socket.uncork()` becomes one writev.
  */
 import { BadRequestError } from '../errors.js';
+import { hasInvalidFieldChar, isToken } from './field-bytes.js';
 
-/** tchar (RFC 9110 5.6.2): what a method or a field name may contain. */
-const TOKEN = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
-/** Anything outside HTAB / SP / VCHAR / obs-text (node:http's checkInvalidHeaderChar, same set). */
-const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 /** request-target: visible ASCII and obs-text, no space or control (RFC 9112 3.2). */
 const VALID_TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 
@@ -35,15 +32,15 @@ const VALID_TARGET = /^[\x21-\x7e\x80-\xff]+$/;
  *   guards header values the proxy builds from client input.)
  */
 export function serializeRequestHead(method: string, path: string, rawHeaders: readonly string[]): Buffer {
-  if (!TOKEN.test(method)) throw new BadRequestError(`invalid request method ${JSON.stringify(method)}`);
+  if (!isToken(method)) throw new BadRequestError(`invalid request method ${JSON.stringify(method)}`);
   if (!VALID_TARGET.test(path)) throw new BadRequestError(`invalid request target ${JSON.stringify(path)}`);
   if (rawHeaders.length % 2 !== 0) throw new BadRequestError('rawHeaders must hold name, value pairs');
   let head = `${method} ${path} HTTP/1.1\r\n`;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
     const value = rawHeaders[i + 1] as string;
-    if (!TOKEN.test(name)) throw new BadRequestError(`invalid header name ${JSON.stringify(name)}`);
-    if (INVALID_VALUE_CHAR.test(value)) throw new BadRequestError(`invalid character in header ${name}`);
+    if (!isToken(name)) throw new BadRequestError(`invalid header name ${JSON.stringify(name)}`);
+    if (hasInvalidFieldChar(value)) throw new BadRequestError(`invalid character in header ${name}`);
     head += `${name}: ${value}\r\n`;
   }
   head += '\r\n';

@@ -5,16 +5,17 @@
  * `shutdown_timeout`).
  */
 import type { AddressInfo, Server, Socket } from 'node:net';
-import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
+import type { Config, UpstreamConfig } from '../config/config.js';
 import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { logLine } from '../log/process-log.js';
-import { Upstream } from '../upstream/upstream.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
-import { Route, type RuntimeDeps } from './route.js';
+import type { Route, RuntimeDeps } from './route.js';
+import { RouteTable } from './route-table.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool } from '../http/connection-pool.js';
-import { HealthChecker, type HealthCheckTarget, type Timers } from '../health/health-checker.js';
+import { HealthChecker, type HealthCheckTarget } from '../health/health-checker.js';
+import type { Timers } from '../timers.js';
 import { Http1Server, type ServerAnswer } from '../http/http1-server.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../health/probe.js';
 
@@ -53,8 +54,8 @@ export type ExchangeObserver = (record: AccessLogRecord) => void;
 export class ProxyServer {
   /** The listening socket (node:net); every connection is served by `#http1`. */
   readonly server: Server;
-  #config: Config;
-  #routes: readonly Route[];
+  /** The routes and their upstreams' runtime state; reload and the registry change it. */
+  readonly #table: RouteTable;
   /**
    * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
    * one for the server's life: a reload or a registry change updates its targets.
@@ -68,8 +69,6 @@ export class ProxyServer {
   readonly #probeObservers = new Set<ProbeObserver>();
   readonly #probe: ProbeFunction;
   readonly #isHealthCheckDisabled: boolean;
-  /** Upstreams added at run time by the admin registry, per route name; they survive reloads. */
-  readonly #registered = new Map<string, readonly UpstreamConfig[]>();
   readonly #context: ProxyContext;
   /** The HTTP/1.1 connection loops of the listener's connections (src/http/http1-server.ts). */
   readonly #http1: Http1Server;
@@ -77,9 +76,8 @@ export class ProxyServer {
   readonly #clientSockets = new Set<Socket>();
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
-    this.#config = config;
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
-    this.#routes = config.routes.map((routeConfig) => new Route(routeConfig, this.#deps));
+    this.#table = new RouteTable(config, this.#deps);
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
     this.#probe = async (upstream, check, probeOptions) => {
@@ -101,7 +99,7 @@ export class ProxyServer {
     const observers = this.#observers;
     this.#context = {
       server: config.server,
-      router: new Router(this.#routes),
+      router: new Router(this.#table.routes),
       pool: this.#pool,
       accessLog: {
         get isEnabled() {
@@ -139,12 +137,12 @@ export class ProxyServer {
   }
 
   get config(): Config {
-    return this.#config;
+    return this.#table.config;
   }
 
   /** The routes now in force, in file order. */
   get routes(): readonly Route[] {
-    return this.#routes;
+    return this.#table.routes;
   }
 
   /** What the server side did so far: requests read, client connections served now (tests and diagnostics). */
@@ -170,7 +168,7 @@ export class ProxyServer {
 
   /** The upstreams the admin registry added to `routeName` (see `setRegisteredUpstreams`). */
   registeredUpstreams(routeName: string): readonly UpstreamConfig[] {
-    return this.#registered.get(routeName) ?? [];
+    return this.#table.registeredUpstreams(routeName);
   }
 
   /**
@@ -183,34 +181,7 @@ export class ProxyServer {
    * the config is remembered and applied if a reload brings the route.
    */
   setRegisteredUpstreams(routeName: string, configs: readonly UpstreamConfig[]): void {
-    if (configs.length === 0) this.#registered.delete(routeName);
-    else this.#registered.set(routeName, [...configs]);
-    const index = this.#routes.findIndex((route) => route.name === routeName);
-    const old = this.#routes[index];
-    const routeConfig = this.#config.routes.find((route) => route.name === routeName);
-    if (old === undefined || routeConfig === undefined) return;
-    const previous = new Map(old.upstreams.map((upstream) => [upstream.origin, upstream]));
-    const route = this.#buildRoute(routeConfig, (origin) => previous.get(origin));
-    const routes = [...this.#routes];
-    routes[index] = route;
-    this.#routes = routes;
-    this.#context.router = new Router(routes);
-    this.#healthChecker.update(this.#healthTargets());
-  }
-
-  /** A route from its config plus its registered upstreams, reusing `previous(origin)` objects. */
-  #buildRoute(routeConfig: RouteConfig, previous: (origin: string) => Upstream | undefined): Route {
-    const registered = this.registeredUpstreams(routeConfig.name).filter(
-      (candidate) => !routeConfig.upstreams.some((configured) => configured.origin === candidate.origin),
-    );
-    const config = registered.length === 0 ? routeConfig : { ...routeConfig, upstreams: [...routeConfig.upstreams, ...registered] };
-    const upstreams = config.upstreams.map((upstreamConfig) => {
-      const old = previous(upstreamConfig.origin);
-      if (old === undefined) return new Upstream(upstreamConfig, routeConfig.name);
-      old.reconfigure(upstreamConfig);
-      return old;
-    });
-    return new Route(config, this.#deps, upstreams);
+    if (this.#table.setRegistered(routeName, configs)) this.#routesChanged();
   }
 
   /**
@@ -223,46 +194,35 @@ export class ProxyServer {
    * `listen` need a restart.
    */
   reload(config: Config): ReloadSummary {
-    const previous = new Map<string, Upstream>();
-    for (const route of this.#routes) for (const upstream of route.upstreams) previous.set(`${route.name} ${upstream.origin}`, upstream);
-    let kept = 0;
-    const routes = config.routes.map((routeConfig) =>
-      this.#buildRoute(routeConfig, (origin) => {
-        const old = previous.get(`${routeConfig.name} ${origin}`);
-        if (old !== undefined) {
-          previous.delete(`${routeConfig.name} ${origin}`);
-          kept++;
-        }
-        return old;
-      }),
-    );
-    const added = routes.reduce((n, r) => n + r.upstreams.length, 0) - kept;
     const warnings: string[] = [];
-    const before = this.#config.server;
-    if (before.listen.host !== config.server.listen.host || before.listen.port !== config.server.listen.port) {
+    const before = this.#table.config;
+    if (before.server.listen.host !== config.server.listen.host || before.server.listen.port !== config.server.listen.port) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
     // What needs a restart, compared without the parts a reload does apply or that are only places.
     const restartOnly = (server: Config['server']): string =>
       JSON.stringify({ ...server, listen: 0, trustedProxies: 0, accessLogPlace: 0 });
-    if (restartOnly(before) !== restartOnly(config.server)) {
+    if (restartOnly(before.server) !== restartOnly(config.server)) {
       warnings.push('[server] settings other than trusted_proxies take effect only after a restart');
     }
-    if (JSON.stringify(this.#config.admin) !== JSON.stringify(config.admin)) {
+    if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');
     }
+    const change = this.#table.reload(config);
+    this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };
+    this.#routesChanged();
+    return { ...change, warnings };
+  }
 
-    this.#config = config;
-    this.#routes = routes;
-    this.#context.router = new Router(routes);
-    this.#context.server = { ...before, trustedProxies: config.server.trustedProxies };
+  /** The request path routes by the new table, and the health checker watches its upstreams. */
+  #routesChanged(): void {
+    this.#context.router = new Router(this.#table.routes);
     this.#healthChecker.update(this.#healthTargets());
-    return { kept, added, removed: previous.size, warnings };
   }
 
   /** What the health checker watches: every route now in force with its runtime upstreams. */
   #healthTargets(): HealthCheckTarget[] {
-    return this.#routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
+    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
   }
 
   /**

@@ -10,13 +10,14 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { ConnectionPool, type PoolTimers, type UpstreamConnection } from '../../src/http/connection-pool.js';
+import { ConnectionPool, type UpstreamConnection } from '../../src/http/connection-pool.js';
+import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/http/response-parser.js';
 import { serializeRequestHead } from '../../src/http/request-head.js';
 import { UpstreamConnectError, UpstreamTimeoutError } from '../../src/errors.js';
 
 /** Timers that only fire when the test says so. */
-class ManualTimers implements PoolTimers {
+class ManualTimers implements Timers {
   private readonly pending = new Map<number, { callback: () => void; ms: number }>();
   private nextId = 1;
   setTimeout(callback: () => void, ms: number): unknown {

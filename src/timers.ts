@@ -1,0 +1,24 @@
+/**
+ * The one timer interface every scheduled part of the proxy takes (health checks, the upstream
+ * connection pool, the admin registry, the heartbeat client), so tests drive time with a fake clock
+ * instead of sleeping (test/helpers/health-fakes.ts `FakeTimers`).
+ */
+
+/** `setTimeout` / `clearTimeout` in the shape of node's globals; a handle is whatever `setTimeout` returned. */
+export interface Timers {
+  /** Calls `callback` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** node's own timers. */
+export const systemTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** node's own timers, `unref()`ed: a pending one never keeps the process alive. */
+export const unrefTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: systemTimers.clearTimeout,
+};

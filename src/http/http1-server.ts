@@ -50,13 +50,12 @@
 import net from 'node:net';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ClientAbortError, ClientTimeoutError } from '../errors.js';
 import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
 import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
-import { httpDate } from './http-date.js';
+import { writeTextAnswer } from './text-answer.js';
 import { LF } from './field-bytes.js';
 import { parseRequestHead, type RequestHead, type RequestLimits } from './request-parser.js';
 
@@ -259,7 +258,7 @@ export class Http1Connection implements ResponseConnection {
     this.#response = undefined;
     const request = this.#request;
     this.#request = undefined;
-    if (this.#state === State.Gone) return;
+    if (this.#state === State.Gone || this.#state === State.Lingering) return; // closing already (see #answer)
     if (this.#state === State.Body || this.#state === State.Broken) {
       // The body was not read to its end (an early answer, a failed body): the connection is mid-request.
       this.#decoder = undefined;
@@ -472,14 +471,12 @@ export class Http1Connection implements ResponseConnection {
    * Date — then closes (lingering). `head`: the request it answers, when one was read.
    */
   #answer(status: number, reason: string, head?: RequestHead): void {
-    const body = `${reason}\n`;
-    const bodyBytes = Buffer.byteLength(body);
-    this.socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${bodyBytes}\r\n` +
-        `Date: ${httpDate()}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    // Written through the same writer and answer shape as every other answer; `end` hands it to
+    // the socket at once, and the connection lingers from here (its later finish changes nothing).
+    const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
+    const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true });
     this.#linger();
-    this.#server.options.onAnswer(this.socket, { status, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent: bodyBytes });
+    this.#server.options.onAnswer(this.socket, { status, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
   }
 
   /** nginx's lingering close (see the file comment): FIN now, read and drop until the client closes, LINGER_MS or LINGER_MAX_BYTES. */

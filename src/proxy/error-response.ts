@@ -10,6 +10,7 @@
  * connection instead (see request-path.ts).
  */
 import type { ClientResponse } from '../http/client-exchange.js';
+import { writeTextAnswer } from '../http/text-answer.js';
 import { STATUS_CODES } from 'node:http';
 
 /** One-line bodies, keyed by status. */
@@ -58,12 +59,5 @@ export function sendErrorResponse(clientRes: ClientResponse, answer: ProxyAnswer
     clientRes.destroy();
     return 0;
   }
-  const body = `${answer.text ?? errorText(answer.status)}\n`;
-  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), ...(answer.extraHeaders ?? [])];
-  if (answer.shouldClose === true) headers.push('Connection', 'close');
-  // The reason phrase is given: node's writeHead keeps the phrase of an earlier head it refused.
-  clientRes.writeHead(answer.status, STATUS_CODES[answer.status] ?? 'Error', headers);
-  const isHead = clientRes.req.method === 'HEAD';
-  clientRes.end(isHead ? undefined : body);
-  return isHead ? 0 : Buffer.byteLength(body);
+  return writeTextAnswer(clientRes, answer.status, answer.text ?? errorText(answer.status), answer);
 }

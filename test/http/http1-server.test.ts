@@ -123,7 +123,7 @@ describe('Http1Server timeouts (fake clock, checkTimeouts called by hand)', () =
     h.http1.checkTimeouts();
     assert.deepEqual(h.answers.map((bad) => bad.status), [408], `got ${JSON.stringify(h.answers.map((bad) => bad.status))} at 1000 ms, want one 408`);
     await until(() => client.isClosed(), 'the close after the 408');
-    assert.match(client.text(), /^HTTP\/1\.1 408 Request Timeout\r\n[^]*\r\nConnection: close\r\n\r\nrequest timeout/);
+    assert.match(client.text(), /^HTTP\/1\.1 408 Request Timeout\r\n[^]*\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\nrequest timeout/);
     await until(() => h.http1.size === 0, 'the server to let go of the connection');
     h.now += 10_000;
     h.http1.checkTimeouts();
@@ -572,7 +572,7 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
       const client = await connect(h.port);
       client.socket.write(bytes);
       await until(() => client.isClosed(), 'the close');
-      assert.match(client.text(), new RegExp(`^HTTP/1\\.1 ${status} [^\\r\\n]+\\r\\nContent-Type: text/plain; charset=utf-8\\r\\nContent-Length: \\d+\\r\\nDate: [^\\r\\n]+ GMT\\r\\nConnection: close\\r\\n\\r\\n[^\\n]+\\n$`), `got ${JSON.stringify(client.text())}`);
+      assert.match(client.text(), new RegExp(`^HTTP/1\\.1 ${status} [^\\r\\n]+\\r\\nContent-Type: text/plain; charset=utf-8\\r\\nContent-Length: \\d+\\r\\nConnection: close\\r\\nDate: [^\\r\\n]+ GMT\\r\\n\\r\\n[^\\n]+\\n$`), `got ${JSON.stringify(client.text())}`);
       assert.deepEqual(h.answers.map((answer) => answer.status), [status]);
       assert.equal(h.requests.length, 0, 'nothing reaches the handler');
     });

@@ -634,7 +634,7 @@ describe('timeouts on real sockets: header_timeout and keepalive_timeout', { con
   test('a connection that sends nothing gets 408 after header_timeout, and a log line', async () => {
     const logged = proxy.logs.length;
     const result = await closing(async () => {});
-    assert.match(result.text, /^HTTP\/1\.1 408 Request Timeout\r\n[^]*\r\nDate: <date>\r\nConnection: close\r\n\r\n[^\n]+\n$/, `got ${JSON.stringify(result.text)}`);
+    assert.match(result.text, /^HTTP\/1\.1 408 Request Timeout\r\n[^]*\r\nConnection: close\r\nDate: <date>\r\n\r\n[^\n]+\n$/, `got ${JSON.stringify(result.text)}`);
     assert.ok(result.closedAfterMs >= 150, `closed after ${result.closedAfterMs} ms, want about 200`);
     await waitFor(() => proxy.logs.slice(logged).some((record) => record.status === 408), 1000, 'the log line');
     const record = proxy.logs.slice(logged).find((r) => r.status === 408)!;

@@ -258,7 +258,8 @@ export class FastLaneConnection implements ResponseConnection {
       this.#awaitRest(bytes);
       return;
     }
-    if (parse.kind === 'invalid' || !isSimpleHead(parse.head)) {
+    // empty lines before the request line (skipped by the parser) are node's, as before
+    if (parse.kind === 'invalid' || bytes[0] === LF || bytes[0] === 0x0d /* CR */ || !isSimpleHead(parse.head)) {
       this.#readOtherHead(bytes);
       return;
     }

@@ -172,7 +172,7 @@ export function parseRequestHead(buffer: Buffer, start: number, limits: RequestL
     else if (byte !== CR) break;
     else if (lineStart + 1 >= buffer.length) return INCOMPLETE;
     else if (buffer[lineStart + 1] === LF) lineStart += 2;
-    else return invalid(400, 'bare CR before the request line');
+    else return invalid(400, 'bad request: bare CR before the request line');
     if (lineStart - start > maxHeadBytes) return HEAD_TOO_LARGE;
   }
   const limit = Math.min(buffer.length, lineStart + maxHeadBytes);

@@ -192,7 +192,8 @@ export class ChunkedDecoder implements BodyDecoder {
     }
     if (i === 0) throw this.#fail(`invalid chunk size line ${quoteLine(line)}`);
     if (i > MAX_CHUNK_SIZE_DIGITS || size > Number.MAX_SAFE_INTEGER) throw this.#fail('chunk size too large');
-    if (i < line.length && !isChunkExtensions(line, i)) throw this.#fail(`invalid chunk extension in ${quoteLine(line)}`);
+    const extensionFault = i < line.length ? chunkExtensionFault(line, i) : undefined;
+    if (extensionFault !== undefined) throw this.#fail(`${extensionFault} in ${quoteLine(line)}`);
     if (size === 0) {
       this.#state = 'trailer-line';
       this.#lineBudget = this.#maxLineBytes;
@@ -209,40 +210,43 @@ export class ChunkedDecoder implements BodyDecoder {
   }
 }
 
-/** Whether `line[i…]` is `1*( ";" token [ "=" ( token / quoted-string ) ] )`. */
-function isChunkExtensions(line: string, i: number): boolean {
+/**
+ * What is wrong with the chunk extensions `line[i…]`, which must be
+ * `1*( ";" token [ "=" ( token / quoted-string ) ] )`; undefined when nothing is.
+ */
+function chunkExtensionFault(line: string, i: number): string | undefined {
   while (i < line.length) {
-    if (line.charCodeAt(i) !== SEMICOLON) return false;
+    if (line.charCodeAt(i) !== SEMICOLON) return 'invalid byte in a chunk size or chunk extension';
     i++;
     const nameStart = i;
     while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
-    if (i === nameStart) return false;
+    if (i === nameStart) return 'chunk extension without a name';
     if (i === line.length || line.charCodeAt(i) === SEMICOLON) continue;
-    if (line.charCodeAt(i) !== EQUALS) return false;
+    if (line.charCodeAt(i) !== EQUALS) return 'invalid byte in a chunk extension';
     i++;
     if (line.charCodeAt(i) === DQUOTE) {
       i++;
       for (;;) {
-        if (i >= line.length) return false; // unterminated quoted-string
+        if (i >= line.length) return 'unterminated quoted chunk extension value';
         const code = line.charCodeAt(i);
         if (code === DQUOTE) {
           i++;
           break;
         }
         if (code === BACKSLASH) {
-          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line.charCodeAt(i + 1)] === 0) return false;
+          if (i + 1 >= line.length || IS_QUOTED_PAIR_CHAR[line.charCodeAt(i + 1)] === 0) return 'invalid quoted-pair in a chunk extension';
           i += 2;
         } else if (IS_QDTEXT[code] === 1) {
           i++;
         } else {
-          return false;
+          return 'invalid byte in a quoted chunk extension value';
         }
       }
     } else {
       const valueStart = i;
       while (i < line.length && IS_TOKEN[line.charCodeAt(i)] === 1) i++;
-      if (i === valueStart) return false;
+      if (i === valueStart) return 'chunk extension with an empty value';
     }
   }
-  return true;
+  return undefined;
 }

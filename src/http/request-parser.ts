@@ -23,6 +23,8 @@
  * | version `HTTP/2.0`, `HTTP/0.9`, `HTTP/3` … (another major)                 | 505    |
  * | Transfer-Encoding with a coding before the final `chunked` (`gzip, chunked`) | 501  |
  * | a request line other than `token SP 1*VCHAR SP HTTP-version CRLF`         | 400    |
+ * | a target of none of the forms: `/…`, `scheme://…`, `*`; for CONNECT only and always `host:port` | 400 |
+ * | a byte ≥ 0x80 in the target (clients percent-encode)                       | 400    |
  * | bare CR, bare LF, obs-fold, whitespace before the colon or the first field | 400   |
  * | a field name that is not a token, a field value byte that is a control (NUL, ESC, DEL) | 400 |
  * | a Content-Length that is not 1*DIGIT, above 2^53 - 1, or repeated (even equal) | 400 |
@@ -102,8 +104,17 @@ const HEAD_TOO_LARGE: RequestHeadParse = Object.freeze({ kind: 'invalid', status
 const NO_BODY: BodyFraming = Object.freeze({ kind: 'none' });
 const CHUNKED: BodyFraming = Object.freeze({ kind: 'chunked' });
 
+const SPACES_IN_LINE = 'bad request: request line parts not separated by exactly one space';
 const COMMA = 0x2c;
 const ZERO = 0x30;
+const SLASH = 0x2f;
+const ASTERISK = 0x2a;
+const CONNECT = Buffer.from('CONNECT', 'latin1');
+const SCHEME_END = Buffer.from('://', 'latin1');
+/** ALPHA / DIGIT / `+` / `-` / `.`: the bytes of a URI scheme after its first letter (RFC 3986 §3.1). */
+const IS_SCHEME_CHAR = byteTable((b) => (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x2b || b === 0x2d || b === 0x2e);
+/** What an authority-form may hold besides its port: reg-name, IP literal and IPv4 bytes (RFC 3986 §3.2.2). */
+const IS_AUTHORITY_CHAR = byteTable((b) => IS_SCHEME_CHAR[b] === 1 || "_~!$&'()*,;=%[]:".includes(String.fromCharCode(b)));
 
 /** A request-target byte: 1 for VCHAR, 2 for obs-text (refused after the version is judged), 0 for SP, controls and DEL. */
 const TARGET_BYTE = byteTable((b) => b > SP && b !== 0x7f);
@@ -125,20 +136,12 @@ const CONTINUE_100 = Buffer.from('100-continue', 'latin1');
  * start, name end, value start, value end. Reused by every call (safe: a call runs to completion
  * synchronously); grown when a head has more fields.
  */
-let fieldOffsets = new Int32Array(4 * 64);
+let fieldOffsets: Int32Array = new Int32Array(4 * 128);
 
-/** What the fields said, gathered during the pass (one object reused, like the scratch space). */
-const fields = {
-  contentLength: -1,
-  /** Bit set of {@link TE_CHUNKED_LAST} etc. over all Transfer-Encoding fields; 0 when none. */
-  transferEncoding: 0,
-  hasClose: false,
-  hasKeepAlive: false,
-  hasUpgradeToken: false,
-  isExpectingContinue: false,
-  /** Field indexes of the Upgrade fields, or undefined when none. */
-  upgradeFields: undefined as number[] | undefined,
-};
+// Connection options, as bits.
+const CONNECTION_CLOSE = 1;
+const CONNECTION_KEEP_ALIVE = 2;
+const CONNECTION_UPGRADE = 4;
 
 // Transfer-Encoding, as bits: present; the last coding is chunked; chunked came twice or before another coding; another coding.
 const TE_PRESENT = 1;
@@ -169,7 +172,7 @@ export function parseRequestHead(buffer: Buffer, start: number, limits: RequestL
     else if (byte !== CR) break;
     else if (lineStart + 1 >= buffer.length) return INCOMPLETE;
     else if (buffer[lineStart + 1] === LF) lineStart += 2;
-    else return invalid(400, 'bare CR before the request line');
+    else return invalid(400, 'bad request: bare CR before the request line');
     if (lineStart - start > maxHeadBytes) return HEAD_TOO_LARGE;
   }
   const limit = Math.min(buffer.length, lineStart + maxHeadBytes);
@@ -194,7 +197,7 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
   const targetEnd = pos;
   if (targetEnd - targetStart > maxTargetBytes) return invalid(414, 'request-target too long');
   if (pos >= limit) return outOfBytes;
-  if (targetEnd === targetStart) return invalid(400, 'bad request: empty request-target');
+  if (targetEnd === targetStart) return invalid(400, buffer[pos] === SP ? SPACES_IN_LINE : 'bad request: empty request-target');
   if (buffer[pos] !== SP) {
     return invalid(400, buffer[pos] === CR || buffer[pos] === LF ? 'bad request: no HTTP version' : 'bad request: invalid byte in the request-target');
   }
@@ -202,7 +205,10 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
   while (pos < limit && TARGET_BYTE[buffer[pos] as number] !== 0) pos++;
   if (pos >= limit) return outOfBytes;
   const versionEnd = pos;
-  if (buffer[pos] !== CR) return invalid(400, buffer[pos] === LF ? 'bad request: bare LF in the request line' : 'bad request: invalid request line');
+  if (buffer[pos] !== CR) {
+    if (buffer[pos] === SP) return invalid(400, SPACES_IN_LINE);
+    return invalid(400, buffer[pos] === LF ? 'bad request: bare LF in the request line' : 'bad request: invalid request line');
+  }
   if (pos + 1 >= limit) return outOfBytes;
   if (buffer[pos + 1] !== LF) return invalid(400, 'bad request: bare CR in the request line');
   pos += 2;
@@ -212,15 +218,23 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
   }
   const httpVersion = verdict.kind === 'served' ? verdict.httpVersion : '1.1';
   if (targetBytes > 1) return invalid(400, 'bad request: non-ASCII byte in the request-target');
+  const isConnect = methodEnd - start === CONNECT.length && isBytesAt(buffer, start, CONNECT);
+  if (isConnect) {
+    if (!isAuthorityForm(buffer, targetStart, targetEnd)) return invalid(400, 'bad request: CONNECT needs an authority-form target (host:port)');
+  } else if (buffer[targetStart] !== SLASH && !isAsteriskOrAbsoluteForm(buffer, targetStart, targetEnd)) {
+    return invalid(400, 'bad request: invalid request-target');
+  }
 
   // ---- field lines: name ":" OWS value OWS CRLF (RFC 9112 §5), then the empty line ----
-  fields.contentLength = -1;
-  fields.transferEncoding = 0;
-  fields.hasClose = false;
-  fields.hasKeepAlive = false;
-  fields.hasUpgradeToken = false;
-  fields.isExpectingContinue = false;
-  fields.upgradeFields = undefined;
+  let contentLength = -1;
+  /** Bits of {@link TE_PRESENT} etc. over all Transfer-Encoding fields; 0 when none. */
+  let transferEncoding = 0;
+  /** Bits of {@link CONNECTION_CLOSE} etc. over all Connection fields. */
+  let connection = 0;
+  let isExpectingContinue = false;
+  /** Field indexes of the Upgrade fields, or undefined when none. */
+  let upgradeFields: number[] | undefined;
+  let offsets = fieldOffsets;
   let fieldCount = 0;
   for (;;) {
     if (pos >= limit) return outOfBytes;
@@ -254,42 +268,41 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
     switch (nameEnd - nameStart) {
       case 6:
         if (isNameAt(buffer, nameStart, EXPECT) && valueEnd - valueStart === CONTINUE_100.length && isNameAt(buffer, valueStart, CONTINUE_100)) {
-          fields.isExpectingContinue = true;
+          isExpectingContinue = true;
         }
         break;
       case 7:
-        if (isNameAt(buffer, nameStart, UPGRADE)) (fields.upgradeFields ??= []).push(fieldCount);
+        if (isNameAt(buffer, nameStart, UPGRADE)) (upgradeFields ??= []).push(fieldCount);
         break;
       case 10:
-        if (isNameAt(buffer, nameStart, CONNECTION)) readConnectionOptions(buffer, valueStart, valueEnd);
+        if (isNameAt(buffer, nameStart, CONNECTION)) connection |= readConnectionOptions(buffer, valueStart, valueEnd);
         break;
       case 14:
         if (isNameAt(buffer, nameStart, CONTENT_LENGTH)) {
           // one value, 1*DIGIT (RFC 9110 §8.6); a second one, even equal, is refused (as nginx)
-          if (fields.contentLength !== -1) return invalid(400, 'bad request: more than one Content-Length');
-          fields.contentLength = readContentLength(buffer, valueStart, valueEnd);
-          if (fields.contentLength === -1) return invalid(400, 'bad request: invalid Content-Length');
+          if (contentLength !== -1) return invalid(400, 'bad request: more than one Content-Length');
+          contentLength = readContentLength(buffer, valueStart, valueEnd);
+          if (contentLength === -1) return invalid(400, 'bad request: invalid Content-Length');
         }
         break;
       case 17:
-        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) fields.transferEncoding = readTransferCodings(buffer, valueStart, valueEnd, fields.transferEncoding);
+        if (isNameAt(buffer, nameStart, TRANSFER_ENCODING)) transferEncoding = readTransferCodings(buffer, valueStart, valueEnd, transferEncoding);
         break;
     }
-    if (4 * fieldCount === fieldOffsets.length) growFieldOffsets();
     const slot = 4 * fieldCount++;
-    fieldOffsets[slot] = nameStart - start;
-    fieldOffsets[slot + 1] = nameEnd - start;
-    fieldOffsets[slot + 2] = valueStart - start;
-    fieldOffsets[slot + 3] = valueEnd - start;
+    if (slot === offsets.length) offsets = growFieldOffsets();
+    offsets[slot] = nameStart - start;
+    offsets[slot + 1] = nameEnd - start;
+    offsets[slot + 2] = valueStart - start;
+    offsets[slot + 3] = valueEnd - start;
   }
 
   // ---- the body's framing (RFC 9112 §6.3, in its order) ----
   let body = NO_BODY;
-  const transferEncoding = fields.transferEncoding;
   if (transferEncoding !== 0) {
     // 6.1: Transfer-Encoding in HTTP/1.0 is faulty framing; with Content-Length, a smuggling attempt (6.3 rule 3)
     if (httpVersion === '1.0') return invalid(400, 'bad request: Transfer-Encoding in an HTTP/1.0 request');
-    if (fields.contentLength !== -1) return invalid(400, 'bad request: both Content-Length and Transfer-Encoding');
+    if (contentLength !== -1) return invalid(400, 'bad request: both Content-Length and Transfer-Encoding');
     // 6.3 rule 4: the final coding must be chunked, and chunked comes once (7: MUST NOT apply it twice)
     if ((transferEncoding & (TE_MALFORMED | TE_CHUNKED_MISPLACED)) !== 0 || (transferEncoding & TE_CHUNKED_LAST) === 0) {
       return invalid(400, 'bad request: invalid Transfer-Encoding');
@@ -297,8 +310,8 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
     // 6.1: a server SHOULD answer 501 to a transfer coding it does not understand; only chunked is decoded
     if ((transferEncoding & TE_OTHER_CODING) !== 0) return invalid(501, 'transfer coding not implemented');
     body = CHUNKED;
-  } else if (fields.contentLength > 0) {
-    body = { kind: 'length', length: fields.contentLength };
+  } else if (contentLength > 0) {
+    body = { kind: 'length', length: contentLength };
   }
 
   // One decode for the whole head (without the CRLF CRLF); the strings are slices of it.
@@ -306,25 +319,55 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
   const rawHeaders = new Array<string>(2 * fieldCount);
   for (let field = 0; field < fieldCount; field++) {
     const slot = 4 * field;
-    rawHeaders[2 * field] = text.slice(fieldOffsets[slot], fieldOffsets[slot + 1]);
-    rawHeaders[2 * field + 1] = text.slice(fieldOffsets[slot + 2], fieldOffsets[slot + 3]);
+    rawHeaders[2 * field] = text.slice(offsets[slot], offsets[slot + 1]);
+    rawHeaders[2 * field + 1] = text.slice(offsets[slot + 2], offsets[slot + 3]);
   }
   const is11 = httpVersion === '1.1';
   let upgrade: string | undefined;
-  if (is11 && fields.hasUpgradeToken && fields.upgradeFields !== undefined) {
-    upgrade = fields.upgradeFields.map((field) => rawHeaders[2 * field + 1]).join(', ');
-  }
+  if (is11 && (connection & CONNECTION_UPGRADE) !== 0 && upgradeFields !== undefined) upgrade = joinValues(rawHeaders, upgradeFields);
   const head: RequestHead = {
     method: text.slice(0, methodEnd - start),
     target: text.slice(targetStart - start, targetEnd - start),
     httpVersion,
     rawHeaders,
     body,
-    isKeepAlive: !fields.hasClose && (is11 || fields.hasKeepAlive),
+    isKeepAlive: (connection & CONNECTION_CLOSE) === 0 && (is11 || (connection & CONNECTION_KEEP_ALIVE) !== 0),
     upgrade,
-    isExpectingContinue: is11 && fields.isExpectingContinue,
+    isExpectingContinue: is11 && isExpectingContinue,
   };
   return { kind: 'request', head, end: pos };
+}
+
+/** `host ":" port` (RFC 9112 §3.2.3), the one form of a CONNECT target: reg-name or IP literal bytes, a colon, 1*DIGIT. */
+function isAuthorityForm(buffer: Buffer, start: number, end: number): boolean {
+  const colon = buffer.lastIndexOf(COLON, end - 1);
+  if (colon <= start || colon === end - 1) return false;
+  for (let pos = start; pos < colon; pos++) {
+    if (IS_AUTHORITY_CHAR[buffer[pos] as number] === 0) return false;
+  }
+  for (let pos = colon + 1; pos < end; pos++) {
+    const digit = (buffer[pos] as number) - ZERO;
+    if (digit < 0 || digit > 9) return false;
+  }
+  return true;
+}
+
+/** `*` (asterisk-form, RFC 9112 §3.2.4) or `scheme "://" …` (absolute-form, §3.2.2). */
+function isAsteriskOrAbsoluteForm(buffer: Buffer, start: number, end: number): boolean {
+  if (end - start === 1 && buffer[start] === ASTERISK) return true;
+  const first = buffer[start] as number;
+  if (!((first >= 0x41 && first <= 0x5a) || (first >= 0x61 && first <= 0x7a))) return false;
+  let pos = start + 1;
+  while (pos < end && IS_SCHEME_CHAR[buffer[pos] as number] === 1) pos++;
+  return end - pos > SCHEME_END.length && isBytesAt(buffer, pos, SCHEME_END);
+}
+
+/** Whether `buffer[pos…]` starts with exactly `bytes` (a JS loop: shorter than a native call). */
+function isBytesAt(buffer: Buffer, pos: number, bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    if (buffer[pos + i] !== bytes[i]) return false;
+  }
+  return true;
 }
 
 function invalid(status: 400 | 414 | 431 | 501 | 505, reason: string): RequestHeadParse {
@@ -354,10 +397,11 @@ function isNameAt(buffer: Buffer, pos: number, lower: Buffer): boolean {
 }
 
 /**
- * Reads the Connection options in `buffer[start, end)` (RFC 9110 §7.6.1: a comma-separated list of
- * tokens, compared ignoring case) into `fields`: `close`, `keep-alive`, `upgrade`.
+ * The Connection options in `buffer[start, end)` (RFC 9110 §7.6.1: a comma-separated list of
+ * tokens, compared ignoring case) that matter, as bits: `close`, `keep-alive`, `upgrade`.
  */
-function readConnectionOptions(buffer: Buffer, start: number, end: number): void {
+function readConnectionOptions(buffer: Buffer, start: number, end: number): number {
+  let options = 0;
   let pos = start;
   while (pos < end) {
     while (pos < end && (buffer[pos] === SP || buffer[pos] === HTAB || buffer[pos] === COMMA)) pos++;
@@ -366,10 +410,11 @@ function readConnectionOptions(buffer: Buffer, start: number, end: number): void
     let optionEnd = pos;
     while (optionEnd > optionStart && (buffer[optionEnd - 1] === SP || buffer[optionEnd - 1] === HTAB)) optionEnd--;
     const length = optionEnd - optionStart;
-    if (length === 5 && isNameAt(buffer, optionStart, CLOSE)) fields.hasClose = true;
-    else if (length === 10 && isNameAt(buffer, optionStart, KEEP_ALIVE)) fields.hasKeepAlive = true;
-    else if (length === 7 && isNameAt(buffer, optionStart, UPGRADE)) fields.hasUpgradeToken = true;
+    if (length === 5 && isNameAt(buffer, optionStart, CLOSE)) options |= CONNECTION_CLOSE;
+    else if (length === 10 && isNameAt(buffer, optionStart, KEEP_ALIVE)) options |= CONNECTION_KEEP_ALIVE;
+    else if (length === 7 && isNameAt(buffer, optionStart, UPGRADE)) options |= CONNECTION_UPGRADE;
   }
+  return options;
 }
 
 /** `1*DIGIT` in `buffer[start, end)` as a number ≤ 2^53 - 1, or -1 (empty, a sign, a list, a space, too large). */
@@ -413,10 +458,19 @@ function readTransferCodings(buffer: Buffer, start: number, end: number, seen: n
   }
 }
 
-function growFieldOffsets(): void {
+/** The values of the fields numbered `fields`, joined with `, ` (RFC 9110 §5.3). */
+function joinValues(rawHeaders: readonly string[], fields: readonly number[]): string {
+  let joined = rawHeaders[2 * (fields[0] as number) + 1] as string;
+  for (let i = 1; i < fields.length; i++) joined += `, ${rawHeaders[2 * (fields[i] as number) + 1]}`;
+  return joined;
+}
+
+/** Doubles the scratch space, keeping its contents; returns the new one. */
+function growFieldOffsets(): Int32Array {
   const grown = new Int32Array(2 * fieldOffsets.length);
   grown.set(fieldOffsets);
   fieldOffsets = grown;
+  return grown;
 }
 
 function hex(byte: number): string {

@@ -51,15 +51,29 @@ describe('parseRequestHead: valid heads', () => {
   });
 
   it('takes any token as the method, case kept', () => {
-    for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT', 'PROPFIND', 'M-SEARCH', 'get', "!#$%&'*+-.^_`|~9"]) {
+    for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'PROPFIND', 'M-SEARCH', 'get', "!#$%&'*+-.^_`|~9"]) {
       const got = parseRequest(head(`${method} / HTTP/1.1`, ['Host: a']));
       assert.equal(got.head.method, method, `got ${got.head.method}, want ${method}`);
     }
   });
 
-  it('takes every request-target form as sent (RFC 9112 §3.2)', () => {
-    for (const target of ['/', "/azAZ09-._~!$&'()*+,;=:@/?%/?", '/a#b', '/"a"{|}^\\<>`', 'http://example.com:8080/x?y', 'example.com:443', '*', '//double']) {
-      const got = parseRequest(head(`OPTIONS ${target} HTTP/1.1`, ['Host: a']));
+  it("takes every request-target form as sent (RFC 9112 §3.2); judging one is the request path's", () => {
+    const cases: [string, string][] = [
+      ['OPTIONS', '/'],
+      ['GET', "/azAZ09-._~!$&'()*+,;=:@/?%/?"],
+      ['GET', '/a#b'],
+      ['GET', '/"a"{|}^\\<>`'],
+      ['GET', '//double'],
+      ['GET', 'http://example.com:8080/x?y'],
+      ['GET', 'svn+ssh.1-x://h'],
+      ['OPTIONS', '*'],
+      ['GET', '*'],
+      ['CONNECT', 'example.com:443'],
+      ['CONNECT', '[::1]:8443'],
+      ['CONNECT', '10.0.0.1:0'],
+    ];
+    for (const [method, target] of cases) {
+      const got = parseRequest(head(`${method} ${target} HTTP/1.1`, ['Host: a']));
       assert.equal(got.head.target, target, `got ${got.head.target}, want ${target}`);
     }
   });
@@ -232,6 +246,17 @@ describe('parseRequestHead: refusals', () => {
     ['HTTP/0.9', 'GET / HTTP/0.9\r\n\r\n', 505],
     ['HTTP/3', 'GET / HTTP/3\r\n\r\n', 505],
     ['the HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 505],
+    ['authority-form without CONNECT', 'GET example.com:443 HTTP/1.1\r\n\r\n', 400],
+    ['relative target', 'GET a/b HTTP/1.1\r\n\r\n', 400],
+    ['query-only target', 'GET ?x HTTP/1.1\r\n\r\n', 400],
+    ['scheme without //', 'GET http:x HTTP/1.1\r\n\r\n', 400],
+    ['scheme only', 'GET http:// HTTP/1.1\r\n\r\n', 400],
+    ['asterisk and more', 'OPTIONS *x HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT to a path', 'CONNECT /x HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT without a port', 'CONNECT example.com HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT with an empty port', 'CONNECT example.com: HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT with a userinfo', 'CONNECT u@example.com:443 HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT with a non-numeric port', 'CONNECT example.com:https HTTP/1.1\r\n\r\n', 400],
     ['control character in target', 'GET /a\x01 HTTP/1.1\r\n\r\n', 400],
     ['DEL in target', 'GET /a\x7f HTTP/1.1\r\n\r\n', 400],
     ['non-ASCII in target', 'GET /caf\xe9 HTTP/1.1\r\n\r\n', 400],

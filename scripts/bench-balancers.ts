@@ -16,9 +16,9 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { STRATEGY_NAMES } from '../src/config/config.js';
 import type { RouteConfig, StrategyName, UpstreamConfig } from '../src/config/config.js';
-import type { Balancer, PickContext, StrategyOptions } from '../src/balancer/balancer.js';
-import { createBalancer, STRATEGIES } from '../src/balancer/registry.js';
-import { HASH_FUNCTIONS } from '../src/balancer/hash.js';
+import type { Balancer, PickContext, StrategyOptions } from '../src/upstream/balancer/balancer.js';
+import { createBalancer, STRATEGIES } from '../src/upstream/balancer/registry.js';
+import { HASH_FUNCTIONS } from '../src/upstream/balancer/hash.js';
 import { Upstream } from '../src/upstream/upstream.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 

@@ -124,7 +124,7 @@ export class BadRequestError extends RequestError {
 /**
  * The client's request body is framed wrongly: a bad chunk-size line or chunk extension, a chunk
  * not followed by CRLF, a bare LF, a malformed trailer field, a chunk-size line or trailer section
- * longer than its limit (RFC 9112 §7.1). Thrown by the request body decoder (src/http/body-decoder.ts).
+ * longer than its limit (RFC 9112 §7.1). Thrown by the request body decoder (src/wire/body-decoder.ts).
  * Becomes 400 and the connection is closed: where the body ends, and so where the next request
  * starts, is no longer known.
  */
@@ -140,7 +140,7 @@ export class ClientAbortError extends RequestError {
 }
 
 /**
- * The client was too slow sending its request (src/http/http1-server.ts): a pause in its body
+ * The client was too slow sending its request (src/wire/http1-server.ts): a pause in its body
  * longer than `body_timeout` (nginx's `client_body_timeout`), or the whole request not received
  * within `request_timeout`. Becomes 408 when no answer was started; otherwise the connection is cut.
  */

@@ -7,7 +7,7 @@
  * First of all, the signals, before the rest of the program is even loaded (hence the dynamic
  * imports: a static one would be loaded, all of its module graph, before the first line here runs):
  *
- * - SIGHUP, SIGTERM and SIGINT are held (src/cli/process-signals.ts, which imports nothing): `run`
+ * - SIGHUP, SIGTERM and SIGINT are held (src/process/process-signals.ts, which imports nothing): `run`
  *   and `demo` handle them once they have started, the other commands get them back;
  * - a SIGUSR1 listener: without one, node answers SIGUSR1 by starting its inspector on
  *   127.0.0.1:9229, and anyone on the box who can signal the process can then run code as its user.
@@ -17,18 +17,18 @@
  *
  * Then the standard streams' sinks, so an EPIPE on stdout or stderr is never an uncaught exception,
  * and the inspector guard: a SIGUSR1 that came while node itself was booting, before any of this
- * ran, may have opened the inspector all the same, and src/cli/inspector-guard.ts closes it.
+ * ran, may have opened the inspector all the same, and src/process/inspector-guard.ts closes it.
  */
-import { ProcessSignals } from './cli/process-signals.js';
+import { ProcessSignals } from './process/process-signals.js';
 
 const signals = new ProcessSignals();
-const processLog = import('./log/process-log.js');
+const processLog = import('./process/process-log.js');
 process.on('SIGUSR1', () => void processLog.then(({ reopenLogFiles }) => reopenLogFiles('SIGUSR1')));
 
 const { logLine, stderrSink, stdoutSink } = await processLog;
 stdoutSink();
 stderrSink();
-const { closeSignalledInspector } = await import('./cli/inspector-guard.js');
+const { closeSignalledInspector } = await import('./process/inspector-guard.js');
 closeSignalledInspector(logLine);
 
 const { main } = await import('./cli/main-cli.js');

@@ -25,7 +25,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AdminConfig } from '../config/config.js';
 import { AdminRequestError } from '../errors.js';
-import type { ProxyServer } from '../proxy/proxy-server.js';
+import type { ProxyServer } from '../gateway/proxy-server.js';
 import { isLoopbackHost, isTokenEqual, readBearerToken } from './bearer-token.js';
 import type { MetricsState } from './metrics-collector.js';
 import { renderMetrics } from './metrics-exposition.js';

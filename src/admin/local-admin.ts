@@ -5,7 +5,7 @@
  */
 import type { AdminConfig } from '../config/config.js';
 import type { Timers } from '../timers.js';
-import type { ProxyServer } from '../proxy/proxy-server.js';
+import type { ProxyServer } from '../gateway/proxy-server.js';
 import { AdminServer } from './admin-server.js';
 import { MetricsCollector } from './metrics-collector.js';
 import { collectWorkerReport } from './status-snapshot.js';

@@ -4,13 +4,13 @@
  * results, and the process's dropped log lines. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
  * `ProxyServer.observeProbes`, and keeps plain JSON-able data (`MetricsState`) so a cluster worker
  * can send it to the primary, which adds the states of all workers up (`mergeMetrics`), together
- * with the last states of workers that exited, so no counter goes down (src/cluster/counter-ledger.ts).
+ * with the last states of workers that exited, so no counter goes down (src/process/cluster/counter-ledger.ts).
  *
  * Label keys are joined with a tab: route names, `host:port` and status classes never contain one.
  */
-import type { AccessLogRecord } from '../proxy/access-log.js';
-import type { ProxyServer } from '../proxy/proxy-server.js';
-import { droppedLogLines } from '../log/process-log.js';
+import type { AccessLogRecord } from '../gateway/access-log.js';
+import type { ProxyServer } from '../gateway/proxy-server.js';
+import { droppedLogLines } from '../process/process-log.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
@@ -55,7 +55,7 @@ export function emptyMetrics(): MetricsState {
 
 export class MetricsCollector {
   /**
-   * `logLinesDropped` is the process's own counter object (src/log/process-log.ts), shared by every
+   * `logLinesDropped` is the process's own counter object (src/process/process-log.ts), shared by every
    * collector of the process: dropped lines are a fact of the process, counted from its start.
    */
   readonly state: MetricsState = { ...emptyMetrics(), logLinesDropped: droppedLogLines };

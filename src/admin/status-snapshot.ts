@@ -13,7 +13,7 @@
  * Everything here is plain JSON, so reports travel over the cluster's IPC channel as they are.
  */
 import type { Upstream } from '../upstream/upstream.js';
-import type { ProxyServer } from '../proxy/proxy-server.js';
+import type { ProxyServer } from '../gateway/proxy-server.js';
 import type { RouteConfig } from '../config/config.js';
 import type { MetricsState } from './metrics-collector.js';
 import type { RegistryEntry } from './upstream-registry.js';

@@ -2,29 +2,29 @@
  * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
  * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
  * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout. Neither
- * throws when its reader went away (`--check | head -1` exits 0): see src/log/process-log.ts.
+ * throws when its reader went away (`--check | head -1` exits 0): see src/process/process-log.ts.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
-import { checkAccessLogPath } from '../proxy/access-log.js';
-import { logLine, printOutput } from '../log/process-log.js';
+import { checkAccessLogPath } from '../gateway/access-log.js';
+import { logLine, printOutput } from '../process/process-log.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
-import type { ProcessSignals } from './process-signals.js';
+import type { ProcessSignals } from '../process/process-signals.js';
 import { runDemo } from './run-demo.js';
 import { runSimulate } from './simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
 import { runHeartbeat } from './heartbeat.js';
 import { startLocalAdmin } from '../admin/local-admin.js';
-import { resolveWorkerCount, runClusterPrimary } from '../cluster/cluster-primary.js';
-import { runClusterWorker } from '../cluster/cluster-worker.js';
+import { resolveWorkerCount, runClusterPrimary } from '../process/cluster/cluster-primary.js';
+import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-/** The error log (stderr): it drops and counts lines it cannot write (src/log/process-log.ts). */
+/** The error log (stderr): it drops and counts lines it cannot write (src/process/process-log.ts). */
 const log = logLine;
 
 /**
@@ -50,7 +50,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         return 0;
       }
       case 'run': {
-        // [server] workers > 1: node:cluster, see src/cluster/. A worker runs the config the primary
+        // [server] workers > 1: node:cluster, see src/process/cluster/. A worker runs the config the primary
         // hands it, never the file on disk.
         if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);

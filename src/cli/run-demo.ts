@@ -14,7 +14,7 @@ import { formatListenAddress } from '../config/values.js';
 import { isLoopbackHost } from '../admin/bearer-token.js';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
-import type { ProcessSignals } from './process-signals.js';
+import type { ProcessSignals } from '../process/process-signals.js';
 
 /**
  * Runs the demo until SIGTERM, SIGINT or SIGHUP (a closed terminal ends it too); resolves with the

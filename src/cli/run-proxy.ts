@@ -5,10 +5,10 @@
  * latch that holds them from the first moment (process-signals.ts).
  */
 import type { Config } from '../config/config.js';
-import { ProxyServer, type ReloadSummary } from '../proxy/proxy-server.js';
+import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
-import { keepYoungGenerationSmall } from './young-generation.js';
-import type { LifecycleSignal, SignalSource } from './process-signals.js';
+import { keepYoungGenerationSmall } from '../process/young-generation.js';
+import type { LifecycleSignal, SignalSource } from '../process/process-signals.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {

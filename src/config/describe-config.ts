@@ -50,7 +50,7 @@ export function describeConfig(config: Config): string {
  * The order routes are tried in (SPEC 1.2), as nginx picks a `server` by name before a `location`:
  * routes whose `host` is set come first, host-less ones after; within each group, regex routes in
  * file order, then prefix routes, longer prefixes first (ties keep file order). The router
- * (src/proxy/router.ts) tries routes in exactly this order, skipping those whose host does not match.
+ * (src/gateway/router.ts) tries routes in exactly this order, skipping those whose host does not match.
  */
 export function routesInMatchingOrder<R extends RouteConfig>(routes: readonly R[]): R[] {
   const prefixLength = (route: RouteConfig): number => (route.path.kind === 'prefix' ? route.path.prefix.length : 0);

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { normalizeClientIp } from '../proxy/client-address.js';
+import { normalizeClientIp } from '../gateway/client-address.js';
 
 export interface DemoBackendOptions {
   /** Shown in every answer: `web1`. */

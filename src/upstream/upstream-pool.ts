@@ -12,7 +12,7 @@
  *
  * This is the object the request path reports to, nginx's get/free pair: after an attempt it calls
  * `recordFailure(upstream, now)` or `recordSuccess(upstream, now)`. (The per-pick regain of effective
- * weight is the route balancer's: src/balancer/route-balancer.ts.)
+ * weight is the route balancer's: src/upstream/balancer/route-balancer.ts.)
  */
 import type { RouteConfig } from '../config/config.js';
 import type { PassiveHealthParams, Upstream } from './upstream.js';

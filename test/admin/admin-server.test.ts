@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { parseConfig } from '../../src/config/load-config.js';
-import { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { startBackend, listenBackend, type Backend } from '../helpers/proxy-harness.js';

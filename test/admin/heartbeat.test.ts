@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load-config.js';
-import { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin } from '../../src/admin/local-admin.js';
 import { startHeartbeat } from '../../src/cli/heartbeat.js';
 import { parseArguments } from '../../src/cli/arguments.js';

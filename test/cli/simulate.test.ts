@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { runSimulate } from '../../src/cli/simulate.js';
 import type { Config, RouteConfig } from '../../src/config/config.js';
 import { UsageError } from '../../src/errors.js';
-import { routeConfig, seededRandom, weights } from '../balancer/helpers.js';
+import { routeConfig, seededRandom, weights } from '../upstream/balancer/helpers.js';
 
 function configOf(...routes: RouteConfig[]): Config {
   return { file: 'env.ini', server: {} as Config['server'], admin: undefined, routes };

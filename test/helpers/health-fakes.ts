@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { HealthCheckConfig, UpstreamConfig } from '../../src/config/config.js';
 import type { Timers } from '../../src/timers.js';
-import type { ProbeOptions, ProbeResult } from '../../src/health/probe.js';
+import type { ProbeOptions, ProbeResult } from '../../src/upstream/health/probe.js';
 
 /** Timers driven by `advance(ms)`; handles record whether `unref()` was called. */
 export class FakeTimers implements Timers {

@@ -1,6 +1,6 @@
 /**
  * How different backends read the path they receive, written independently of
- * src/proxy/request-target.ts so the tests can check that the proxy's choice of route is the one
+ * src/gateway/request-target.ts so the tests can check that the proxy's choice of route is the one
  * every reading serves:
  *
  * - `literal`: the bytes as they are (a backend that routes on the raw path);

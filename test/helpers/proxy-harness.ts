@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
 import { validatePasswordHash } from '../../src/auth/password-hash.js';
 import { checkUserName } from '../../src/auth/basic-auth.js';
-import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
-import { ProxyServer, type ProxyServerOptions } from '../../src/proxy/proxy-server.js';
+import type { AccessLog, AccessLogRecord } from '../../src/gateway/access-log.js';
+import { ProxyServer, type ProxyServerOptions } from '../../src/gateway/proxy-server.js';
 
 export interface RecordedRequest {
   readonly method: string;

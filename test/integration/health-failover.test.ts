@@ -6,7 +6,7 @@
  * backend killed and restarted in the middle of 2,000 requests costs the clients nothing.
  *
  * These tests run on the real clock (the scheduler's own timing is tested exactly, with fake timers,
- * in test/health). They never sleep for a timer: they wait for a state with a generous limit and then
+ * in test/upstream/health). They never sleep for a timer: they wait for a state with a generous limit and then
  * assert the bound the spec promises.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * The proxy's HTTP/1.1 server (src/http/http1-server.ts) through the real proxy, on raw sockets:
+ * The proxy's HTTP/1.1 server (src/wire/http1-server.ts) through the real proxy, on raw sockets:
  * behaviour specifications for every request shape the server reads.
  *
  * 1. Answers: upstream framings (Content-Length, chunked, trailers, HEAD, 204, 304, close-delimited,

@@ -9,10 +9,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load-config.js';
-import { HealthChecker } from '../../src/health/health-checker.js';
+import { HealthChecker } from '../../src/upstream/health/health-checker.js';
 import type { Timers } from '../../src/timers.js';
-import type { ProbeResult } from '../../src/health/probe.js';
-import { Route, type RuntimeDeps } from '../../src/proxy/route.js';
+import type { ProbeResult } from '../../src/upstream/health/probe.js';
+import { Route, type RuntimeDeps } from '../../src/upstream/route.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
 import { request, startBackend, startTestProxy } from '../helpers/proxy-harness.js';
 

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
-import type { AccessLog, AccessLogRecord } from '../../src/proxy/access-log.js';
-import { ProxyServer } from '../../src/proxy/proxy-server.js';
+import type { AccessLog, AccessLogRecord } from '../../src/gateway/access-log.js';
+import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { listenBackend, waitFor } from '../helpers/proxy-harness.js';
 import { startEchoServer } from '../helpers/websocket.js';
 

@@ -1,0 +1,198 @@
+/**
+ * The access log (SPEC 1.2 `access_log`, `access_log_format`): one line per request, written when
+ * the client connection is done with it.
+ *
+ * `combined` is the NCSA combined format that nginx and Apache write, followed by the upstream
+ * address(es), upstream status(es) and the total duration in milliseconds — with retries, every
+ * upstream tried, comma separated, as nginx's `$upstream_addr` and `$upstream_status`:
+ *
+ *     127.0.0.1 - tom [30/Nov/2026:10:41:42 +0000] "GET /a HTTP/1.1" 200 23 "-" "curl/8.5.0" route=a upstream="127.0.0.1:9001" upstream_status="200" duration_ms=1.42
+ *
+ * `json` writes the same facts as one JSON object per line.
+ */
+import { closeSync, openSync } from 'node:fs';
+import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
+import { FileSink, type LogSink } from '../process/log-sink.js';
+import { closeLogFile, droppedLogLines, openLogFile, stderrSink, stdoutSink } from '../process/process-log.js';
+
+/** How one upstream attempt ended: its status, or the error code that ended it. */
+export interface AttemptLog {
+  /** `host:port`. */
+  readonly upstream: string;
+  status?: number;
+  error?: string;
+}
+
+/** Everything one log line says. */
+export interface AccessLogRecord {
+  readonly time: Date;
+  readonly clientIp: string;
+  /** Basic-auth user name when the client sent one, else undefined. */
+  readonly user: string | undefined;
+  readonly method: string;
+  readonly target: string;
+  readonly httpVersion: string;
+  readonly status: number;
+  /** Response body bytes sent to the client. */
+  readonly bytesSent: number;
+  readonly referer: string | undefined;
+  readonly userAgent: string | undefined;
+  readonly route: string | undefined;
+  readonly attempts: readonly AttemptLog[];
+  readonly durationMs: number;
+  /** Set for upgraded connections (tunnels): bytes each way. */
+  readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number };
+}
+
+/** The request as the access log reads it: a `ClientRequest` (src/wire/client-exchange.ts) or less. */
+export interface LoggedRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly httpVersion: string;
+  readonly headers: { readonly authorization?: string | undefined; readonly referer?: string | undefined; readonly 'user-agent'?: string | undefined };
+}
+
+/** How one exchange ended: the facts the request itself does not carry. */
+export interface ExchangeOutcome {
+  readonly clientIp: string;
+  /** What the client got; 499 when it left before any answer (nginx's "client closed request"). */
+  readonly status: number;
+  /** Response body bytes sent to the client (for a tunnel: the bytes from the upstream). */
+  readonly bytesSent: number;
+  readonly route?: string | undefined;
+  readonly attempts: readonly AttemptLog[];
+  readonly durationMs: number;
+  readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number } | undefined;
+}
+
+/**
+ * The one builder of access-log records, for every line: a proxied request, a tunnel, an answer the
+ * server wrote before any request could be read (`request` undefined: method and target `-`).
+ * The user is the Basic-auth user name the client sent, never the password.
+ */
+export function buildAccessLogRecord(request: LoggedRequest | undefined, outcome: ExchangeOutcome): AccessLogRecord {
+  return {
+    time: new Date(),
+    clientIp: outcome.clientIp,
+    user: basicUserName(request?.headers.authorization),
+    method: request?.method ?? '-',
+    target: request?.url ?? '-',
+    httpVersion: request?.httpVersion ?? '1.1',
+    status: outcome.status,
+    bytesSent: outcome.bytesSent,
+    referer: request?.headers.referer,
+    userAgent: request?.headers['user-agent'],
+    route: outcome.route,
+    attempts: outcome.attempts,
+    durationMs: outcome.durationMs,
+    ...(outcome.tunnel === undefined ? {} : { tunnel: outcome.tunnel }),
+  };
+}
+
+/** The user name of a Basic Authorization header, for the log only (never the password). */
+function basicUserName(authorization: string | undefined): string | undefined {
+  if (authorization === undefined || !/^basic /i.test(authorization)) return undefined;
+  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon > 0 ? decoded.slice(0, colon) : undefined;
+}
+
+export interface AccessLog {
+  /** False for `access_log = off` with nobody else listening: the request path then builds no record at all. */
+  readonly isEnabled: boolean;
+  write(record: AccessLogRecord): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Checks that an `access_log` file path can be opened for appending (creating it if needed), as
+ * `nginx -t` does. `stdout`, `stderr` and `off` always pass.
+ * @throws ConfigValueError at `place` (file:line:column of the `access_log` value), or ConfigFileError
+ *   without one, naming the path and the reason (ENOENT, EACCES, EISDIR…)
+ */
+export function checkAccessLogPath(destination: string, place?: SourcePlace): void {
+  if (destination === 'off' || destination === 'stdout' || destination === 'stderr') return;
+  try {
+    closeSync(openSync(destination, 'a'));
+  } catch (error) {
+    throw cannotOpen(destination, error, place);
+  }
+}
+
+/**
+ * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). Its
+ * lines never stop the proxy: a line the destination cannot take (a closed pipe, a full disk, a
+ * reader that is too slow) is dropped and counted under `proxy_log_lines_dropped_total{log="access"}`
+ * (src/process/log-sink.ts). A file is reopened at its path on SIGUSR1 (log rotation).
+ * @throws ConfigValueError or ConfigFileError when the path cannot be opened (see checkAccessLogPath)
+ */
+export function openAccessLog(destination: string, format: 'combined' | 'json', place?: SourcePlace): AccessLog {
+  if (destination === 'off') return { isEnabled: false, write() {}, close: async () => {} };
+  let sink: LogSink;
+  try {
+    sink = destination === 'stdout' ? stdoutSink() : destination === 'stderr' ? stderrSink() : openLogFile(destination);
+  } catch (error) {
+    throw cannotOpen(destination, error, place);
+  }
+  const formatLine = format === 'json' ? formatJson : formatCombined;
+  return {
+    isEnabled: true,
+    write(record) {
+      if (!sink.write(`${formatLine(record)}\n`)) droppedLogLines.access++;
+    },
+    async close() {
+      if (sink instanceof FileSink) closeLogFile(sink);
+    },
+  };
+}
+
+function cannotOpen(destination: string, error: unknown, place: SourcePlace | undefined): ConfigValueError | ConfigFileError {
+  const reason = `access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+  return place === undefined ? new ConfigFileError(reason) : new ConfigValueError(place, reason);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** `30/Nov/2026:10:41:42 +0000` (UTC). */
+export function formatCommonLogTime(time: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${pad(time.getUTCDate())}/${MONTHS[time.getUTCMonth()]}/${time.getUTCFullYear()}:${pad(time.getUTCHours())}:${pad(time.getUTCMinutes())}:${pad(time.getUTCSeconds())} +0000`;
+}
+
+/** Escapes `"`, `\` and control bytes the way nginx does (`\xHH`), so a line stays one line. */
+function escapeField(value: string | undefined): string {
+  if (value === undefined || value === '') return '-';
+  return value.replace(/["\\\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+export function formatCombined(r: AccessLogRecord): string {
+  const upstreams = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.upstream).join(', ');
+  // A status with an error is a response whose body failed after its head: `200 PRX_UPSTREAM_RESET`.
+  const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => (a.status !== undefined && a.error !== undefined ? `${a.status} ${a.error}` : (a.status ?? a.error ?? '-'))).join(', ');
+  const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
+  return (
+    `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
+    `"${escapeField(`${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
+    `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
+    `upstream_status="${statuses}" duration_ms=${r.durationMs.toFixed(2)}${tunnel}`
+  );
+}
+
+export function formatJson(r: AccessLogRecord): string {
+  return JSON.stringify({
+    time: r.time.toISOString(),
+    client_ip: r.clientIp,
+    user: r.user ?? null,
+    method: r.method,
+    target: r.target,
+    protocol: `HTTP/${r.httpVersion}`,
+    status: r.status,
+    bytes_sent: r.bytesSent,
+    referer: r.referer ?? null,
+    user_agent: r.userAgent ?? null,
+    route: r.route ?? null,
+    upstreams: r.attempts,
+    duration_ms: Math.round(r.durationMs * 100) / 100,
+    ...(r.tunnel === undefined ? {} : { tunnel: r.tunnel }),
+  });
+}

@@ -1,0 +1,291 @@
+/**
+ * The proxy's listening side: the HTTP/1.1 server of src/wire/http1-server.ts with the `[server]`
+ * limits (SPEC 1.2) in front of the request path, the runtime state of routes and upstreams, and
+ * graceful shutdown (SPEC 2: stop accepting, let in-flight requests finish up to
+ * `shutdown_timeout`).
+ */
+import type { AddressInfo, Server, Socket } from 'node:net';
+import type { Config, UpstreamConfig } from '../config/config.js';
+import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
+import { logLine } from '../process/process-log.js';
+import { handleRequest, type ProxyContext } from './request-path.js';
+import type { Route, RuntimeDeps } from '../upstream/route.js';
+import { RouteTable } from '../upstream/route-table.js';
+import { Router } from './router.js';
+import { normalizeClientIp } from './client-address.js';
+import { ConnectionPool } from '../wire/connection-pool.js';
+import { HealthChecker, type HealthCheckTarget } from '../upstream/health/health-checker.js';
+import type { Timers } from '../timers.js';
+import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
+import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
+
+export interface ProxyServerOptions {
+  /** Injected clock/randomness; defaults are the real ones. */
+  readonly deps?: Partial<RuntimeDeps>;
+  /** Replace the access log (tests collect records). */
+  readonly accessLog?: AccessLog;
+  /** Replace the active health probe (tests). Default: the real one of src/upstream/health/probe.ts. */
+  readonly probe?: ProbeFunction;
+  /** The health checker's timers (tests drive its schedule across reloads). Default: the global ones. */
+  readonly healthTimers?: Timers;
+  /**
+   * True in a cluster worker: this process never runs active health checks; the primary does and
+   * pushes the results (src/cluster). Default false.
+   */
+  readonly isHealthCheckDisabled?: boolean;
+}
+
+/** Called with every finished active health probe (metrics count them by result). */
+export type ProbeObserver = (upstream: UpstreamConfig, result: ProbeResult) => void;
+
+/** What `reload` did, for the log line. */
+export interface ReloadSummary {
+  /** Upstreams whose address was in the old config too: their runtime state was kept. */
+  readonly kept: number;
+  readonly added: number;
+  readonly removed: number;
+  /** Settings that only take effect after a restart (e.g. `listen`). */
+  readonly warnings: readonly string[];
+}
+
+/** Called with every finished exchange (the access log's record): metrics and the status page use it. */
+export type ExchangeObserver = (record: AccessLogRecord) => void;
+
+export class ProxyServer {
+  /** The listening socket (node:net); every connection is served by `#http1`. */
+  readonly server: Server;
+  /** The routes and their upstreams' runtime state; reload and the registry change it. */
+  readonly #table: RouteTable;
+  /**
+   * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
+   * one for the server's life: a reload or a registry change updates its targets.
+   */
+  readonly #healthChecker: HealthChecker;
+  readonly #deps: RuntimeDeps;
+  /** Keep-alive connections to the upstreams, on node:net (src/wire/connection-pool.ts). */
+  readonly #pool: ConnectionPool;
+  readonly #accessLog: AccessLog;
+  readonly #observers = new Set<ExchangeObserver>();
+  readonly #probeObservers = new Set<ProbeObserver>();
+  readonly #probe: ProbeFunction;
+  readonly #isHealthCheckDisabled: boolean;
+  readonly #context: ProxyContext;
+  /** The HTTP/1.1 connection loops of the listener's connections (src/wire/http1-server.ts). */
+  readonly #http1: Http1Server;
+  /** Every client connection not closed yet, upgraded ones included: a shutdown waits for their ends. */
+  readonly #clientSockets = new Set<Socket>();
+
+  constructor(config: Config, options: ProxyServerOptions = {}) {
+    this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
+    this.#table = new RouteTable(config, this.#deps);
+    this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
+    const probe = options.probe ?? realProbe;
+    this.#probe = async (upstream, check, probeOptions) => {
+      const result = await probe(upstream, check, probeOptions);
+      for (const observeProbe of this.#probeObservers) observeProbe(upstream, result);
+      return result;
+    };
+    // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
+    // (and most others), so we rarely write into a connection being closed.
+    this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
+    this.#healthChecker = new HealthChecker({
+      routes: this.#healthTargets(),
+      log: this.#deps.log,
+      probe: this.#probe,
+      timers: options.healthTimers,
+    });
+    this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat, config.server.accessLogPlace);
+    const accessLog = this.#accessLog;
+    const observers = this.#observers;
+    this.#context = {
+      server: config.server,
+      router: new Router(this.#table.routes),
+      pool: this.#pool,
+      accessLog: {
+        get isEnabled() {
+          return accessLog.isEnabled || observers.size > 0;
+        },
+        write(record) {
+          accessLog.write(record);
+          for (const observe of observers) observe(record);
+        },
+        close: () => accessLog.close(),
+      },
+      now: this.#deps.now,
+      tunnels: new Set(),
+      isDraining: false,
+    };
+
+    const { server: s } = config;
+    this.#http1 = new Http1Server({
+      onRequest: (clientReq, clientRes, isExpectingContinue) => handleRequest(this.#context, clientReq, clientRes, isExpectingContinue),
+      onAnswer: (socket, answer) => {
+        if (this.#context.accessLog.isEnabled) logServerAnswer(this.#context, socket, answer);
+      },
+      isDraining: () => this.#context.isDraining,
+      headTimeoutMs: s.headerTimeoutMs,
+      bodyTimeoutMs: s.bodyTimeoutMs,
+      requestTimeoutMs: s.requestTimeoutMs,
+      keepAliveTimeoutMs: s.keepaliveTimeoutMs,
+      maxHeadBytes: s.maxHeaderSize,
+    });
+    this.server = this.#http1.server;
+    this.server.on('connection', (socket: Socket) => {
+      this.#clientSockets.add(socket);
+      socket.once('close', () => this.#clientSockets.delete(socket));
+    });
+  }
+
+  get config(): Config {
+    return this.#table.config;
+  }
+
+  /** The routes now in force, in file order. */
+  get routes(): readonly Route[] {
+    return this.#table.routes;
+  }
+
+  /** What the server side did so far: requests read, client connections served now (tests and diagnostics). */
+  get serverStats(): { readonly requests: number; readonly openConnections: number } {
+    return { requests: this.#http1.requestCount, openConnections: this.#http1.size };
+  }
+
+  get healthChecker(): HealthChecker {
+    return this.#healthChecker;
+  }
+
+  /** Registers `observer` for every finished exchange; returns the function that unregisters it. */
+  observe(observer: ExchangeObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
+  }
+
+  /** Registers `observer` for every finished active health probe; returns the function that unregisters it. */
+  observeProbes(observer: ProbeObserver): () => void {
+    this.#probeObservers.add(observer);
+    return () => this.#probeObservers.delete(observer);
+  }
+
+  /** The upstreams the admin registry added to `routeName` (see `setRegisteredUpstreams`). */
+  registeredUpstreams(routeName: string): readonly UpstreamConfig[] {
+    return this.#table.registeredUpstreams(routeName);
+  }
+
+  /**
+   * Replaces the run-time registered upstreams of `routeName` (admin registry, src/admin): the route
+   * is rebuilt with its configured upstreams followed by `configs` (an origin already configured by a
+   * `pass` line is skipped), so its balancer includes them. Upstream objects of unchanged origins are
+   * kept (counters, health, draining, and their health-check streaks, schedule and probe in flight);
+   * new ones are probed at once, removed ones no longer (probe aborted). Requests in
+   * flight finish on the objects they started with. The list survives `reload`. A route name not in
+   * the config is remembered and applied if a reload brings the route.
+   */
+  setRegisteredUpstreams(routeName: string, configs: readonly UpstreamConfig[]): void {
+    if (this.#table.setRegistered(routeName, configs)) this.#routesChanged();
+  }
+
+  /**
+   * Swaps in a new config without dropping in-flight requests or the listening socket (SIGHUP):
+   * new routes and balancers; the runtime state (health, counters, ejection, draining) of every
+   * upstream whose route name and address did not change is kept, and so is its place in the health
+   * checker: rise/fall streaks, next probe time, probe in flight (HealthChecker.update says what a
+   * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
+   * aborted. Requests in flight finish on the objects they started with. `[server]` limits and
+   * `listen` need a restart.
+   */
+  reload(config: Config): ReloadSummary {
+    const warnings: string[] = [];
+    const before = this.#table.config;
+    if (before.server.listen.host !== config.server.listen.host || before.server.listen.port !== config.server.listen.port) {
+      warnings.push('a new [server] listen address takes effect only after a restart');
+    }
+    // What needs a restart, compared without the parts a reload does apply or that are only places.
+    const restartOnly = (server: Config['server']): string =>
+      JSON.stringify({ ...server, listen: 0, trustedProxies: 0, accessLogPlace: 0 });
+    if (restartOnly(before.server) !== restartOnly(config.server)) {
+      warnings.push('[server] settings other than trusted_proxies take effect only after a restart');
+    }
+    if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
+      warnings.push('[admin] changes take effect only after a restart');
+    }
+    const change = this.#table.reload(config);
+    this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };
+    this.#routesChanged();
+    return { ...change, warnings };
+  }
+
+  /** The request path routes by the new table, and the health checker watches its upstreams. */
+  #routesChanged(): void {
+    this.#context.router = new Router(this.#table.routes);
+    this.#healthChecker.update(this.#healthTargets());
+  }
+
+  /** What the health checker watches: every route now in force with its runtime upstreams. */
+  #healthTargets(): HealthCheckTarget[] {
+    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
+  }
+
+  /**
+   * Starts the active health checks (and keeps them running across reloads). `listen()` calls it
+   * unless `isHealthCheckDisabled`; a cluster primary, which never listens, calls it itself.
+   */
+  startHealthChecks(): void {
+    this.#healthChecker.start();
+  }
+
+  /** Starts listening on `[server] listen` (or `port` when given, e.g. 0 in tests). Resolves with the bound port. */
+  async listen(port = this.config.server.listen.port, host = this.config.server.listen.host): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    if (!this.#isHealthCheckDisabled) this.startHealthChecks();
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, close idle keep-alive connections, wait for in-flight
+   * requests up to `timeoutMs` (default `shutdown_timeout`), then close whatever is left.
+   * Resolves true when everything finished in time.
+   */
+  async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
+    this.#healthChecker.stop();
+    this.#context.isDraining = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closeIdleConnections = (): void => this.#http1.closeIdleConnections();
+    closeIdleConnections();
+    // Connections that finish their last response become idle; close them as they do.
+    const sweeper = setInterval(closeIdleConnections, 50);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const isDrained = await Promise.race([closed.then(() => true), timedOut]);
+    clearInterval(sweeper);
+    clearTimeout(timer);
+    if (!isDrained) {
+      this.#http1.closeAllConnections();
+      for (const tunnel of this.#context.tunnels) tunnel.destroy();
+      await closed;
+    }
+    // A cut connection's requests log themselves when its socket emits 'close', which can come
+    // after the server's own 'close': wait for them before the log closes.
+    await Promise.all([...this.#clientSockets].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
+    // A cut tunnel logs once its upstream side has closed too (bounded: a record must not hold up the exit).
+    const tunnelsClosed = [...this.#context.tunnels].map((tunnel) => tunnel.closed);
+    await Promise.race([Promise.all(tunnelsClosed), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    await this.#pool.close();
+    await this.#accessLog.close();
+    return isDrained;
+  }
+}
+
+/** An access-log line for an answer the server wrote itself (no request object exists). */
+function logServerAnswer(context: ProxyContext, socket: Socket, answer: ServerAnswer): void {
+  const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
+  const outcome = { clientIp: normalizeClientIp(socket.remoteAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
+  context.accessLog.write(buildAccessLogRecord(request, outcome));
+}

@@ -1,0 +1,492 @@
+/**
+ * The request path: everything that happens to one client request, top to bottom, as one checklist
+ * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
+ *
+ *   0. refuse what cannot be proxied (request-checks.ts), read the target and its host
+ *      (request-target.ts, authority.ts)                              → 400 / 417 / 501
+ *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
+ *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
+ *   2. check the body limit against Content-Length                    → 413
+ *   3. build the upstream header list (forward-headers.ts); an upgrade request keeps its
+ *      `Connection: upgrade` and `Upgrade`
+ *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
+ *      retry policy whether another upstream may be tried             → 502 / 503 / 504
+ *   5. COMMIT POINT: the upstream's status and headers go to the client as soon as the upstream's
+ *      head arrived (with the body bytes that came in the same read); from then on no error page
+ *      can be sent, so a failure closes the client connection instead
+ *   6. stream the response body with backpressure, then the trailers — or, when the upstream
+ *      answered an upgrade request with 101 (as Go's `ServeHTTP` does, after the same round
+ *      trip), write the 101 and join the two sockets (upgrade-tunnel.ts)
+ *   7. log the request once the client connection is done with it, or the tunnel closed (access-log.ts)
+ *
+ * Every answer before the commit point goes through one function (error-response.ts).
+ *
+ * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
+ * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
+ */
+import type { ClientRequest, ClientResponse } from '../wire/client-exchange.js';
+import type { Socket } from 'node:net';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { hashKeyFor } from '../upstream/balancer/registry.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
+import { logLine } from '../process/process-log.js';
+import { isTrustedProxy, normalizeClientIp } from './client-address.js';
+import { sendErrorResponse } from './error-response.js';
+import { Tunnel } from './upgrade-tunnel.js';
+import { findRequestProblem } from './request-checks.js';
+import { readRequestTarget } from './request-target.js';
+import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
+import type { Route } from '../upstream/route.js';
+import type { Router } from './router.js';
+import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
+import { UpstreamExchange, type BodySink } from '../wire/upstream-exchange.js';
+import type { UpstreamTransport } from '../wire/connection-pool.js';
+import type { ResponseHead } from '../wire/response-parser.js';
+import { formatTrace } from '../upstream/balancer/trace.js';
+import type { ServerConfig } from '../config/config.js';
+
+/** What the request path needs from the running proxy. */
+export interface ProxyContext {
+  /** Swapped by a reload (only `trusted_proxies` changes take effect without a restart). */
+  server: ServerConfig;
+  /** Swapped by a reload. */
+  router: Router<Route>;
+  /** Keep-alive connections to the upstreams (src/wire/connection-pool.ts). */
+  readonly pool: UpstreamTransport;
+  readonly accessLog: AccessLog;
+  /** High-resolution clock in ms (durations). */
+  readonly now: () => number;
+  /** True once a graceful shutdown began: responses say `Connection: close`. */
+  isDraining: boolean;
+  /**
+   * Open tunnels (upgrade-tunnel.ts): their connections belong to no server any more, so a
+   * shutdown that runs out of time closes them itself, and waits for their log records (`closed`).
+   */
+  readonly tunnels: Set<Tunnel>;
+}
+
+/** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
+const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
+/** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
+const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
+
+/** Per-request facts gathered on the way, for the access log. */
+interface Exchange {
+  readonly startedAt: number;
+  readonly clientIp: string;
+  route: Route | undefined;
+  readonly attempts: AttemptLog[];
+  bytesSent: number;
+  /** Set once a 101 joined the client to the upstream: the exchange is logged when it closes. */
+  tunnel: Tunnel | undefined;
+}
+
+/**
+ * Handles one request from `clientReq` to the end of `clientRes`. Never throws.
+ * @param isExpectingContinue the client sent `Expect: 100-continue`: answer 100 once the request
+ *   passed routing, auth and the body limit, before its body is read (nginx's order)
+ */
+export function handleRequest(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue = false): void {
+  const exchange: Exchange = {
+    startedAt: context.now(),
+    clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
+    route: undefined,
+    attempts: [],
+    bytesSent: 0,
+    tunnel: undefined,
+  };
+  proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
+    logLine(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}`);
+    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    else clientRes.destroy();
+  });
+  // Step 7, registered after proxyRequest's own 'close' listener: a client that leaves aborts the
+  // attempt first, so the record says how it ended. A tunnel logs itself when it closes.
+  if (context.accessLog.isEnabled) {
+    clientRes.once('close', () => {
+      if (exchange.tunnel === undefined) logExchange(context, clientReq, clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499, exchange);
+    });
+  }
+}
+
+async function proxyRequest(
+  context: ProxyContext,
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
+  exchange: Exchange,
+  isExpectingContinue: boolean,
+): Promise<void> {
+  // Client gone → abort whatever attempt is in flight (SPEC 5). Registered before the first await,
+  // so a client that leaves while its credentials are checked is noticed too.
+  let current: UpstreamExchange | undefined;
+  let isClientGone = false;
+  clientRes.once('close', () => {
+    if (!clientRes.writableFinished) {
+      isClientGone = true;
+      current?.abort();
+      // Said here, not when the aborted attempt's rejection arrives: the record is written next.
+      const attemptLog = exchange.attempts.at(-1);
+      if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= 'PRX_CLIENT_ABORT';
+    }
+  });
+
+  // 0. Requests the proxy refuses before routing (request-checks.ts): a missing or repeated Host,
+  //    repeated Authorization, an Expect other than 100-continue, a transfer coding other than
+  //    chunked; then the target and its host (request-target.ts): a bad Host or absolute-form
+  //    authority, a raw `#`, a bad escape.
+  const problem = findRequestProblem(clientReq);
+  const target = problem === undefined ? readRequestTarget(clientReq) : problem;
+  if ('status' in target) {
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: target.status, text: target.text, shouldClose: true });
+    return;
+  }
+
+  // 1. Route, by both readings of the path (router.ts).
+  const match = context.router.match(target);
+  if (match.kind === 'none') {
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 404 });
+    return;
+  }
+  if (match.kind === 'ambiguous' || match.kind === 'outside-pass-path') {
+    const text = match.kind === 'ambiguous' ? AMBIGUOUS_PATH_TEXT : OUTSIDE_PASS_PATH_TEXT;
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 400, text, shouldClose: true });
+    return;
+  }
+  const route = match.route;
+  exchange.route = route;
+  if (match.kind === 'redirect') {
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 301, text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
+    return;
+  }
+
+  // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
+  if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
+    if (isClientGone) return;
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 401, extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
+    return;
+  }
+
+  if (isClientGone) return;
+
+  // 2. Body limit, as far as Content-Length tells it (chunked bodies are counted while streaming).
+  const maxBodySize = context.server.maxBodySize;
+  const contentLength = Number(clientReq.headers['content-length'] ?? 0);
+  if (maxBodySize > 0 && contentLength > maxBodySize) {
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
+    return;
+  }
+  const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
+  // An upgrade, as the server read the head (a request without a body that asks for one); the 101
+  // then hands the connection over (step 6).
+  const isUpgrade = clientReq.upgrade !== undefined;
+  // Routed, allowed, not too large: invite the body. (Also without one: node keeps a connection
+  // alive after an Expect request only when the 100 was sent.)
+  if (isExpectingContinue) clientRes.writeContinue();
+
+  // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
+  const isTrustedPeer = isTrustedProxy(exchange.clientIp, context.server.trustedProxies);
+  const headersFor = (upstream: Upstream): string[] => {
+    const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
+      clientIp: exchange.clientIp,
+      isTrustedPeer,
+      preserveHost: route.config.preserveHost,
+      upstreamHost: upstream.config.hostHeader,
+      isUpgrade,
+      dropAuthorization: route.config.authBasic !== undefined && !route.config.authForward,
+      targetHost: target.targetHost,
+    });
+    if (isChunked) headers.push('Transfer-Encoding', 'chunked');
+    return headers;
+  };
+  const body = clientReq.body === undefined ? undefined : withBodyLimit(clientReq.body, maxBodySize);
+
+  // 4. Attempt loop.
+  const tried = new Set<Upstream>();
+  const pickContext = {
+    clientIp: exchange.clientIp,
+    hashKey: hashKeyFor(route.config, exchange.clientIp, target.path.literal + target.query, clientReq.headers),
+    tried,
+  };
+  const method = clientReq.method ?? 'GET';
+  let lastError: RequestError | undefined; // undefined: no upstream was available at all (→ 503)
+  for (let attempt = 1; attempt <= 1 + route.config.retries && !isClientGone; attempt++) {
+    const upstream = route.pick(pickContext);
+    if (upstream === undefined) break;
+    const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt, { nowMs: context.now(), tried }) : undefined;
+    tried.add(upstream);
+    const attemptLog: AttemptLog = { upstream: upstream.config.hostHeader };
+    exchange.attempts.push(attemptLog);
+
+    const endActiveRequest = upstream.beginRequest();
+    let upstreamHead: ResponseHead;
+    try {
+      upstreamHead = await sendWithStaleRetry(route, method, () => isClientGone, (isRetry) => {
+        current = new UpstreamExchange({
+          pool: context.pool,
+          upstream: upstream.config,
+          method,
+          target: match.upstreamTarget,
+          headers: headersFor(upstream),
+          body,
+          isChunkedBody: isChunked,
+          connectTimeoutMs: route.config.connectTimeoutMs,
+          readTimeoutMs: route.config.readTimeoutMs,
+          isNewConnectionRequired: isRetry,
+          isUpgrade,
+        });
+        if (isRetry) attemptLog.error = 'stale connection, sent again';
+        return current;
+      });
+    } catch (error) {
+      endActiveRequest();
+      const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
+      attemptLog.error = failure.code;
+      if (isClientGone) return;
+      if (failure instanceof BodyTooLargeError) {
+        exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
+        return;
+      }
+      lastError = failure;
+      const errorKind = retryErrorKind(failure);
+      // Passive health counts only the upstream's own failures: not a request the proxy could not
+      // write (400), and not a read timeout while the client was still slowly sending its body.
+      const isClientsFault = errorKind === 'read-timeout' && body !== undefined && !clientReq.complete;
+      if (errorKind !== undefined && !isClientsFault) route.recordFailure(upstream);
+      const isRetryable =
+        errorKind !== undefined &&
+        canRetry({
+          errorKind,
+          method,
+          wasRequestSent: current?.progress.isConnected ?? false,
+          hasStreamedBody: current?.progress.hasStreamedBody ?? false,
+          wereResponseBytesSent: false,
+          attempt,
+          retries: route.config.retries,
+        });
+      if (!isRetryable) break;
+      continue;
+    }
+    attemptLog.status = upstreamHead.statusCode;
+    route.recordSuccess(upstream);
+
+    // 5. COMMIT POINT.
+    try {
+      if (upstreamHead.statusCode === 101) openTunnel(context, clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, route.config.readTimeoutMs, endActiveRequest);
+      else relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, traceHeader, context.isDraining || isUpgrade, endActiveRequest);
+    } catch (error) {
+      endActiveRequest(); // a bug past the commit point must not leave the counter up
+      current!.abort();
+      throw error;
+    }
+    return;
+  }
+  if (isClientGone) return;
+  lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
+  const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
+  // A body left half-read cannot be skipped reliably: close the connection after the answer.
+  exchange.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
+}
+
+/**
+ * Sends one attempt; if it was written into a pooled keep-alive connection that the upstream had
+ * just closed (a reset before any response byte, nothing of the body read yet), sends it once more
+ * on a new connection (not another pooled one, which may be just as stale) — the race every HTTP
+ * client with a pool has (Go's transport retries the same way).
+ *
+ * Only for the route's only upstream and an idempotent method. A reset on a reused connection may
+ * also mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110
+ * §9.2.2); and when the route has other upstreams the reset is an ordinary failure — counted by
+ * passive health, logged, retried elsewhere by the retry policy — as nginx does for a cached
+ * connection (it tries the same peer again only when it is the only one, `peers->single`).
+ */
+async function sendWithStaleRetry(
+  route: Route,
+  method: string,
+  isClientGone: () => boolean,
+  /** Starts an exchange; `isRetry` asks for a new connection instead of a pooled one. */
+  start: (isRetry: boolean) => UpstreamExchange,
+): Promise<ResponseHead> {
+  for (let isRetry = false; ; isRetry = true) {
+    const attempt = start(isRetry);
+    try {
+      return await attempt.response;
+    } catch (error) {
+      const { progress } = attempt;
+      const isStale =
+        route.pool.isLone &&
+        IDEMPOTENT_METHODS.has(method) &&
+        progress.isReusedSocket &&
+        !progress.hasResponseBytes &&
+        !progress.hasStreamedBody &&
+        error instanceof UpstreamResetError;
+      if (isRetry || !isStale || isClientGone()) throw error;
+    }
+  }
+}
+
+/**
+ * Steps 5 and 6: the upstream's head to the client, then the body with backpressure, then trailers.
+ * A failure after this point closes the client connection: it must not see a complete-looking response.
+ */
+function relayResponse(
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
+  upstreamHead: ResponseHead,
+  upstreamExchange: UpstreamExchange,
+  exchange: Exchange,
+  attemptLog: AttemptLog,
+  traceHeader: string | undefined,
+  isLastOnConnection: boolean,
+  onDone: () => void,
+): void {
+  const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
+  // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
+  // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
+  const announcedTrailers = headerValue(upstreamHead.rawHeaders, 'trailer');
+  const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
+  if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
+  if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
+  // Close the client connection after this response when the proxy is shutting down, after an
+  // upgrade request that got no 101 (nginx does not reuse it either), or when the upstream
+  // answered before the client finished sending its body (an early 413 or 401): that body will not
+  // be read to its end, so the connection cannot carry another request (nginx does the same).
+  if (isLastOnConnection || !clientReq.complete) headers.push('Connection', 'close');
+  // The upstream's Date passes through; a response without one gets the proxy's from the client
+  // response (RFC 9110 §6.6.1), as Go's httputil and net/http do.
+
+  // The head is committed now, as soon as the upstream's arrived, not with the first body byte:
+  // an event stream or a long poll must not wait for its first event to open. node refuses a
+  // header it would have to write (it validates every name and value) before anything was sent:
+  // that is still the proxy's own 502.
+  try {
+    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+  } catch (error) {
+    onDone();
+    upstreamExchange.abort();
+    attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
+    logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    return;
+  }
+  // Body chunks are views of the upstream connection's read buffer (BodySink): the client response
+  // is done with a chunk when write returns true (ClientResponse.write).
+  let hasBodyWrite = false;
+  let isEnded = false;
+  const sink: BodySink = {
+    write: (chunk) => {
+      hasBodyWrite = true;
+      return clientRes.write(chunk);
+    },
+    once: (event, listener) => clientRes.once(event, listener),
+  };
+  upstreamExchange.streamBodyTo(sink, {
+    onChunk(chunk) {
+      exchange.bytesSent += chunk.length;
+    },
+    onEnd(rawTrailers) {
+      isEnded = true;
+      onDone();
+      if (rawTrailers.length > 0) clientRes.addTrailers(pairs(rawTrailers));
+      clientRes.end();
+    },
+    onError(error) {
+      onDone();
+      attemptLog.error = error.code; // the log keeps the status sent, and says how the body ended (nginx)
+      // Past the commit point the client must not see a complete-looking response: cut the
+      // connection, after what was written this tick has left (node's ServerResponse sends its
+      // corked output on the next tick; nginx, too, sends what it has before closing).
+      process.nextTick(() => clientRes.destroy());
+    },
+  });
+  // Body bytes that came in the same read as the head were written above (streamBodyTo delivers
+  // them at once) and leave with the head in one write; without them the head leaves alone, now.
+  if (!hasBodyWrite && !isEnded) clientRes.flushHeaders();
+}
+
+/**
+ * Steps 5 and 6 for a 101 to an upgrade request: the 101 to the client (hop-by-hop headers removed,
+ * those its `Connection` names too; `Upgrade` and `Connection: upgrade` kept), then the client's
+ * socket joined to the upstream's (upgrade-tunnel.ts). The tunnel counts as an active request, and
+ * the exchange is logged, until both sockets are closed.
+ */
+function openTunnel(
+  context: ProxyContext,
+  clientReq: ClientRequest,
+  clientRes: ClientResponse,
+  upstreamHead: ResponseHead,
+  upstreamExchange: UpstreamExchange,
+  exchange: Exchange,
+  attemptLog: AttemptLog,
+  idleTimeoutMs: number,
+  onDone: () => void,
+): void {
+  const upstreamEnd = upstreamExchange.takeOverConnection();
+  if (upstreamEnd === undefined) {
+    // The upstream connection failed between its 101 and now: nothing went to the client yet.
+    onDone();
+    attemptLog.error = 'PRX_UPSTREAM_RESET';
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    return;
+  }
+  let clientEnd: { socket: Socket; head: Buffer };
+  try {
+    clientEnd = clientRes.switchProtocols(upstreamHead.statusMessage || 'Switching Protocols', buildClientResponseHeaders(upstreamHead.rawHeaders, 101));
+  } catch (error) {
+    onDone();
+    upstreamEnd.socket.destroy();
+    attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
+    logLine(`cannot relay the 101 of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
+    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    return;
+  }
+  const tunnel = new Tunnel(clientEnd, upstreamEnd, idleTimeoutMs, () => {
+    context.tunnels.delete(tunnel);
+    onDone();
+    exchange.bytesSent = tunnel.bytesFromUpstream;
+    if (context.accessLog.isEnabled) logExchange(context, clientReq, 101, exchange);
+  });
+  exchange.tunnel = tunnel;
+  context.tunnels.add(tunnel);
+}
+
+/** `[k, v, k, v]` → `[[k, v], [k, v]]`. */
+function pairs(raw: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+/** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
+function withBodyLimit(body: Readable, maxBodySize: number): Readable {
+  if (maxBodySize === 0) return body;
+  let received = 0;
+  const limiter = new Transform({
+    transform(chunk: Buffer, _encoding, callback: TransformCallback) {
+      received += chunk.length;
+      if (received > maxBodySize) callback(new BodyTooLargeError(`request body over ${maxBodySize} bytes`));
+      else callback(null, chunk);
+    },
+  });
+  // The body may have failed already (bad framing, a timeout) while the request was being routed.
+  if (body.errored !== null) limiter.destroy(body.errored);
+  else body.on('error', (error) => limiter.destroy(error));
+  limiter.on('error', () => {}); // read by the upstream attempt through `errored`, whenever it happens
+  return body.pipe(limiter);
+}
+
+function logExchange(context: ProxyContext, clientReq: ClientRequest, status: number, exchange: Exchange): void {
+  const tunnel = exchange.tunnel;
+  context.accessLog.write(
+    buildAccessLogRecord(clientReq, {
+      clientIp: exchange.clientIp,
+      status,
+      bytesSent: exchange.bytesSent,
+      route: exchange.route?.name,
+      attempts: exchange.attempts,
+      durationMs: context.now() - exchange.startedAt,
+      tunnel: tunnel === undefined ? undefined : { bytesFromClient: tunnel.bytesFromClient, bytesFromUpstream: tunnel.bytesFromUpstream },
+    }),
+  );
+}

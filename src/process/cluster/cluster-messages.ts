@@ -1,0 +1,89 @@
+/**
+ * The IPC messages between the cluster primary and its workers (node:cluster, with the `advanced`
+ * serialization, i.e. the structured clone algorithm, so a Config with its RegExps and byte arrays
+ * travels as it is). Primary → worker: the config to start with, upstream state, a reloaded config,
+ * a report request, shutdown, reopen the log files. Worker → primary: a start request, a failed
+ * start, its report.
+ *
+ * A worker's life: it sends `start-request` as soon as it can hear the answer; the primary answers
+ * `start` with the config it serves (a worker never reads the config file); the
+ * worker listens, or sends `start-failed` and exits. Messages that come before `start` are dropped:
+ * `start` carries the newest config and upstream state.
+ */
+import type { Config, UpstreamConfig } from '../../config/config.js';
+import type { ProbeRecord } from '../../upstream/upstream.js';
+import type { WorkerReport } from '../../admin/status-snapshot.js';
+
+/** The primary's view of one upstream, which every worker copies. */
+export interface PushedUpstream {
+  readonly origin: string;
+  readonly healthState: 'up' | 'down';
+  readonly isDraining: boolean;
+  readonly lastProbe: ProbeRecord | undefined;
+}
+
+/** Primary → workers: health, draining and registry of every route. Sent on change and to a new worker. */
+export interface UpstreamStateMessage {
+  readonly type: 'upstream-state';
+  readonly routes: readonly { readonly name: string; readonly registered: readonly UpstreamConfig[]; readonly upstreams: readonly PushedUpstream[] }[];
+}
+
+/** Primary → a new worker: run this config (the one the primary serves) with this upstream state. */
+export interface StartMessage {
+  readonly type: 'start';
+  readonly config: Config;
+  readonly upstreamState: UpstreamStateMessage;
+}
+
+/** Primary → workers: SIGHUP loaded this config (already validated by the primary). */
+export interface ReloadMessage {
+  readonly type: 'reload';
+  readonly config: Config;
+}
+
+/** Primary → worker: send your counters, quoting `id`. */
+export interface ReportRequestMessage {
+  readonly type: 'report-request';
+  readonly id: number;
+}
+
+/** Primary → worker: drain and exit (SIGTERM on the primary). */
+export interface ShutdownMessage {
+  readonly type: 'shutdown';
+}
+
+/** Primary → workers: SIGUSR1 on the primary; reopen your log files (log rotation, nginx's USR1). */
+export interface ReopenLogsMessage {
+  readonly type: 'reopen-logs';
+}
+
+/** Worker → primary: I am ready to hear my config. */
+export interface StartRequestMessage {
+  readonly type: 'start-request';
+}
+
+/** Worker → primary: I could not start (the worker exits next). */
+export interface StartFailedMessage {
+  readonly type: 'start-failed';
+  /** The error, e.g. `access_log '/var/log/p/a.log' cannot be opened for appending: ENOENT`. */
+  readonly reason: string;
+}
+
+/**
+ * Worker → primary: its counters, as the answer to report request `id`, or unasked every
+ * `REPORT_PUSH_INTERVAL_MS` with `id` 0, so the primary always holds a recent report to keep when
+ * the worker dies.
+ */
+export interface ReportMessage {
+  readonly type: 'report';
+  readonly id: number;
+  readonly report: WorkerReport;
+}
+
+export type PrimaryMessage = StartMessage | UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage | ReopenLogsMessage;
+export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage;
+
+/** True for an object with a string `type` (anything else on the channel is ignored). */
+export function isMessage(value: unknown): value is { readonly type: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
+}

@@ -1,0 +1,333 @@
+/**
+ * The cluster primary (`[server] workers = N | auto`, node:cluster), the role of nginx's master
+ * process. It never proxies a request. It owns:
+ *
+ * - the workers: forks N and hands each the config it serves (a worker never reads the file, so a
+ *   replacement runs what the others run); forks a new one at once when a running
+ *   worker dies; a worker that cannot start is reported (log, `/status`) and tried again with
+ *   backoff (restart-backoff.ts); when no worker has started yet, that is fatal (exit 1, as a
+ *   single process that cannot listen);
+ * - active health checks, on a model of the routes (a ProxyServer that never listens), whose results
+ *   it pushes to the workers (`UpstreamStateMessage`) within `PUSH_INTERVAL_MS` of a change, so a
+ *   backend that goes DOWN is DOWN in every worker within one health interval plus that;
+ * - the upstream registry and admin drain/enable, applied to the model and pushed the same way;
+ * - reload: SIGHUP re-reads the file here; a broken file is rejected with its place and nothing
+ *   changes; a valid one is applied to the model and sent to every worker;
+ * - the admin listener, which asks every worker for its counters and answers with the totals,
+ *   keeping the counts of workers that died (counter-ledger.ts), so no counter goes down;
+ * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them (a worker still starting
+ *   just exits), then exits 0. Signals that came during start-up are handled once it is done.
+ * - log rotation: SIGUSR1 tells every worker to reopen its log files.
+ *
+ * When the primary itself dies (SIGKILL, a crash), the listening socket dies with it (node:cluster's
+ * round-robin scheduling: the primary accepts and hands connections to the workers), so nothing
+ * new can be accepted; the workers notice the closed IPC channel, finish the requests in flight
+ * (up to `shutdown_timeout`) and exit. The service is gone until a supervisor starts it again, and
+ * the new primary can bind the port at once (the README ships a systemd unit with
+ * `Restart=always`). nginx's orphaned workers keep serving on the listening sockets they inherited,
+ * but with nobody to reload, replace or stop them; here there is one clear state.
+ *
+ * What is per worker (as nginx without a `zone` shared-memory block): each worker has its own
+ * Upstream objects, so active requests, effective weight, passive failure counts and ejections,
+ * and every strategy's private state (round-robin cursors, SWRR current weights) are counted per
+ * worker. Health state, draining and the registry are the primary's and are the same everywhere.
+ * Consequences: least-connections and power-of-two-choices compare only the requests the deciding
+ * worker itself has in flight (with N workers an upstream may already carry N long requests while
+ * each worker sees one); round robin is exact per worker, not globally; and an upstream is ejected
+ * by a worker only after `max_fails` failures seen by that worker. `/status.json` shows both the
+ * totals and each worker's view.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { Config } from '../../config/config.js';
+import { ProxyServer } from '../../gateway/proxy-server.js';
+import { checkAccessLogPath } from '../../gateway/access-log.js';
+import { AdminServer } from '../../admin/admin-server.js';
+import { MetricsCollector, mergeMetrics } from '../../admin/metrics-collector.js';
+import type { WorkerReport, WorkerStartFailure } from '../../admin/status-snapshot.js';
+import { UpstreamRegistry } from '../../admin/upstream-registry.js';
+import { reloadOnHangup } from '../../cli/run-proxy.js';
+import type { ProcessSignals } from '../process-signals.js';
+import { whenWorkerGone } from './worker-gone.js';
+import { isMessage, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
+import { CounterLedger } from './counter-ledger.js';
+import { restartDelayMs } from './restart-backoff.js';
+
+/** How often the primary compares upstream state with what it last pushed: 100 ms. */
+export const PUSH_INTERVAL_MS = 100;
+/** How long the admin listener waits for a worker's report: 1 s (a silent worker counts with its last report). */
+export const REPORT_TIMEOUT_MS = 1_000;
+
+/** `workers = auto` → one per core (`os.availableParallelism()`), else the number. */
+export function resolveWorkerCount(workers: number | 'auto'): number {
+  return workers === 'auto' ? availableParallelism() : workers;
+}
+
+/** One of the N places for a worker: the worker in it now, and its restart state. */
+interface WorkerSlot {
+  /** 1..N, as `/status` names it. */
+  readonly number: number;
+  worker: Worker | undefined;
+  /** The worker in the slot is listening. */
+  isStarted: boolean;
+  /** Failed starts in a row (0 once a worker started). */
+  failedStarts: number;
+  /** The last failed start while the slot waits or tries again; `retryAtMs` on `Date.now()`'s clock. */
+  failure: { readonly reason: string; readonly retryAtMs: number } | undefined;
+  retryTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Runs the primary until SIGTERM/SIGINT; resolves with the exit code (1 when no worker could start).
+ * @throws ConfigFileError / ConfigValueError when `access_log` cannot be opened; the admin listener's listen error
+ */
+export async function runClusterPrimary(signals: ProcessSignals, configFile: string, config: Config, workerCount: number, log: (line: string) => void): Promise<number> {
+  cluster.setupPrimary({ serialization: 'advanced' });
+  // Workers open the access log; a path that cannot be opened fails the start here, as with one process.
+  checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
+  const model = new ProxyServer(config, { accessLog: { isEnabled: false, write() {}, close: async () => {} } });
+  const probeMetrics = new MetricsCollector();
+  probeMetrics.attach(model);
+  model.startHealthChecks();
+
+  /**
+   * The config a new worker gets: the last good reload's routes on the `[server]` settings the
+   * workers started with (those need a restart, see ProxyServer.reload), whatever the file says now.
+   */
+  let served = config;
+  const slots: WorkerSlot[] = Array.from({ length: workerCount }, (_, index) => ({
+    number: index + 1,
+    worker: undefined,
+    isStarted: false,
+    failedStarts: 0,
+    failure: undefined,
+    retryTimer: undefined,
+  }));
+  const liveWorkers = (): Worker[] => slots.flatMap((slot) => (slot.worker?.isConnected() ? [slot.worker] : []));
+  const ledger = new CounterLedger();
+  let hasAnyStarted = false;
+  let isStopping = false;
+  let lastPushed = '';
+
+  const broadcast = (message: PrimaryMessage): void => {
+    for (const worker of liveWorkers()) worker.send(message);
+  };
+  const stateMessage = (): UpstreamStateMessage => ({
+    type: 'upstream-state',
+    routes: model.routes.map((route) => ({
+      name: route.name,
+      registered: model.registeredUpstreams(route.name),
+      upstreams: route.upstreams.map((u) => ({ origin: u.origin, healthState: u.healthState, isDraining: u.isDraining, lastProbe: u.lastProbe })),
+    })),
+  });
+  const pushIfChanged = (): void => {
+    const message = stateMessage();
+    const text = JSON.stringify(message);
+    if (text === lastPushed) return;
+    lastPushed = text;
+    broadcast(message);
+  };
+  const pushTimer = setInterval(pushIfChanged, PUSH_INTERVAL_MS);
+
+  const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
+
+  let nextReportId = 1;
+  const pendingReports = new Map<number, (report: WorkerReport) => void>();
+
+  /** Asks every started worker for its counters; a worker that does not answer in time is left out. */
+  const collectReports = async (): Promise<{ readonly workerId: number; readonly report: WorkerReport }[]> => {
+    const asked = slots.flatMap((slot) => (slot.isStarted && slot.worker?.isConnected() ? [slot.worker] : []));
+    const replies = asked.map(
+      (worker) =>
+        new Promise<{ workerId: number; report: WorkerReport } | undefined>((resolve) => {
+          const id = nextReportId++;
+          const timer = setTimeout(() => {
+            pendingReports.delete(id);
+            resolve(undefined);
+          }, REPORT_TIMEOUT_MS);
+          pendingReports.set(id, (report) => {
+            clearTimeout(timer);
+            pendingReports.delete(id);
+            resolve({ workerId: worker.id, report });
+          });
+          worker.send({ type: 'report-request', id } satisfies PrimaryMessage);
+        }),
+    );
+    return (await Promise.all(replies)).filter((answer) => answer !== undefined).sort((a, b) => a.report.pid - b.report.pid);
+  };
+  const startFailures = (): WorkerStartFailure[] =>
+    slots.flatMap((slot) =>
+      slot.failure === undefined
+        ? []
+        : [{ slot: slot.number, reason: slot.failure.reason, failedStarts: slot.failedStarts, nextAttemptInMs: Math.max(0, slot.failure.retryAtMs - Date.now()) }],
+    );
+
+  // The admin listener starts before any worker, so a port in use fails the start with nothing to clean up but the model.
+  let admin: AdminServer | undefined;
+  if (config.admin !== undefined) {
+    admin = new AdminServer({
+      config: config.admin,
+      proxy: model,
+      registry,
+      mode: 'cluster',
+      collect: async () => {
+        const answers = await collectReports();
+        const reports = answers.map((answer) => answer.report);
+        const carried = ledger.carried(new Set(answers.map((answer) => answer.workerId)));
+        return {
+          reports,
+          carried,
+          metrics: mergeMetrics([...reports.map((report) => report.metrics), carried.metrics, probeMetrics.state]),
+          workerStartFailures: startFailures(),
+        };
+      },
+      onStateChange: pushIfChanged,
+      log,
+    });
+    try {
+      const port = await admin.listen();
+      log(`admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`);
+    } catch (error) {
+      clearInterval(pushTimer);
+      registry.close();
+      await model.close(0);
+      throw error;
+    }
+  }
+
+  const stopReloading = reloadOnHangup(
+    configFile,
+    (next) => {
+      const summary = model.reload(next);
+      served = { ...next, server: { ...config.server, trustedProxies: next.server.trustedProxies } };
+      broadcast({ type: 'reload', config: next });
+      pushIfChanged();
+      return summary;
+    },
+    (line) => log(line.startsWith('reloaded ') ? `${line} (in ${liveWorkers().length} workers)` : line),
+    signals,
+  );
+
+  // SIGUSR1 (log rotation): src/main.ts's listener reopens this process's own files; every worker
+  // is told to reopen its own.
+  const onReopenSignal = (): void => {
+    log(`SIGUSR1: telling ${liveWorkers().length} worker(s) to reopen their log files`);
+    broadcast({ type: 'reopen-logs' });
+  };
+  process.on('SIGUSR1', onReopenSignal);
+
+  let finish: (exitCode: number) => void = () => {};
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+
+  /** Tells every worker to drain, waits for them (killed at the deadline), closes the rest, then finishes with `exitCode`. */
+  const shutDown = (exitCode: number): void => {
+    isStopping = true;
+    const running = slots.flatMap((slot) => (slot.worker === undefined ? [] : [{ worker: slot.worker, isStarted: slot.isStarted }]));
+    for (const slot of slots) clearTimeout(slot.retryTimer);
+    // A started worker exits 1 when its shutdown_timeout ran out and it cut requests (cluster-worker.ts);
+    // one still starting has nothing in flight and just exits.
+    let cutCount = 0;
+    const exited = running.map(
+      ({ worker, isStarted }) =>
+        new Promise<void>((done) => {
+          if (worker.isDead()) return done();
+          worker.once('exit', (code: number | null) => {
+            if (isStarted && code !== 0) cutCount++;
+            done();
+          });
+        }),
+    );
+    broadcast({ type: 'shutdown' });
+    const deadline = setTimeout(() => {
+      for (const { worker } of running) worker.process.kill('SIGKILL');
+    }, config.server.shutdownTimeoutMs + 2_000);
+    void Promise.all(exited).then(async () => {
+      clearTimeout(deadline);
+      clearInterval(pushTimer);
+      stopReloading();
+      process.off('SIGUSR1', onReopenSignal);
+      registry.close();
+      await admin?.close();
+      await model.close(0);
+      if (exitCode === 0) {
+        log(cutCount === 0 ? 'shut down' : `shut down: ${cutCount} worker(s) did not drain within shutdown_timeout; requests still in flight were cut (see the access log)`);
+      }
+      finish(exitCode);
+    });
+  };
+
+  const startWorker = (slot: WorkerSlot): void => {
+    slot.retryTimer = undefined;
+    slot.isStarted = false;
+    const worker = cluster.fork();
+    slot.worker = worker;
+    let startFailure: string | undefined;
+    // A message to a worker that is going away fails with EPIPE; its exit is handled below.
+    worker.on('error', () => {});
+    worker.on('message', (message: unknown) => {
+      if (!isMessage(message)) return;
+      const typed = message as WorkerMessage;
+      switch (typed.type) {
+        case 'start-request':
+          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage() } satisfies PrimaryMessage));
+          break;
+        case 'start-failed':
+          startFailure = typed.reason;
+          break;
+        case 'report':
+          ledger.record(worker.id, typed.report);
+          pendingReports.get(typed.id)?.(typed.report);
+          break;
+      }
+    });
+    worker.on('listening', () => {
+      if (slot.failure !== undefined) log(`worker ${worker.process.pid} started in slot ${slot.number} after ${slot.failedStarts} failed start(s)`);
+      slot.isStarted = true;
+      slot.failedStarts = 0;
+      slot.failure = undefined;
+      hasAnyStarted = true;
+    });
+    // Gone = exited and its IPC channel read to the end, so its last report and its start failure are
+    // in (worker-gone.ts: the wait for the channel is bounded).
+    void whenWorkerGone(worker).then(({ code, signal }) => onGone(code, signal));
+    const onGone = (code: number | null, signal: string | null): void => {
+      ledger.retire(worker.id);
+      slot.worker = undefined;
+      if (isStopping) return;
+      const how = signal ?? `code ${code}`;
+      if (slot.isStarted) {
+        log(`worker ${worker.process.pid} exited (${how}); starting a new one`);
+        return startWorker(slot);
+      }
+      const reason = startFailure ?? `exited (${how}) before it was listening`;
+      // Before any worker ever listened, a worker that could not start means the next one cannot
+      // either (a port taken, a config the worker refuses): stop. Not one ended by a signal (a SIGHUP
+      // to the process group that reached it while node was booting): that one is retried.
+      if (!hasAnyStarted && signal === null) {
+        log(`error: worker ${worker.process.pid} could not start: ${reason}; stopping`);
+        return shutDown(1);
+      }
+      slot.failedStarts++;
+      const delayMs = restartDelayMs(slot.failedStarts);
+      slot.failure = { reason, retryAtMs: Date.now() + delayMs };
+      log(`worker ${worker.process.pid} could not start: ${reason}; next attempt in ${delayMs / 1000} s (${slot.failedStarts} failed start(s) in a row)`);
+      slot.retryTimer = setTimeout(() => startWorker(slot), delayMs);
+    };
+  };
+  for (const slot of slots) startWorker(slot);
+  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${config.server.listen.host}:${config.server.listen.port}`);
+
+  const onSignal = (signal: string): void => {
+    if (isStopping) {
+      log(`${signal} again: exiting now`);
+      for (const slot of slots) slot.worker?.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    log(`${signal}: draining ${liveWorkers().length} workers`);
+    shutDown(0);
+  };
+  signals.on('SIGTERM', onSignal);
+  signals.on('SIGINT', onSignal);
+  signals.startUpDone(log);
+  return await finished;
+}

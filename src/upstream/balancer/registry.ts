@@ -1,0 +1,67 @@
+/**
+ * The strategy registry: one visible table from the `strategy` names of SPEC 3 to the classes that
+ * implement them (Caddy registers its selection policies the same way), and `createBalancer`, which
+ * builds a route's balancer from its config: the strategy over the primaries, again over the backups
+ * (route-balancer.ts), with the route's `hash` and `virtual_nodes` and injected `random` and `now`.
+ */
+import type { RouteConfig, StrategyName } from '../../config/config.js';
+import type { Balancer, StrategyOptions } from './balancer.js';
+import { ConsistentHashBalancer } from './consistent-hash.js';
+import { HASH_FUNCTIONS } from './hash.js';
+import { IpHashBalancer } from './ip-hash.js';
+import { LeastConnectionsBalancer } from './least-connections.js';
+import { PowerOfTwoChoicesBalancer } from './power-of-two-choices.js';
+import { RandomBalancer } from './random.js';
+import { RoundRobinBalancer } from './round-robin.js';
+import { RouteBalancer } from './route-balancer.js';
+import { SmoothWeightedRoundRobinBalancer } from './smooth-weighted-round-robin.js';
+import { WeightedRandomBalancer } from './weighted-random.js';
+import { WeightedRoundRobinBalancer } from './weighted-round-robin.js';
+import type { Upstream } from '../upstream.js';
+
+export { hashKeyFor } from './hash-key.js';
+
+/** A strategy class: built over a fixed list of upstreams. */
+export type StrategyConstructor = new (upstreams: readonly Upstream[], options: StrategyOptions) => Balancer;
+
+/** Every strategy of SPEC 3, by its config name. */
+export const STRATEGIES: Readonly<Record<StrategyName, StrategyConstructor>> = {
+  'random': RandomBalancer,
+  'weighted-random': WeightedRandomBalancer,
+  'round-robin': RoundRobinBalancer,
+  'weighted-round-robin': WeightedRoundRobinBalancer,
+  'smooth-weighted-round-robin': SmoothWeightedRoundRobinBalancer,
+  'ip-hash': IpHashBalancer,
+  'least-connections': LeastConnectionsBalancer,
+  'consistent-hash': ConsistentHashBalancer,
+  'power-of-two-choices': PowerOfTwoChoicesBalancer,
+};
+
+/** Injected randomness and clock; defaults Math.random and Date.now. */
+export interface BalancerDeps {
+  /** Uniform in [0, 1). Default Math.random. */
+  readonly random?: () => number;
+  /** Clock in ms. Default Date.now. */
+  readonly now?: () => number;
+}
+
+/**
+ * The balancer of one route: `route.strategy` over the primary upstreams, and over the backups for
+ * when no primary is available; every pick also lets each upstream that was a candidate regain one
+ * unit of effective weight (SPEC 4, as nginx).
+ *
+ * @param route the route's config (strategy, hash, virtual_nodes)
+ * @param upstreams the route's runtime upstreams, in config order (one per `pass` line)
+ * @param deps injected `random` (uniform in [0, 1)) and `now` (ms)
+ * @returns a RouteBalancer (a Balancer that also lists its upstreams in config order)
+ */
+export function createBalancer(route: RouteConfig, upstreams: readonly Upstream[], deps: BalancerDeps = {}): RouteBalancer {
+  const options: StrategyOptions = {
+    random: deps.random ?? Math.random,
+    now: deps.now ?? Date.now,
+    hash: HASH_FUNCTIONS[route.hash],
+    virtualNodes: route.virtualNodes,
+  };
+  const Strategy = STRATEGIES[route.strategy];
+  return new RouteBalancer(route.strategy, upstreams, (list) => new Strategy(list, options), options.now);
+}

@@ -1,0 +1,156 @@
+/**
+ * One active health probe (SPEC 4): send `health_method health_path` to an upstream on a fresh
+ * connection, wait at most `health_timeout`, and judge the status against `health_status`. This is
+ * the tutorial's timer-driven HEAD check, made trustworthy:
+ *
+ * - A fresh connection every time (`agent: false`, `Connection: close`), so a probe tests what a new
+ *   request would meet (listen socket, accept queue) and never parks a socket in a pool.
+ * - One deadline for the whole probe, connect included; at the deadline the socket is destroyed.
+ * - The body, if any, is drained so the upstream can finish cleanly, but at most `maxBodyBytes`
+ *   (64 KiB) of it: a health URL that streams forever cannot hold a probe open.
+ * - It never throws and never rejects: every failure becomes `{ ok: false, error }` with a one-line
+ *   reason for the log ("connect ECONNREFUSED", "timeout after 2000ms", "status 500").
+ * - The promise settles only after the socket has closed, so nothing is left open behind it.
+ * - `localhost` works whether it resolves to 127.0.0.1 or ::1: `autoSelectFamily` (RFC 8305 "happy
+ *   eyeballs") tries every address of the name.
+ */
+import http from 'node:http';
+import type net from 'node:net';
+import type { HealthCheckConfig, StatusRange, UpstreamConfig } from '../../config/config.js';
+
+/** What one probe found. `ok` is the verdict the rise/fall state machine consumes. */
+export interface ProbeResult {
+  readonly ok: boolean;
+  /** The response status, when a response head arrived. */
+  readonly status?: number;
+  /** From sending to the response head (or to the failure), ms, rounded. */
+  readonly latencyMs: number;
+  /** Why the probe failed, one line: `connect ECONNREFUSED`, `timeout after 2000ms`, `status 500`. */
+  readonly error?: string;
+}
+
+export interface ProbeOptions {
+  /** The whole probe's deadline, connect included (`health_timeout`), ms. */
+  readonly timeoutMs: number;
+  /** Aborts the probe (the checker stops); it then settles with `error: 'aborted'`. */
+  readonly signal?: AbortSignal;
+  /** Most response body bytes read before the socket is closed. Default `MAX_PROBE_BODY_BYTES`. */
+  readonly maxBodyBytes?: number;
+  /** Name resolution; default `dns.lookup`. Tests pass one that answers `::1` before `127.0.0.1`. */
+  readonly lookup?: net.LookupFunction;
+}
+
+/** The probe's shape, so the scheduler can be given a fake one in tests. */
+export type ProbeFunction = (
+  upstream: UpstreamConfig,
+  check: HealthCheckConfig,
+  options: ProbeOptions,
+) => Promise<ProbeResult>;
+
+/** 64 KiB: more than any health page needs, little enough to read at every interval. */
+export const MAX_PROBE_BODY_BYTES = 64 * 1024;
+
+/** True when `status` lies in one of the inclusive `ranges` (`health_status`, default 200-399). */
+export function isHealthyStatus(status: number, ranges: readonly StatusRange[]): boolean {
+  return ranges.some((range) => status >= range.from && status <= range.to);
+}
+
+/**
+ * Probes `upstream` once with `check.method check.path`, Host `upstream.hostHeader`.
+ *
+ * @returns `{ ok, status?, latencyMs, error? }`; never rejects. `ok` is true when a response head
+ *   arrived within `options.timeoutMs` with a status in `check.statuses`. Once the head has arrived
+ *   the verdict is fixed: a body cut short by the cap, the deadline or a reset does not change it.
+ */
+export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, options: ProbeOptions): Promise<ProbeResult> {
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_PROBE_BODY_BYTES;
+  const startedAt = performance.now();
+  const elapsedMs = (): number => Math.round(performance.now() - startedAt);
+
+  return new Promise<ProbeResult>((resolve) => {
+    let result: ProbeResult | undefined; // set once: the verdict
+    let headResult: ProbeResult | undefined; // the verdict the response head implies
+    let isConnected = false;
+
+    const requestOptions: http.RequestOptions & Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'lookup'> = {
+      host: upstream.host,
+      port: upstream.port,
+      method: check.method,
+      path: check.path,
+      headers: { Host: upstream.hostHeader, Connection: 'close', 'User-Agent': 'ini-proxy health check' },
+      agent: false,
+      autoSelectFamily: true,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    };
+    const upstreamReq = http.request(requestOptions);
+
+    // 1. Decide once, then tear down; resolve when the request (and its socket) has closed.
+    const finish = (verdict: ProbeResult): void => {
+      if (result !== undefined) return;
+      result = verdict;
+      clearTimeout(deadline);
+      options.signal?.removeEventListener('abort', onAbort);
+      upstreamReq.destroy();
+    };
+    upstreamReq.on('close', () => {
+      finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: 'connection closed before response' });
+      resolve(result!);
+    });
+
+    // 2. Deadline and abort.
+    const deadline = setTimeout(() => {
+      finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: `timeout after ${options.timeoutMs}ms` });
+    }, options.timeoutMs);
+    const onAbort = (): void => finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: 'aborted' });
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    // 3. Connection errors (refused, unreachable, reset, malformed response).
+    upstreamReq.on('socket', (socket) => socket.once('connect', () => (isConnected = true)));
+    upstreamReq.on('error', (error) => {
+      finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: summarizeProbeError(error, isConnected) });
+    });
+
+    // 4. The response head decides; the body is drained up to the cap.
+    upstreamReq.on('response', (upstreamRes) => {
+      const status = upstreamRes.statusCode ?? 0;
+      const latencyMs = elapsedMs();
+      headResult = isHealthyStatus(status, check.statuses)
+        ? { ok: true, status, latencyMs }
+        : { ok: false, status, latencyMs, error: `status ${status}` };
+      let bodyBytes = 0;
+      upstreamRes.on('data', (chunk: Buffer) => {
+        bodyBytes += chunk.length;
+        if (bodyBytes >= maxBodyBytes) finish(headResult!);
+      });
+      upstreamRes.on('end', () => finish(headResult!));
+      upstreamRes.on('error', () => finish(headResult!));
+    });
+
+    upstreamReq.end();
+  });
+}
+
+/**
+ * Turns a socket or HTTP parser error into the short reason of a log line: before the connection was
+ * up, `connect CODE` (`connect ECONNREFUSED`, `connect ENOTFOUND`); after, `read CODE` (as libuv
+ * words it: `read ECONNRESET`), `closed without response` for a clean close before any response, and
+ * `bad response HPE_…` for a malformed one.
+ */
+export function summarizeProbeError(error: unknown, isConnected: boolean): string {
+  const code = errorCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (!isConnected) return `connect ${code ?? message}`;
+  if (message === 'socket hang up') return 'closed without response';
+  if (code?.startsWith('HPE_')) return `bad response ${code}`;
+  return `read ${code ?? message}`;
+}
+
+/** `error.code`, or that of the first inner error of an AggregateError (happy eyeballs failing on every address). */
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  if (error instanceof AggregateError) return errorCode(error.errors[0]);
+  return undefined;
+}

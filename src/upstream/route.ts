@@ -1,0 +1,78 @@
+/**
+ * A route at run time: its config, its upstreams' runtime state, its balancer, its passive-health
+ * pool and its authenticator — the third layer (config → runtime), built from a RouteConfig and
+ * pointing at it, never the reverse. The request path talks to a route in nginx's get/free pair:
+ * `pick()` an upstream, then `recordFailure()` or `recordSuccess()` for how the attempt went.
+ */
+import type { RouteConfig } from '../config/config.js';
+import type { Balancer, PickContext } from './balancer/balancer.js';
+import { createBalancer } from './balancer/registry.js';
+import { BasicAuthenticator } from '../auth/basic-auth.js';
+import { Upstream } from './upstream.js';
+import { UpstreamPool } from './upstream-pool.js';
+
+/** Injected clock and randomness (tests make them exact). */
+export interface RuntimeDeps {
+  /** Milliseconds on a monotonic clock: ejection windows and durations. Default `performance.now`. */
+  readonly now: () => number;
+  /** Uniform in [0, 1). Default Math.random. */
+  readonly random: () => number;
+  /** Where passive-health transitions are logged. Default: stderr. */
+  readonly log: (line: string) => void;
+}
+
+export class Route {
+  readonly config: RouteConfig;
+  readonly upstreams: readonly Upstream[];
+  readonly balancer: Balancer;
+  readonly pool: UpstreamPool;
+  /** Set when `auth_basic` is: the proxy demands credentials itself (SPEC 1.2, RFC 7617). */
+  readonly authenticator: BasicAuthenticator | undefined;
+  readonly #deps: RuntimeDeps;
+
+  /** @param upstreams runtime state to keep (a reload passes the old objects of unchanged addresses) */
+  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[]) {
+    this.config = config;
+    this.#deps = deps;
+    this.upstreams = upstreams ?? config.upstreams.map((u) => new Upstream(u, config.name));
+    this.balancer = createBalancer(config, this.upstreams, deps);
+    this.pool = new UpstreamPool(config, this.upstreams);
+    this.authenticator = config.authBasic === undefined ? undefined : new BasicAuthenticator(config.authBasic, config.authUsers);
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /**
+   * Picks an upstream for one attempt. When nothing is available only because every upstream was
+   * passively ejected, the pool forgets those failures (nginx's quick recovery) and picks again.
+   */
+  pick(context: PickContext): Upstream | undefined {
+    const picked = this.balancer.pick(context);
+    if (picked !== undefined || !this.pool.recoverIfAllFailed(this.#deps.now())) return picked;
+    return this.balancer.pick(context);
+  }
+
+  /** Seconds for `Retry-After` on a 503: the health interval when checks are on, else `fail_timeout`. */
+  get retryAfterSeconds(): number {
+    const ms = this.config.health.isEnabled ? this.config.health.intervalMs : this.config.failTimeoutMs;
+    return Math.max(1, Math.ceil(ms / 1000));
+  }
+
+  /** A failed attempt (connect error, timeout, reset): passive health and weight degradation (SPEC 4). */
+  recordFailure(upstream: Upstream): void {
+    const { ejected, wasPoolReset } = this.pool.recordFailure(upstream, this.#deps.now());
+    if (ejected) {
+      this.#deps.log(
+        `upstream ${upstream.origin} of route ${this.name} is ejected for ${this.config.failTimeoutMs}ms after ${this.config.maxFails} failure(s)` +
+          (wasPoolReset ? '; every upstream of the route had failed, so all are back in rotation' : ''),
+      );
+    }
+  }
+
+  /** A successful attempt. */
+  recordSuccess(upstream: Upstream): void {
+    this.pool.recordSuccess(upstream, this.#deps.now());
+  }
+}

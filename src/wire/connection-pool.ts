@@ -1,0 +1,421 @@
+/**
+ * A keep-alive connection pool for upstreams, on raw `node:net` sockets (issue 5: node:http's
+ * client Agent is where a Node proxy spends much of its time). One list of idle sockets per origin
+ * (host, port), used last-in first-out like nginx's `keepalive` cache and Go's `http.Transport`: the
+ * most recently used socket is the one least likely to have been closed by the upstream's idle
+ * timeout, and the cold ones at the bottom age out.
+ *
+ * The get/free pair follows nginx's upstream peer API: `acquire` hands out a connected socket
+ * (reused or new), `release` gives back one that may carry another request, `destroy` throws one
+ * away. While a socket is idle the pool owns it: any byte or EOF from the upstream, an error, or
+ * the idle timeout removes it. Idle sockets are unref'ed so they never keep the process alive.
+ *
+ * An upgrade request gets a connection of its own (`isForUpgrade`): new, half-open capable (a FIN
+ * from the upstream ends only its direction of a tunnel), never pooled, read through `data` events
+ * instead of the shared read buffer, and handed over for good with `detach` once the upstream
+ * answered 101 (RFC 9110 §7.8): from then on it is a raw tunnel, no longer an HTTP connection.
+ *
+ * Stale connections (the race every keep-alive client has, RFC 9112 9.3.1): the upstream may close
+ * an idle connection at the very moment we pick it and write a request into it. The write then
+ * fails, or the socket ends/resets before any response byte arrives. That is not a failure of the
+ * upstream. Like Go's transport (`persistConn.shouldRetryRequest`), the caller should retry such a
+ * request once on a new connection when `connection.wasReused` is true and no response byte was
+ * received, provided the request can be replayed (its body was not streamed away; for a
+ * non-idempotent method only if the upstream cannot have seen it). The default idle timeout (4 s)
+ * stays below node:http's server `keepAliveTimeout` (5 s) to make the race rare with Node upstreams.
+ */
+import net from 'node:net';
+import { UpstreamConnectError, UpstreamTimeoutError } from '../errors.js';
+import { unrefTimers, type Timers } from '../timers.js';
+
+/** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
+
+/** Opens a TCP connection; `net.connect` by default, replaced in tests. */
+export type ConnectFunction = (options: net.TcpNetConnectOpts) => net.Socket;
+
+export interface ConnectionPoolOptions {
+  /** Idle sockets kept per origin; releasing one more destroys the oldest idle one. Default 256. */
+  readonly maxIdlePerOrigin?: number;
+  /** How long an idle socket is kept, ms. Default 4000 (below node:http's 5 s server keep-alive). */
+  readonly idleTimeoutMs?: number;
+  readonly connect?: ConnectFunction;
+  /** Default: the global timers, unref'ed. */
+  readonly timers?: Timers;
+}
+
+export interface AcquireOptions {
+  /** Time allowed for the TCP connect, ms (SPEC `connect_timeout`). 0 or Infinity: no limit. */
+  readonly connectTimeoutMs: number;
+  /** Aborts a pending connect (the client went away); the promise rejects with `signal.reason`. */
+  readonly signal?: AbortSignal;
+  /** Open a new connection even when an idle one is there (the retry after a stale one). */
+  readonly isNewRequired?: boolean;
+  /**
+   * A new connection for an upgrade request (see the file comment): `allowHalfOpen`, its bytes as
+   * fresh buffers (not views of a reused read buffer), never released to the idle list, and
+   * `detach`able. Implies `isNewRequired`.
+   */
+  readonly isForUpgrade?: boolean;
+}
+
+/**
+ * What an upstream exchange needs of the pool (src/wire/upstream-exchange.ts): the pool itself, or
+ * a stand-in that hands out in-memory sockets (the request path's unit test).
+ */
+export type UpstreamTransport = Pick<ConnectionPool, 'acquireIdle' | 'acquire' | 'release' | 'destroy' | 'detach'>;
+
+/** Counts for tests and status pages. */
+export interface PoolStats {
+  /** Sockets created by the pool and neither destroyed nor closed (connecting, in use or idle). */
+  readonly open: number;
+  /** Sockets waiting in idle lists. */
+  readonly idle: number;
+}
+
+/**
+ * Whoever holds a connection gets its socket events through this object. The pool installs one set
+ * of socket listeners per connection, for its whole life, and dispatches to the current handler —
+ * adding and removing five listeners per request would cost more than the request's own parsing.
+ * While a connection is idle it has no handler, and any byte, EOF or error drops it.
+ */
+export interface ConnectionHandler {
+  /**
+   * Bytes from the upstream. `chunk` is a view of the connection's own read buffer (see
+   * `READ_BUFFER_BYTES`), which the next read overwrites: copy what you keep past the call, and
+   * pause the socket while a writer still holds a view (resume when it is done with it).
+   */
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+  onError(error: Error): void;
+  /** The socket closed (whoever closed it). Not called after the holder itself destroyed it. */
+  onClose(): void;
+  /** The socket was idle for the time given to `setIdleTimeout`. */
+  onTimeout(): void;
+}
+
+/** One upstream TCP connection as handed out by the pool. */
+export class UpstreamConnection {
+  readonly socket: net.Socket;
+  readonly host: string;
+  readonly port: number;
+  /**
+   * True when this socket already carried an earlier request (it came from the idle list). A
+   * reset or EOF before any response byte on such a connection is the stale-connection race, and
+   * retryable (see the file comment).
+   */
+  wasReused = false;
+
+  /** `host:port`, the key of the origin's idle list. */
+  readonly originKey: string;
+  /** The holder's event handler; undefined while idle (or before the holder sets it). */
+  handler: ConnectionHandler | undefined = undefined;
+  /** Made for an upgrade request (`AcquireOptions.isForUpgrade`): never released, may be detached. */
+  readonly isForUpgrade: boolean;
+  /** The socket's idle timeout now in force, ms (0 = none). */
+  #timeoutMs = 0;
+
+  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false) {
+    this.socket = socket;
+    this.host = host;
+    this.port = port;
+    this.originKey = originKey(host, port);
+    this.isForUpgrade = isForUpgrade;
+  }
+
+  /**
+   * The socket's inactivity limit, ms (`read_timeout`); `handler.onTimeout` is called when it
+   * passes. Touches the socket only when the value changes: re-arming costs a timer operation.
+   */
+  setIdleTimeout(ms: number): void {
+    if (ms === this.#timeoutMs) return;
+    this.#timeoutMs = ms;
+    this.socket.setTimeout(ms);
+  }
+}
+
+/** Size of each connection's read buffer, bytes: node's own read size. */
+export const READ_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * Keep-alive pool of upstream sockets, keyed by origin.
+ *
+ * Contract for callers: after `acquire` resolves, set `connection.handler` before writing; the
+ * socket is in flowing mode and its events reach the handler. Release only after a complete
+ * response that allows keep-alive with no extra bytes (the pool clears the handler); otherwise
+ * `destroy`.
+ */
+export class ConnectionPool {
+  private readonly maxIdlePerOrigin: number;
+  private readonly idleTimeoutMs: number;
+  private readonly connectFunction: ConnectFunction;
+  private readonly timers: Timers;
+
+  /** Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). */
+  private readonly idle = new Map<string, UpstreamConnection[]>();
+  /** Connections handed out and neither released nor destroyed. */
+  private readonly active = new Set<UpstreamConnection>();
+  /** Every connection not destroyed and whose socket has not emitted `close` yet. */
+  private readonly open = new Set<UpstreamConnection>();
+  /** The idle timer of each idle connection. */
+  private readonly idleTimers = new Map<UpstreamConnection, unknown>();
+  /** Removes the pool's listeners from an upgrade connection's socket (see `detach`). */
+  private readonly listenerRemovers = new Map<UpstreamConnection, () => void>();
+  private isClosed = false;
+
+  constructor(options: ConnectionPoolOptions = {}) {
+    this.maxIdlePerOrigin = options.maxIdlePerOrigin ?? 256;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 4000;
+    this.connectFunction = options.connect ?? net.connect;
+    this.timers = options.timers ?? unrefTimers;
+  }
+
+  /**
+   * Hands out a connected socket to `host:port`: the most recently released live idle one, or a
+   * new connection (`autoSelectFamily`, so `localhost` works whether it resolves to 127.0.0.1 or
+   * ::1; Nagle off).
+   *
+   * @throws UpstreamConnectError when the connect fails (`connect ECONNREFUSED 127.0.0.1:9001`) or
+   *   the pool is closed.
+   * @throws UpstreamTimeoutError (phase `connect`) after `connectTimeoutMs`.
+   * @throws `signal.reason` when the signal aborts first.
+   */
+  /**
+   * The most recently released live idle connection to `host:port`, or undefined: the synchronous
+   * half of `acquire`, for callers that set up cancellation only when they must wait for a connect.
+   */
+  acquireIdle(host: string, port: number): UpstreamConnection | undefined {
+    return this.isClosed ? undefined : this.takeIdle(originKey(host, port));
+  }
+
+  acquire(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
+    if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    const isNewRequired = options.isNewRequired === true || options.isForUpgrade === true;
+    const reused = isNewRequired ? undefined : this.takeIdle(originKey(host, port));
+    if (reused !== undefined) return Promise.resolve(reused);
+    return this.connect(host, port, options);
+  }
+
+  /**
+   * Gives back a connection whose response completed and allows keep-alive. It becomes idle for
+   * `idleTimeoutMs`; a socket that is no longer usable, or has unread bytes, is destroyed instead.
+   * Releasing a connection that is not in use does nothing.
+   */
+  release(connection: UpstreamConnection): void {
+    if (connection.isForUpgrade) {
+      this.destroy(connection);
+      return;
+    }
+    if (!this.active.delete(connection)) return;
+    connection.handler = undefined; // from now on any byte, EOF or error drops it (see connect)
+    const socket = connection.socket;
+    if (this.isClosed || !isUsable(socket) || socket.readableLength > 0) {
+      this.destroy(connection);
+      return;
+    }
+    socket.resume(); // flowing, so that bytes and EOF are noticed
+    socket.unref();
+    this.idleTimers.set(connection, this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs));
+
+    let list = this.idle.get(connection.originKey);
+    if (list === undefined) {
+      list = [];
+      this.idle.set(connection.originKey, list);
+    }
+    list.push(connection);
+    if (list.length > this.maxIdlePerOrigin) this.destroy(list[0] as UpstreamConnection);
+  }
+
+  /**
+   * Hands an upgrade connection's socket over for good (after the upstream's 101): the pool forgets
+   * it and removes its listeners and idle timeout; the caller owns the socket from now on (its
+   * errors included). Bytes already read were given to the handler.
+   * @throws Error when the connection was not made with `isForUpgrade`.
+   */
+  detach(connection: UpstreamConnection): net.Socket {
+    const removeListeners = this.listenerRemovers.get(connection);
+    if (removeListeners === undefined) throw new Error('only a connection made for an upgrade request can be detached');
+    this.listenerRemovers.delete(connection);
+    removeListeners();
+    connection.handler = undefined;
+    this.open.delete(connection);
+    this.active.delete(connection);
+    connection.socket.setTimeout(0);
+    return connection.socket;
+  }
+
+  /** Closes a connection at once (after an error, or when it may not be reused). Idempotent. */
+  destroy(connection: UpstreamConnection): void {
+    connection.handler = undefined;
+    this.listenerRemovers.delete(connection);
+    this.open.delete(connection);
+    this.active.delete(connection);
+    this.removeIdle(connection);
+    const socket = connection.socket;
+    if (!socket.destroyed) {
+      socket.on('error', ignoreError); // a late error of a socket we gave up on is not news
+      socket.destroy();
+    }
+  }
+
+  /** Destroys every connection, idle or in use. Resolves when all their sockets have closed. Later `acquire`s reject. */
+  close(): Promise<void> {
+    this.isClosed = true;
+    const closing = [...this.open].map((connection) =>
+      connection.socket.closed ? undefined : new Promise<void>((resolve) => connection.socket.once('close', () => resolve())),
+    );
+    for (const connection of [...this.open]) this.destroy(connection);
+    return Promise.all(closing).then(() => undefined);
+  }
+
+  stats(): PoolStats {
+    return { open: this.open.size, idle: this.idleTimers.size };
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------
+
+  /** Pops live idle connections of an origin, newest first, destroying dead ones on the way. */
+  private takeIdle(key: string): UpstreamConnection | undefined {
+    const list = this.idle.get(key);
+    while (list !== undefined && list.length > 0) {
+      const connection = list.pop() as UpstreamConnection; // the newest: no search through the list
+      if (list.length === 0) this.idle.delete(key);
+      this.timers.clearTimeout(this.idleTimers.get(connection));
+      this.idleTimers.delete(connection);
+      if (!isUsable(connection.socket) || connection.socket.readableLength > 0) {
+        this.destroy(connection);
+        continue;
+      }
+      connection.socket.ref();
+      connection.wasReused = true;
+      this.active.add(connection);
+      return connection;
+    }
+    return undefined;
+  }
+
+  /** Takes a connection off its idle list and clears its idle timer, if it is idle. */
+  private removeIdle(connection: UpstreamConnection): void {
+    const timer = this.idleTimers.get(connection);
+    if (timer === undefined) return;
+    this.idleTimers.delete(connection);
+    this.timers.clearTimeout(timer);
+    const list = this.idle.get(connection.originKey) as UpstreamConnection[];
+    list.splice(list.indexOf(connection), 1);
+    if (list.length === 0) this.idle.delete(connection.originKey);
+  }
+
+  /** Opens a new connection, with the connect timeout and the abort signal. */
+  private connect(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
+    return new Promise((resolve, reject) => {
+      const isForUpgrade = options.isForUpgrade === true;
+      let socket: net.Socket;
+      if (isForUpgrade) {
+        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true });
+      } else {
+        // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
+        // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
+        // neither grows the process (freed buffers wait for the garbage collector) nor faults in
+        // fresh pages all the time. The price is the rule on `ConnectionHandler.onData`.
+        const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+        const onRead = (bytes: number): boolean => {
+          const chunk = readBuffer.subarray(0, bytes);
+          if (connection.handler === undefined) this.destroy(connection);
+          else connection.handler.onData(chunk);
+          return true; // a handler that must stop reading pauses the socket itself
+        };
+        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } });
+      }
+      const connection = new UpstreamConnection(socket, host, port, isForUpgrade);
+      this.open.add(connection);
+      this.active.add(connection);
+      // The connection's one set of listeners (and `onRead` above), for its whole life: to the
+      // holder's handler, or, while idle, anything at all drops the connection (the upstream may
+      // not speak first).
+      const onEnd = (): void => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onEnd());
+      const onSocketError = (error: Error): void => (connection.handler === undefined ? this.destroy(connection) : connection.handler.onError(error));
+      const onTimeout = (): void => connection.handler?.onTimeout();
+      const onSocketClose = (): void => {
+        const handler = connection.handler;
+        this.destroy(connection); // forget it wherever it is
+        handler?.onClose();
+      };
+      socket.on('end', onEnd);
+      socket.on('error', onSocketError);
+      socket.on('timeout', onTimeout);
+      socket.once('close', onSocketClose);
+      if (isForUpgrade) {
+        const onData = (chunk: Buffer): void => connection.handler?.onData(chunk);
+        socket.on('data', onData);
+        this.listenerRemovers.set(connection, () => {
+          socket.off('data', onData);
+          socket.off('end', onEnd);
+          socket.off('error', onSocketError);
+          socket.off('timeout', onTimeout);
+          socket.off('close', onSocketClose);
+        });
+      }
+
+      const { connectTimeoutMs, signal } = options;
+      const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);
+      const timer = hasTimeout
+        ? this.timers.setTimeout(
+            () => fail(new UpstreamTimeoutError(`connect timeout after ${connectTimeoutMs} ms to ${formatOrigin(host, port)}`, 'connect')),
+            connectTimeoutMs,
+          )
+        : undefined;
+      const onAbort = (): void => fail(signal?.reason);
+      const onError = (error: Error): void => fail(toConnectError(error, host, port));
+      const onClose = (): void => fail(new UpstreamConnectError(`connect to ${formatOrigin(host, port)} aborted: the pool was closed`));
+      const onConnect = (): void => {
+        cleanup();
+        socket.setNoDelay(true);
+        resolve(connection);
+      };
+      const cleanup = (): void => {
+        if (hasTimeout) this.timers.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        socket.off('error', onError);
+        socket.off('close', onClose);
+        socket.off('connect', onConnect);
+      };
+      const fail = (error: unknown): void => {
+        cleanup();
+        this.destroy(connection);
+        reject(error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      socket.once('error', onError);
+      socket.once('close', onClose); // destroyed by close() while connecting
+      socket.once('connect', onConnect);
+    });
+  }
+}
+
+/** True when the socket is connected and neither side has ended it. */
+function isUsable(socket: net.Socket): boolean {
+  return !socket.destroyed && socket.readyState === 'open' && !socket.readableEnded && !socket.writableEnded;
+}
+
+function originKey(host: string, port: number): string {
+  return `${host}:${port}`;
+}
+
+function formatOrigin(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * `connect ECONNREFUSED 127.0.0.1:9001`: the errno code and the address tried (the first one
+ * when `autoSelectFamily` tried several and got an AggregateError).
+ */
+function toConnectError(error: Error, host: string, port: number): UpstreamConnectError {
+  const first = error instanceof AggregateError ? (error.errors[0] as Error | undefined) : error;
+  const details = (first ?? error) as NodeJS.ErrnoException & { address?: string; port?: number };
+  const code = (error as NodeJS.ErrnoException).code ?? details.code ?? 'ERROR';
+  const connectError = new UpstreamConnectError(`connect ${code} ${formatOrigin(details.address ?? host, details.port ?? port)}`);
+  connectError.cause = error;
+  return connectError;
+}
+
+function ignoreError(): void {}

@@ -1,0 +1,574 @@
+/**
+ * The proxy's HTTP/1.1 server (RFC 9112): one raw `node:net` server and one connection loop per
+ * client socket, for every request — no node:http on the data path. It teaches what an HTTP/1.1
+ * server does between the bytes and the request handler, the part node's `http.Server`, Go's
+ * `net/http` `conn.serve` and nginx's `ngx_http_request.c` hide:
+ *
+ *   1. read the head with the strict parser (src/wire/request-parser.ts); a head that arrives in
+ *      pieces is parsed again as each piece comes (after MAX_HEAD_PIECES only when a piece brings
+ *      a LF); a head the parser refuses gets the proxy's own answer — 400, 414, 431, 501 or 505
+ *      with the parser's one-line reason — and the connection is closed;
+ *   2. hand the request to the handler as a `ClientRequest`/`ClientResponse` pair
+ *      (src/wire/client-exchange.ts); the body, delimited by Content-Length or chunked (RFC 9112
+ *      §6.3, src/wire/body-decoder.ts), reaches it as a stream with backpressure: while the
+ *      handler does not take it, the socket is paused;
+ *   3. requests are answered strictly one at a time, in order (RFC 9112 §9.3.2): bytes of the
+ *      next request that are already here wait, and nothing more is read once they fill a bounded
+ *      buffer (`maxHeadBytes`);
+ *   4. when the response ended: the next request, or the close. HTTP/1.1 keeps the connection
+ *      unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive` (RFC 9112 §9.3), and
+ *      never after a body delimited by the close (http1-response.ts). A request whose body was not
+ *      read to its end when its response ended (an early 413 or 401) closes the connection;
+ *
+ * Closing is nginx's lingering close (`lingering_close`, ngx_http_set_lingering_close): send the
+ * FIN after the answer, then keep reading and discarding what the client still sends, until it
+ * closes its side, LINGER_MS pass or LINGER_MAX_BYTES came. Closing at once while the client is
+ * still uploading would make the kernel answer its next bytes with a reset, which destroys the
+ * answer the client has not read yet: that is how an early 413 reaches a client still sending.
+ *
+ * Timeouts (`[server]`, SPEC 1.2), checked by one interval for all connections (no timer per
+ * request, like node's `connectionsCheckingInterval`):
+ * - `header_timeout`: the head, counted from the connection's start for its first request and
+ *   from its first byte for later ones; it never restarts while the head comes in pieces → 408;
+ * - `body_timeout`: the longest wait for the next piece of a request body (nginx's
+ *   `client_body_timeout`); time the server itself does not read (the handler has not taken the
+ *   last piece yet) does not count, so a steady upload is never cut → 408 when no answer started,
+ *   else the connection is cut;
+ * - `request_timeout`: the whole request, head and body, from the head's start; 0 = off → 408;
+ * - `keepalive_timeout`: idle time between requests, announced as `Keep-Alive: timeout=N`; the
+ *   connection is closed silently KEEP_ALIVE_GRACE_MS later, so a client that trusts the
+ *   announcement never sends into a closing connection (node's 1 s buffer).
+ *
+ * Also: `Expect: 100-continue` is passed to the handler, which answers 100 once it wants the body
+ * (RFC 9110 §10.1.1); CONNECT is answered 405 (a reverse proxy tunnels nothing; nginx answers
+ * 400); an upgrade request (`Connection: upgrade`) goes to the handler without a body and the loop
+ * reads nothing more until its response finished or `switchProtocols` took the socket. A client
+ * that ends its side in the middle of a head gets 400; between requests, the connection closes;
+ * with a request in flight, the request is abandoned (the connection closes, the handler sees
+ * `close`).
+ */
+import net from 'node:net';
+import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ClientAbortError, ClientTimeoutError } from '../errors.js';
+import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
+import { Http1Response, type ResponseConnection } from './http1-response.js';
+import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
+import { writeTextAnswer } from './text-answer.js';
+import { LF } from './field-bytes.js';
+import { parseRequestHead, type RequestHead, type RequestLimits } from './request-parser.js';
+
+/**
+ * An idle keep-alive connection is closed this long after the `Keep-Alive: timeout` it announced,
+ * ms (node 20's `HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER`, lib/_http_server.js).
+ */
+export const KEEP_ALIVE_GRACE_MS = 1000;
+
+/**
+ * After this many reads of a head still incomplete, the pieces are only collected, and the head is
+ * parsed again (from its start) only when a piece brings a LF: it cannot end without one. A few
+ * pieces (a head split across TCP segments) cost little to re-parse; a head sent a byte at a time
+ * would otherwise cost quadratic work.
+ */
+export const MAX_HEAD_PIECES = 4;
+
+/** A lingering close ends at the latest this long after it began, ms (nginx's `lingering_time` is 30 s; a few seconds let any client read its answer). */
+export const LINGER_MS = 5000;
+/** …or once the client sent this many more bytes, which are read and thrown away. */
+export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+
+/** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */
+const BODY_HIGH_WATER_MARK = 128 * 1024;
+const EMPTY = Buffer.alloc(0);
+
+/** An answer the server wrote itself, before a request existed (for the access log). */
+export interface ServerAnswer {
+  readonly status: number;
+  /** The request's method and target when its head was read (CONNECT), else `-`. */
+  readonly method: string;
+  readonly target: string;
+  /** Body bytes written. */
+  readonly bytesSent: number;
+}
+
+export interface Http1ServerOptions {
+  /** Every request; never throws. `isExpectingContinue`: call `writeContinue` when the body is wanted. */
+  readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue: boolean) => void;
+  /** Every answer the server wrote itself (408, a refused head, CONNECT's 405); never throws. */
+  readonly onAnswer: (socket: Socket, answer: ServerAnswer) => void;
+  /** True while the server shuts down: every response closes its connection. */
+  readonly isDraining: () => boolean;
+  /** `header_timeout`, ms; 0: none. */
+  readonly headTimeoutMs: number;
+  /** `body_timeout`, ms; 0: none. */
+  readonly bodyTimeoutMs: number;
+  /** `request_timeout`, ms; 0: none. */
+  readonly requestTimeoutMs: number;
+  /** `keepalive_timeout`, ms, announced as `Keep-Alive: timeout`; 0: no limit. */
+  readonly keepAliveTimeoutMs: number;
+  /** `max_header_size`, bytes: longer heads get 431; also the most bytes of a next request read ahead. */
+  readonly maxHeadBytes: number;
+  /** Clock for the timeouts, ms. Default `performance.now`. */
+  readonly now?: () => number;
+}
+
+export class Http1Server {
+  /** The listening socket: `listen`, `close` and `address` are node's. */
+  readonly server: net.Server;
+  readonly options: Http1ServerOptions;
+  /** What the parser is given for every head (from `maxHeadBytes`). */
+  readonly limits: RequestLimits;
+  readonly #now: () => number;
+  readonly #connections = new Set<Http1Connection>();
+  #checker: NodeJS.Timeout | undefined;
+  /** Requests read so far. */
+  requestCount = 0;
+
+  constructor(options: Http1ServerOptions) {
+    this.options = options;
+    this.limits = { maxHeadBytes: options.maxHeadBytes };
+    this.#now = options.now ?? (() => performance.now());
+    // allowHalfOpen: a client's FIN ends only its side; the loop decides what that means.
+    // Socket buffers of 256 KiB instead of 16 KiB: a 64 KiB chunk read from an upstream no longer
+    // fills the client socket's buffer at once, so large bodies pause and resume the upstream
+    // (two epoll changes each time) once per few chunks instead of once per chunk.
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: 256 * 1024 }, (socket) => this.accept(socket));
+    this.server.on('listening', () => this.#startChecks());
+    this.server.on('close', () => this.#stopChecks());
+  }
+
+  /** The server's clock, ms (`options.now`). */
+  now(): number {
+    return this.#now();
+  }
+
+  /** Serves `socket` (the listener calls it; tests may call it with any connected socket). */
+  accept(socket: Socket): void {
+    this.#connections.add(new Http1Connection(socket, this));
+  }
+
+  /** Connections still served (not closed, not handed over by an upgrade). */
+  get size(): number {
+    return this.#connections.size;
+  }
+
+  /** `connection` is no longer served (closed, or handed over by an upgrade). */
+  forget(connection: Http1Connection): void {
+    this.#connections.delete(connection);
+  }
+
+  /** Closes every connection with no request in flight (graceful shutdown). */
+  closeIdleConnections(): void {
+    for (const connection of this.#connections) connection.closeIfIdle();
+  }
+
+  /** Destroys every connection (shutdown time is up). */
+  closeAllConnections(): void {
+    for (const connection of this.#connections) connection.socket.destroy();
+  }
+
+  /** Applies every timeout of every connection; runs on an interval while listening. */
+  checkTimeouts(): void {
+    const now = this.#now();
+    for (const connection of this.#connections) connection.checkTimeout(now);
+  }
+
+  #startChecks(): void {
+    if (this.#checker !== undefined) return;
+    const { headTimeoutMs, bodyTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.options;
+    // Lingering closes need the checks too, so there is always an interval.
+    const shortest = Math.min(headTimeoutMs || Infinity, bodyTimeoutMs || Infinity, requestTimeoutMs || Infinity, keepAliveTimeoutMs || Infinity, LINGER_MS);
+    const checkIntervalMs = Math.max(50, Math.min(1000, Math.floor(shortest / 4)));
+    this.#checker = setInterval(() => this.checkTimeouts(), checkIntervalMs);
+    this.#checker.unref();
+  }
+
+  #stopChecks(): void {
+    clearInterval(this.#checker);
+    this.#checker = undefined;
+  }
+}
+
+/** What the connection is doing; what a read means depends on it. */
+const enum State {
+  /** Between requests, or reading a head. */
+  Head,
+  /** A request in flight whose body is still being read. */
+  Body,
+  /** A request in flight with nothing more to read for it: bytes that come are the next request's. */
+  Busy,
+  /** A request in flight on a connection that will not carry another (its body failed): nothing is read. */
+  Broken,
+  /** Closing: the FIN is sent (or about to be, after a response); what comes is read and dropped. */
+  Lingering,
+  /** No longer served: closed, or handed over by an upgrade. */
+  Gone,
+}
+
+/** One client connection and its requests, one at a time. */
+export class Http1Connection implements ResponseConnection {
+  readonly socket: Socket;
+  readonly #server: Http1Server;
+  #state = State.Head;
+  /** Bytes received and not yet parsed (a head in pieces, pipelined requests). */
+  #unread: Buffer | undefined;
+  #request: Http1Request | undefined;
+  #response: Http1Response | undefined;
+  #decoder: BodyDecoder | undefined;
+  /** When the last response finished (or the connection opened), ms. */
+  #idleSince: number;
+  /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
+  #headStartedAt: number | undefined;
+  /** When the request in flight began (its head's start), ms, for `request_timeout`. */
+  #requestStartedAt = 0;
+  /** Since when the body is waited for, ms; undefined while the server is not reading (paused for the handler). */
+  #bodyWaitingSince: number | undefined;
+  #headPieces = 0;
+  /** After `MAX_HEAD_PIECES`: the pieces of the incomplete head, not joined yet, and their size. */
+  #trickle: Buffer[] | undefined;
+  #trickleBytes = 0;
+  #lingerStartedAt = 0;
+  #lingerBytes = 0;
+  readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
+  readonly #onEnd = (): void => this.#onClientEnd();
+  readonly #onClose = (): void => this.#onSocketClose();
+  readonly #onDrain = (): void => this.#response?.onSocketDrain();
+  readonly #onBodyData = (chunk: Buffer): void => this.#pushBody(chunk);
+
+  constructor(socket: Socket, server: Http1Server) {
+    this.socket = socket;
+    this.#server = server;
+    this.#idleSince = server.now();
+    this.#headStartedAt = this.#idleSince;
+    socket.on('data', this.#onData);
+    socket.on('end', this.#onEnd);
+    socket.on('close', this.#onClose);
+    socket.on('drain', this.#onDrain);
+    socket.on('error', ignoreError); // reported through 'close'
+  }
+
+  get keepAliveTimeoutMs(): number {
+    return this.#server.options.keepAliveTimeoutMs;
+  }
+
+  // ---- the response's side (ResponseConnection) ------------------------------------------------
+
+  onResponseFinished(isLast: boolean): void {
+    this.#response = undefined;
+    const request = this.#request;
+    this.#request = undefined;
+    if (this.#state === State.Gone || this.#state === State.Lingering) return; // closing already (see #answer)
+    if (this.#state === State.Body || this.#state === State.Broken) {
+      // The body was not read to its end (an early answer, a failed body): the connection is mid-request.
+      this.#decoder = undefined;
+      request?.body?.abandon();
+      this.#linger();
+      return;
+    }
+    if (isLast || this.#server.options.isDraining()) {
+      this.#linger();
+      return;
+    }
+    this.#state = State.Head;
+    this.#idleSince = this.#server.now();
+    const unread = this.#unread;
+    this.#unread = undefined;
+    if (this.socket.isPaused()) this.socket.resume();
+    if (unread !== undefined) this.#receiveHead(unread);
+  }
+
+  releaseSocket(): Buffer {
+    const unread = this.#unread ?? EMPTY;
+    this.#unread = undefined;
+    this.#response = undefined;
+    this.#request = undefined;
+    this.#state = State.Gone;
+    this.socket.pause();
+    this.#detach();
+    this.#server.forget(this);
+    return unread;
+  }
+
+  // ---- the server's side -------------------------------------------------------------------------
+
+  closeIfIdle(): void {
+    if (this.#state === State.Head && this.#unread === undefined && this.#trickle === undefined) this.socket.destroy();
+  }
+
+  checkTimeout(now: number): void {
+    const { headTimeoutMs, bodyTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.#server.options;
+    switch (this.#state) {
+      case State.Head:
+        if (this.#headStartedAt !== undefined) {
+          const limit = Math.min(headTimeoutMs || Infinity, requestTimeoutMs || Infinity);
+          if (now - this.#headStartedAt >= limit) this.#answer(408, 'request timeout: the request head did not arrive in time');
+        } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs + KEEP_ALIVE_GRACE_MS) {
+          this.socket.destroy();
+        }
+        return;
+      case State.Body:
+        if (requestTimeoutMs > 0 && now - this.#requestStartedAt >= requestTimeoutMs) {
+          this.#failBody(new ClientTimeoutError(`the request was not received within request_timeout (${requestTimeoutMs}ms)`, 'request'));
+        } else if (bodyTimeoutMs > 0 && this.#bodyWaitingSince !== undefined && now - this.#bodyWaitingSince >= bodyTimeoutMs) {
+          this.#failBody(new ClientTimeoutError(`the request body paused for more than body_timeout (${bodyTimeoutMs}ms)`, 'body'));
+        }
+        return;
+      case State.Lingering:
+        if (now - this.#lingerStartedAt >= LINGER_MS) this.socket.destroy();
+        return;
+      default:
+        return;
+    }
+  }
+
+  // ---- reading -----------------------------------------------------------------------------------
+
+  #receive(chunk: Buffer): void {
+    switch (this.#state) {
+      case State.Head:
+        this.#receiveHead(chunk);
+        return;
+      case State.Body:
+        this.#bodyWaitingSince = this.#server.now();
+        this.#readBody(chunk);
+        return;
+      case State.Busy:
+        // The next request's bytes wait for this response; stop reading once they fill the buffer.
+        this.#unread = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
+        if (this.#unread.length >= this.#server.options.maxHeadBytes) this.socket.pause();
+        return;
+      case State.Lingering:
+        this.#lingerBytes += chunk.length;
+        if (this.#lingerBytes > LINGER_MAX_BYTES) this.socket.destroy();
+        return;
+      default:
+        return; // Broken (paused; a read already under way) or Gone
+    }
+  }
+
+  #receiveHead(chunk: Buffer): void {
+    if (this.#trickle !== undefined) {
+      this.#trickle.push(chunk);
+      this.#trickleBytes += chunk.length;
+      if (chunk.indexOf(LF) === -1 && this.#trickleBytes < this.#server.options.maxHeadBytes) return; // cannot have ended
+      chunk = Buffer.concat(this.#trickle);
+      this.#trickle = undefined;
+    }
+    const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
+    this.#unread = undefined;
+    this.#headStartedAt ??= this.#server.now();
+    const parse = parseRequestHead(bytes, 0, this.#server.limits);
+    if (parse.kind === 'incomplete') {
+      if (++this.#headPieces < MAX_HEAD_PIECES) {
+        this.#unread = bytes;
+      } else {
+        this.#trickle = [bytes];
+        this.#trickleBytes = bytes.length;
+      }
+      return;
+    }
+    if (parse.kind === 'invalid') {
+      this.#answer(parse.status, parse.reason);
+      return;
+    }
+    this.#start(parse.head, parse.end < bytes.length ? bytes.subarray(parse.end) : undefined);
+  }
+
+  /** A whole head: the request starts; `rest` are the bytes after its head (body, next requests). */
+  #start(head: RequestHead, rest: Buffer | undefined): void {
+    this.#requestStartedAt = this.#headStartedAt ?? this.#server.now();
+    this.#headStartedAt = undefined;
+    this.#headPieces = 0;
+    const options = this.#server.options;
+    if (head.method === 'CONNECT') {
+      this.#answer(405, 'method not allowed: this proxy does not tunnel CONNECT', head);
+      return;
+    }
+    this.#server.requestCount++;
+    // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
+    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none';
+    const decoder = createBodyDecoder(head.body);
+    const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
+    const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && !options.isDraining());
+    this.#request = clientReq;
+    this.#response = clientRes;
+    this.#decoder = decoder;
+    if (decoder === undefined) {
+      this.#state = State.Busy;
+      if (rest !== undefined) this.#receive(rest);
+      if (isUpgrade) this.socket.pause(); // its bytes after the head belong to whatever protocol comes
+    } else {
+      this.#state = State.Body;
+      this.#bodyWaitingSince = this.#server.now();
+      if (rest !== undefined) this.#readBody(rest); // before the handler: `complete` is true at once for a body that came with its head
+    }
+    options.onRequest(clientReq, clientRes, head.isExpectingContinue);
+  }
+
+  /** Body bytes at the start of `bytes`; what follows the body's end is the next request's. */
+  #readBody(bytes: Buffer): void {
+    const decoder = this.#decoder!;
+    let end: number;
+    try {
+      end = decoder.execute(bytes, 0, this.#onBodyData);
+    } catch (error) {
+      this.#failBody(error as Error); // RequestFramingError: 400 from the handler
+      return;
+    }
+    if (!decoder.isComplete) return;
+    this.#decoder = undefined;
+    this.#bodyWaitingSince = undefined;
+    this.#state = State.Busy;
+    this.#request!.body!.finish();
+    if (end < bytes.length) this.#receive(bytes.subarray(end));
+  }
+
+  #pushBody(chunk: Buffer): void {
+    if (this.#request!.body!.push(chunk)) return;
+    // The handler has not taken the body yet: read no more until it does (RequestBody._read).
+    this.#bodyWaitingSince = undefined;
+    this.socket.pause();
+  }
+
+  /** The handler wants more body: read again. */
+  onBodyWanted(): void {
+    if (this.#state !== State.Body || !this.socket.isPaused()) return;
+    this.#bodyWaitingSince = this.#server.now();
+    this.socket.resume();
+  }
+
+  /** The body cannot be read to its end (bad framing, a timeout): the handler sees `error`; this connection carries no other request. */
+  #failBody(error: Error): void {
+    this.#decoder = undefined;
+    this.#bodyWaitingSince = undefined;
+    this.#state = State.Broken;
+    this.socket.pause();
+    this.#request?.body?.destroy(error);
+  }
+
+  /** The client ended its side (FIN). */
+  #onClientEnd(): void {
+    switch (this.#state) {
+      case State.Head:
+        if (this.#unread !== undefined || this.#trickle !== undefined) this.#answer(400, 'bad request: the connection ended in the middle of a request head');
+        else this.socket.end();
+        return;
+      case State.Lingering:
+        this.socket.destroy();
+        return;
+      default:
+        // A request in flight is abandoned, as node's server does without allowHalfOpen.
+        this.#request?.body?.destroy(new ClientAbortError('the client ended the connection before its request body was complete'));
+        this.socket.destroy();
+    }
+  }
+
+  // ---- closing -----------------------------------------------------------------------------------
+
+  /**
+   * Writes the server's own answer — `status` with its one-line `reason`, `Connection: close`, a
+   * Date — then closes (lingering). `head`: the request it answers, when one was read.
+   */
+  #answer(status: number, reason: string, head?: RequestHead): void {
+    // Written through the same writer and answer shape as every other answer; `end` hands it to
+    // the socket at once, and the connection lingers from here (its later finish changes nothing).
+    const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
+    const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true });
+    this.#linger();
+    this.#server.options.onAnswer(this.socket, { status, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
+  }
+
+  /** nginx's lingering close (see the file comment): FIN now, read and drop until the client closes, LINGER_MS or LINGER_MAX_BYTES. */
+  #linger(): void {
+    this.#state = State.Lingering;
+    this.#unread = undefined;
+    this.#trickle = undefined;
+    this.#lingerStartedAt = this.#server.now();
+    this.#lingerBytes = 0;
+    this.socket.end();
+    if (this.socket.isPaused()) this.socket.resume();
+  }
+
+  #onSocketClose(): void {
+    const wasState = this.#state;
+    this.#state = State.Gone;
+    this.#server.forget(this);
+    if (wasState === State.Body) this.#request?.body?.destroy(new ClientAbortError('the client closed the connection before its request body was complete'));
+    const response = this.#response;
+    this.#response = undefined;
+    response?.onConnectionClose();
+  }
+
+  #detach(): void {
+    this.socket.removeListener('data', this.#onData);
+    this.socket.removeListener('end', this.#onEnd);
+    this.socket.removeListener('close', this.#onClose);
+    this.socket.removeListener('drain', this.#onDrain);
+    this.socket.removeListener('error', ignoreError);
+  }
+}
+
+/** A request as the handler reads it: the parsed head, and the body when it has one. */
+class Http1Request implements ClientRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly httpVersion: '1.1' | '1.0';
+  readonly rawHeaders: string[];
+  readonly socket: Socket;
+  readonly body: RequestBody | undefined;
+  readonly upgrade: string | undefined;
+  #headers: IncomingHttpHeaders | undefined;
+
+  constructor(head: RequestHead, socket: Socket, body: RequestBody | undefined, isUpgrade: boolean) {
+    this.upgrade = isUpgrade ? head.upgrade : undefined;
+    this.method = head.method;
+    this.url = head.target;
+    this.httpVersion = head.httpVersion;
+    this.rawHeaders = head.rawHeaders;
+    this.socket = socket;
+    this.body = body;
+  }
+
+  get headers(): IncomingHttpHeaders {
+    return (this.#headers ??= combineHeaders(this.rawHeaders));
+  }
+
+  get complete(): boolean {
+    return this.body === undefined || this.body.isReceived;
+  }
+}
+
+/**
+ * A request body, de-chunked, as a byte stream. The connection pushes what it reads; when the
+ * stream's buffer is full (`BODY_HIGH_WATER_MARK`) the socket is paused until the reader wants more
+ * (`_read`). It ends when the whole body was read, and fails with the error that stopped it: a
+ * RequestFramingError (400), a ClientTimeoutError (408), a ClientAbortError (the client left).
+ */
+class RequestBody extends Readable {
+  readonly #connection: Http1Connection;
+  /** Every byte of the body was received (the stream may still hold some for its reader). */
+  isReceived = false;
+
+  constructor(connection: Http1Connection) {
+    super({ highWaterMark: BODY_HIGH_WATER_MARK });
+    this.#connection = connection;
+    this.on('error', ignoreError); // the reader learns it from `errored` or its own listener
+  }
+
+  override _read(): void {
+    this.#connection.onBodyWanted();
+  }
+
+  finish(): void {
+    this.isReceived = true;
+    this.push(null);
+  }
+
+  /** Nobody will read the rest (the response ended first): drop what is buffered, without an error. */
+  abandon(): void {
+    if (!this.destroyed) this.destroy();
+  }
+}
+
+function ignoreError(): void {}

@@ -1,0 +1,447 @@
+/**
+ * A strict, incremental HTTP/1.1 response parser: bytes from an upstream socket go in, a response
+ * head, zero-copy body chunks, trailers and "complete" come out. It follows RFC 9112 (HTTP/1.1
+ * message syntax): section 4 (status line), 5 (field lines), 6.3 (how the body length is decided),
+ * 7.1 (chunked transfer coding, with extensions and trailers). It is the piece that lets the proxy
+ * talk to upstreams over raw `node:net` sockets instead of node:http's client (issue 5).
+ *
+ * Why strict: a proxy that frames a response differently from the next hop is the root of response
+ * smuggling and cache poisoning. So anything ambiguous is an error, never a guess: repeated
+ * Content-Length (even with equal values, as llhttp does), Content-Length together with
+ * Transfer-Encoding, a Transfer-Encoding other than exactly `chunked`, Transfer-Encoding in an
+ * HTTP/1.0 response (RFC 9112 6.1), bad chunk sizes, bare LF or bare CR, obs-fold, whitespace before
+ * the colon, control characters in values. The differential test (test/wire/differential.test.ts)
+ * checks that whatever node's own parser (llhttp) rejects, this parser rejects too.
+ *
+ * The parser is a small state machine over named states. It finds line ends with `Buffer.indexOf`,
+ * decodes a whole head with one latin1 `toString` (the head's end is usually in the same read) and
+ * checks characters with lookup tables; a line split across reads is kept as the string decoded so
+ * far; body bytes are handed out as `subarray`s of the input, never copied. A chunked body is read
+ * by chunked-decoder.ts, the decoder request bodies use too.
+ */
+import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
+import { ChunkedDecoder } from './chunked-decoder.js';
+import { CR, CRLF_CRLF, IS_FIELD_CHAR, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
+
+/** How the body of a response is delimited (RFC 9112 6.3). */
+export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
+
+/** A parsed status line plus header section. */
+export interface ResponseHead {
+  /** 100..999, three digits on the wire. */
+  readonly statusCode: number;
+  /** The reason phrase, latin1, possibly empty. */
+  readonly statusMessage: string;
+  readonly httpVersion: '1.0' | '1.1';
+  /** `[name, value, name, value, …]`, latin1 strings, wire order and case kept, values trimmed of OWS. */
+  readonly rawHeaders: string[];
+  /**
+   * True when the connection may carry another request after this response: HTTP/1.1 without
+   * `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`; never for a close-delimited body
+   * or an upgrade (RFC 9112 9.3).
+   */
+  readonly isKeepAlive: boolean;
+  readonly bodyKind: BodyKind;
+  /** The Content-Length value when the header is present (also for HEAD/204/304, where no body follows). */
+  readonly contentLength?: number;
+}
+
+export interface ResponseParserOptions {
+  /** Method of the request this response answers; `HEAD` means no body, `CONNECT` + 2xx means a tunnel. */
+  readonly method: string;
+  /**
+   * Largest accepted head, in bytes, counting every byte of the status line, the field lines and
+   * their CRLFs. Default 16384, node's `--max-http-header-size`; node counts only the field names,
+   * values and reason phrase, so at the same number this limit is slightly stricter. The same limit
+   * applies to one chunk-size line and to the whole trailer section.
+   */
+  readonly maxHeaderSize?: number;
+  /** A 1xx response other than 101 (100 Continue, 103 Early Hints). Parsing continues with the next head. */
+  onInformational?(head: ResponseHead): void;
+  /** The final response head. */
+  onHead(head: ResponseHead): void;
+  /** A piece of the body (de-chunked), a `subarray` of the buffer given to `execute`: copy it to keep it. */
+  onBody(chunk: Buffer): void;
+  /** Trailer fields of a chunked body, `[name, value, …]`, latin1; called only when there is at least one. */
+  onTrailers?(rawTrailers: string[]): void;
+  /** The response is complete. Called exactly once, after `onHead` (and after all `onBody` / `onTrailers`). */
+  onComplete(): void;
+}
+
+/** The parser's position in the message. */
+type State =
+  | 'status-line' // waiting for `HTTP/1.1 200 OK`
+  | 'header-line' // field lines until the empty line
+  | 'body-length' // `remaining` bytes of a Content-Length body
+  | 'body-close' // everything until the connection closes
+  | 'body-chunked' // a chunked body, read by `chunked`
+  | 'complete' // done; further bytes are not consumed
+  | 'failed'; // an error was thrown; further bytes throw it again
+
+export const DEFAULT_MAX_HEADER_SIZE = 16384;
+
+/** More 1xx responses than this before the final one is an error (Go's transport allows 5, too). */
+const MAX_INFORMATIONAL_RESPONSES = 5;
+
+/**
+ * Push parser for one HTTP/1.x response (plus any 1xx before it).
+ *
+ * Usage: create one per request, call `execute(chunk)` for each chunk read from the socket and
+ * `finish()` when the socket ends. Errors are thrown, not returned:
+ * - `UpstreamProtocolError` from `execute`: malformed or ambiguous framing. The parser is then dead
+ *   (later calls throw the same error); the caller answers 502 and closes the connection.
+ * - `UpstreamResetError` from `finish`: the connection closed before the response was complete.
+ * Exceptions thrown by the callbacks propagate out of `execute` unchanged.
+ *
+ * Bytes after the end of the response are not consumed: `execute` returns how many bytes of `data`
+ * it used. After a 101 Switching Protocols (or a 2xx to CONNECT) the rest belongs to the tunnel
+ * (`data.subarray(consumed)`). After any other response the upstream had no business sending more
+ * before the next request, so the caller should deliver this response and then close the connection
+ * instead of reusing it; that is not an error for the current response.
+ */
+export class ResponseParser {
+  private readonly options: ResponseParserOptions;
+  private readonly maxHeaderSize: number;
+  private readonly isHeadRequest: boolean;
+  private readonly isConnectRequest: boolean;
+
+  private state: State = 'status-line';
+  private error: Error | undefined;
+  private receivedBytes = 0;
+
+  // line assembly
+  /** The start of a line that continues in the next chunk, latin1. */
+  private partialLine = '';
+  /** Bytes still allowed in the current head. */
+  private lineBudget: number;
+
+  // the head being parsed
+  private statusCode = 0;
+  private statusMessage = '';
+  private httpVersion: '1.0' | '1.1' = '1.1';
+  private rawHeaders: string[] = [];
+  private contentLength: number | undefined;
+  private transferEncoding: string | undefined;
+  private hasConnectionClose = false;
+  private hasConnectionKeepAlive = false;
+
+  // the body
+  private remaining = 0;
+  private chunked: ChunkedDecoder | undefined;
+  private readonly onBody = (chunk: Buffer): void => this.options.onBody(chunk);
+  private isUpgradeResponse = false;
+  private informationalCount = 0;
+
+  /**
+   * @param options callbacks, the request method and `maxHeaderSize` (bytes, default 16384).
+   */
+  constructor(options: ResponseParserOptions) {
+    this.options = options;
+    this.maxHeaderSize = options.maxHeaderSize ?? DEFAULT_MAX_HEADER_SIZE;
+    const method = options.method.toUpperCase();
+    this.isHeadRequest = method === 'HEAD';
+    this.isConnectRequest = method === 'CONNECT';
+    this.lineBudget = this.maxHeaderSize;
+  }
+
+  /** True once `onComplete` has been called. */
+  get isComplete(): boolean {
+    return this.state === 'complete';
+  }
+
+  /** True when the final response was 101 Switching Protocols or a 2xx to CONNECT: later bytes are the tunnel's. */
+  get isUpgrade(): boolean {
+    return this.isUpgradeResponse;
+  }
+
+  /** True once any byte was given to `execute`: a reset before that is the "stale pooled connection" case. */
+  get hasReceivedBytes(): boolean {
+    return this.receivedBytes > 0;
+  }
+
+  /**
+   * Parses the next bytes of the response.
+   *
+   * @param data bytes read from the upstream socket; body chunks handed out are subarrays of it.
+   * @returns the number of bytes of `data` consumed; less than `data.length` only when the response
+   *   completed inside `data` (see the class comment for what the rest means).
+   * @throws UpstreamProtocolError on malformed or ambiguous input.
+   */
+  execute(data: Buffer): number {
+    if (this.state === 'failed') throw this.error;
+    if (this.state === 'complete') return 0;
+    this.receivedBytes += data.length;
+    try {
+      return this.run(data);
+    } catch (error) {
+      this.state = 'failed';
+      this.error = error as Error;
+      throw error;
+    }
+  }
+
+  /**
+   * Tells the parser the connection was closed by the upstream (EOF). Completes a close-delimited
+   * body; a no-op when the response is already complete or parsing already failed.
+   *
+   * @throws UpstreamResetError when the response was not complete.
+   */
+  finish(): void {
+    if (this.state === 'complete' || this.state === 'failed') return;
+    if (this.state === 'body-close') {
+      this.complete();
+      return;
+    }
+    const error = new UpstreamResetError(
+      this.receivedBytes === 0
+        ? 'upstream closed the connection before sending a response'
+        : 'upstream closed the connection before the response was complete',
+    );
+    this.state = 'failed';
+    this.error = error;
+    throw error;
+  }
+
+  /** The state machine: each state consumes what it can and says where to go next. */
+  private run(data: Buffer): number {
+    let pos = 0;
+    while (pos < data.length) {
+      switch (this.state) {
+        case 'status-line':
+        case 'header-line':
+          pos = this.readLines(data, pos);
+          if (this.isComplete) return pos; // a head without body
+          break;
+        case 'body-length': {
+          const end = Math.min(data.length, pos + this.remaining);
+          this.remaining -= end - pos;
+          this.options.onBody(data.subarray(pos, end));
+          pos = end;
+          if (this.remaining === 0) {
+            this.complete();
+            return pos;
+          }
+          break;
+        }
+        case 'body-chunked': {
+          const chunked = this.chunked as ChunkedDecoder;
+          pos = chunked.execute(data, pos, this.onBody);
+          if (chunked.isComplete) {
+            if (chunked.rawTrailers.length > 0) this.options.onTrailers?.([...chunked.rawTrailers]);
+            this.complete();
+            return pos;
+          }
+          break;
+        }
+        case 'body-close':
+          this.options.onBody(pos === 0 ? data : data.subarray(pos));
+          return data.length;
+        case 'complete':
+          return pos;
+        case 'failed':
+          throw this.error;
+      }
+    }
+    return pos;
+  }
+
+  // ---- lines ------------------------------------------------------------------------------------
+
+  /**
+   * Reads complete head lines from `start` and hands each (CRLF removed) to the current state's
+   * line handler, until the head ends or the decoded text runs out. Decodes only bytes that are
+   * surely the head's: up to its empty line when that is in sight, never much beyond the byte
+   * budget. A line without its LF yet is kept for the next chunk. Every LF must follow a CR
+   * (RFC 9112 2.2: no bare LF).
+   *
+   * @returns the position after the last byte used (`data.length` when a partial line was kept).
+   */
+  private readLines(data: Buffer, start: number): number {
+    const headEnd = data.indexOf(CRLF_CRLF, start);
+    const end = Math.min(headEnd === -1 ? data.length : headEnd + CRLF_CRLF.length, start + this.lineBudget + 1);
+    const text = data.toString('latin1', start, end);
+    let i = 0;
+    while (i < text.length && this.isInLineState()) {
+      const lf = text.indexOf('\n', i);
+      this.spendLineBudget((lf === -1 ? text.length : lf + 1) - i);
+      if (lf === -1) {
+        this.partialLine += text.slice(i); // the line continues in the next chunk
+        return data.length;
+      }
+      let line: string;
+      if (this.partialLine === '') {
+        if (lf === i || text.charCodeAt(lf - 1) !== CR) throw protocolError('bare LF in response head');
+        line = text.slice(i, lf - 1);
+      } else {
+        line = this.partialLine + text.slice(i, lf);
+        this.partialLine = '';
+        if (line.charCodeAt(line.length - 1) !== CR) throw protocolError('bare LF in response head');
+        line = line.slice(0, -1);
+      }
+      i = lf + 1;
+      if (this.state === 'status-line') this.onStatusLine(line);
+      else this.onHeaderLine(line);
+    }
+    return start + i;
+  }
+
+  private isInLineState(): boolean {
+    return this.state === 'status-line' || this.state === 'header-line';
+  }
+
+  /** Counts `bytes` against the limit of the head. */
+  private spendLineBudget(bytes: number): void {
+    this.lineBudget -= bytes;
+    if (this.lineBudget < 0) throw protocolError(`response head larger than ${this.maxHeaderSize} bytes`);
+  }
+
+  // ---- head -------------------------------------------------------------------------------------
+
+  /** `HTTP-version SP 3DIGIT [SP reason-phrase]` (RFC 9112 4); llhttp also accepts no reason, so do we. */
+  private onStatusLine(line: string): void {
+    // "HTTP/1.x 200" is 12 characters
+    if (line.length < 12 || !line.startsWith('HTTP/1.') || (line[7] !== '0' && line[7] !== '1') || line[8] !== ' ') {
+      throw protocolError(`invalid status line ${quoteLine(line)}`);
+    }
+    this.httpVersion = line[7] === '1' ? '1.1' : '1.0';
+    let statusCode = 0;
+    for (let i = 9; i < 12; i++) {
+      const digit = line.charCodeAt(i) - 0x30;
+      if (digit < 0 || digit > 9) throw protocolError(`invalid status code in ${quoteLine(line)}`);
+      statusCode = statusCode * 10 + digit;
+    }
+    if (statusCode < 100) throw protocolError(`invalid status code ${statusCode}`);
+    if (line.length > 12 && line.charCodeAt(12) !== SP) throw protocolError(`invalid status line ${quoteLine(line)}`);
+    for (let i = 13; i < line.length; i++) {
+      if (IS_FIELD_CHAR[line.charCodeAt(i)] === 0) throw protocolError('control character in reason phrase');
+    }
+    this.statusCode = statusCode;
+    this.statusMessage = line.length > 13 ? line.slice(13) : '';
+    this.state = 'header-line';
+  }
+
+  /** One `name: value` line, or the empty line that ends the head. */
+  private onHeaderLine(line: string): void {
+    if (line.length === 0) {
+      this.onHeadEnd();
+      return;
+    }
+    const name = parseFieldLine(line, this.rawHeaders, protocolError);
+    const value = this.rawHeaders[this.rawHeaders.length - 1] as string;
+    // only three names matter for framing; compare lengths first, they rarely match
+    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      if (this.contentLength !== undefined) throw protocolError('repeated Content-Length');
+      this.contentLength = parseContentLength(value);
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      this.transferEncoding = this.transferEncoding === undefined ? value : `${this.transferEncoding}, ${value}`;
+    } else if (name.length === 10 && name.toLowerCase() === 'connection') {
+      for (const option of value.split(',')) {
+        const token = option.trim().toLowerCase();
+        if (token === 'close') this.hasConnectionClose = true;
+        else if (token === 'keep-alive') this.hasConnectionKeepAlive = true;
+      }
+    }
+  }
+
+  /** Decides the body length (RFC 9112 6.3, in its order) and reports the head. */
+  private onHeadEnd(): void {
+    const statusCode = this.statusCode;
+    if (this.transferEncoding !== undefined) {
+      // RFC 9112 6.1: TE in HTTP/1.0 is faulty framing; TE with CL is a smuggling attempt (6.3 rule 3)
+      if (this.httpVersion === '1.0') throw protocolError('Transfer-Encoding in an HTTP/1.0 response');
+      if (this.contentLength !== undefined) throw protocolError('both Content-Length and Transfer-Encoding');
+      // we forward the body de-chunked, so any other coding would reach the client undecoded
+      if (this.transferEncoding.trim().toLowerCase() !== 'chunked') {
+        throw protocolError(`unsupported Transfer-Encoding ${JSON.stringify(this.transferEncoding)}`);
+      }
+    }
+    const isInformational = statusCode < 200 && statusCode !== 101;
+    this.isUpgradeResponse = statusCode === 101 || (this.isConnectRequest && statusCode >= 200 && statusCode < 300);
+
+    let bodyKind: BodyKind;
+    if (isInformational || this.isUpgradeResponse || this.isHeadRequest || statusCode === 204 || statusCode === 304) {
+      bodyKind = 'none'; // rules 1 and 2
+    } else if (this.transferEncoding !== undefined) {
+      bodyKind = 'chunked'; // rule 4
+    } else if (this.contentLength !== undefined) {
+      bodyKind = 'length'; // rule 6
+    } else {
+      bodyKind = 'close'; // rule 8
+    }
+    const isKeepAlive =
+      bodyKind !== 'close' &&
+      !this.isUpgradeResponse &&
+      !this.hasConnectionClose &&
+      (this.httpVersion === '1.1' || this.hasConnectionKeepAlive);
+
+    const head: ResponseHead = {
+      statusCode,
+      statusMessage: this.statusMessage,
+      httpVersion: this.httpVersion,
+      rawHeaders: this.rawHeaders,
+      isKeepAlive,
+      bodyKind,
+      ...(this.contentLength !== undefined ? { contentLength: this.contentLength } : {}),
+    };
+
+    if (isInformational) {
+      if (++this.informationalCount > MAX_INFORMATIONAL_RESPONSES) throw protocolError('too many 1xx responses');
+      this.resetHead();
+      this.options.onInformational?.(head);
+      return;
+    }
+    this.options.onHead(head);
+    switch (bodyKind) {
+      case 'none':
+        this.complete();
+        break;
+      case 'length':
+        this.remaining = this.contentLength as number;
+        if (this.remaining === 0) this.complete();
+        else this.state = 'body-length';
+        break;
+      case 'chunked':
+        this.chunked = new ChunkedDecoder(this.maxHeaderSize, protocolError);
+        this.state = 'body-chunked';
+        break;
+      case 'close':
+        this.state = 'body-close';
+        break;
+    }
+  }
+
+  /** Forgets an informational head so the next status line starts fresh. */
+  private resetHead(): void {
+    this.state = 'status-line';
+    this.lineBudget = this.maxHeaderSize;
+    this.rawHeaders = [];
+    this.contentLength = undefined;
+    this.transferEncoding = undefined;
+    this.hasConnectionClose = false;
+    this.hasConnectionKeepAlive = false;
+  }
+
+  private complete(): void {
+    this.state = 'complete';
+    this.options.onComplete();
+  }
+}
+
+// ---- pure helpers -------------------------------------------------------------------------------
+
+/** `1*DIGIT` and at most 2^53 - 1 (RFC 9110 8.6); no sign, no list, no spaces (the caller trimmed OWS). */
+function parseContentLength(value: string): number {
+  if (value.length === 0) throw protocolError('empty Content-Length');
+  let length = 0;
+  for (let i = 0; i < value.length; i++) {
+    const digit = value.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) throw protocolError(`invalid Content-Length ${JSON.stringify(value)}`);
+    length = length * 10 + digit;
+    if (length > Number.MAX_SAFE_INTEGER) throw protocolError('Content-Length too large');
+  }
+  return length;
+}
+
+function protocolError(reason: string): UpstreamProtocolError {
+  return new UpstreamProtocolError(`malformed upstream response: ${reason}`);
+}

@@ -1,0 +1,536 @@
+/**
+ * One request/response exchange with one upstream over a pooled raw `node:net` connection — the
+ * proxy's "round trip" (Go's `Transport.RoundTrip`), written without node:http's client (Step 4:
+ * ClientRequest, IncomingMessage and the Agent are where a node:http proxy spends its time).
+ *
+ *   1. take a connection from the pool (reused, or a new one within `connect_timeout`);
+ *   2. write the request head as one buffer, then stream the body with backpressure (re-framed as
+ *      chunked when the client's was; Content-Length bodies go through byte for byte). Body chunks
+ *      are written in batches, each after a poll phase has read whatever the upstream sent (see
+ *      "early answers" below);
+ *   3. feed every byte the upstream sends to the strict ResponseParser (src/http), which answers
+ *      with the head, body chunks, trailers and "complete" — or an error for bad framing;
+ *   4. hand the head to the caller (`response`), then the body to the sink the caller attaches
+ *      (`streamBodyTo`), pausing the upstream socket while the client cannot keep up;
+ *   5. give the connection back to the pool only when the response completed cleanly, the request
+ *      was fully sent, keep-alive is allowed and no stray byte followed; otherwise close it.
+ *
+ * `read_timeout` is the socket's idle timeout for the whole exchange (waiting for the head, between
+ * body bytes). Facts the retry policy needs are kept in `progress`.
+ *
+ * Early answers (SPEC 5: an upstream that answers 413 or 401 before the upload ended has that
+ * answer relayed, not a 502). An upstream that closes with part of the body unread makes its kernel
+ * answer our next bytes with a reset, and node destroys a socket whose write fails, unread answer
+ * and all. So: once the head arrived and says the upstream closes, no more body is sent (RFC 9112
+ * §9.5: the client "SHOULD immediately cease transmitting the body"); an error after the head never
+ * rejects `response`; and the body is written so that the upstream's socket is read just before
+ * each write. A write made from the client body's `data` handler goes out in the middle of a poll
+ * phase, and an answer that arrived while that phase was reading the client (megabytes of upload)
+ * is lost to it. Instead the chunks of one batch are queued while the body is paused, and written
+ * one event-loop turn later (two `setImmediate` hops): the poll phase in between reads the
+ * upstream's answer, if any, and reads little else, since the client's body is paused. Against an
+ * upstream that answers 413 and closes after reading the head, this turned 10 of 10 502s into 10 of
+ * 10 relayed answers (test/integration/streaming.test.ts).
+ *
+ * Upgrades (`isUpgrade`, RFC 9110 §7.8): a new connection that is never pooled. A 101 is accepted
+ * only then (otherwise it is an `UpstreamProtocolError`); after it the caller takes the socket and
+ * the bytes that came after the 101 head with `takeOverConnection` and joins it to the client's
+ * (upgrade-tunnel.ts). Any other answer to an upgrade request is an ordinary response.
+ */
+import type { Readable } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { UpstreamConfig } from '../config/config.js';
+import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
+import { serializeRequestHead } from './request-head.js';
+import { ResponseParser, type ResponseHead } from './response-parser.js';
+
+/** Everything one exchange needs. */
+export interface ExchangeOptions {
+  readonly pool: UpstreamTransport;
+  readonly upstream: UpstreamConfig;
+  readonly method: string;
+  /** Path and query, as it goes on the request line. */
+  readonly target: string;
+  /** Flat raw header list (Host first), framing headers included. */
+  readonly headers: readonly string[];
+  /** The request body, or undefined when there is none. Read only once the connection is up. */
+  readonly body: Readable | undefined;
+  /** Re-frame the body as chunked (the client's was chunked; `Transfer-Encoding: chunked` is in `headers`). */
+  readonly isChunkedBody: boolean;
+  /** ms. */
+  readonly connectTimeoutMs: number;
+  /** ms, upstream idle limit. */
+  readonly readTimeoutMs: number;
+  /** Use a new connection, not a pooled one (the resend after a stale pooled connection). */
+  readonly isNewConnectionRequired?: boolean;
+  /**
+   * The request asks to switch protocols (`Connection: upgrade` and `Upgrade` are in `headers`): a
+   * new connection of its own, and a 101 is accepted (see the file comment). Default false.
+   */
+  readonly isUpgrade?: boolean;
+}
+
+/** An upstream connection taken over after a 101: the raw socket and the bytes read after the 101 head. */
+export interface SwitchedConnection {
+  readonly socket: Socket;
+  readonly head: Buffer;
+}
+
+/** What happened on the wire, for the retry policy (SPEC 4) and the stale-connection retry. */
+export interface AttemptProgress {
+  /** A connection was established or a pooled one assigned. */
+  isConnected: boolean;
+  /**
+   * The request body started to stream to the upstream (set when the head goes out, before the
+   * first body byte): from here on the body cannot be replayed.
+   */
+  hasStreamedBody: boolean;
+  /** The connection came from the keep-alive pool. */
+  isReusedSocket: boolean;
+  /** At least one byte came back from the upstream. */
+  hasResponseBytes: boolean;
+}
+
+/** Where the response body goes: the client response, in practice. */
+export interface BodySink {
+  /**
+   * `chunk` is a view of the upstream connection's read buffer. Returns true when the sink is done
+   * with it (copied or written) and has room for more; false when it still holds it or is full:
+   * then nothing is read until `drain`.
+   */
+  write(chunk: Buffer): boolean;
+  once(event: 'drain', listener: () => void): unknown;
+}
+
+export interface BodyEvents {
+  /** Every body chunk, after it was written to the sink (for byte counts). */
+  onChunk?(chunk: Buffer): void;
+  /** The body is complete; `rawTrailers` is `[name, value, …]`, empty when there were none. */
+  onEnd(rawTrailers: readonly string[]): void;
+  /** The exchange failed after the head (reset, timeout, bad chunk): the client connection must be closed. */
+  onError(error: RequestError): void;
+}
+
+export class UpstreamExchange implements ConnectionHandler {
+  readonly progress: AttemptProgress = { isConnected: false, hasStreamedBody: false, isReusedSocket: false, hasResponseBytes: false };
+  /** Settles with the final response head, or rejects with a RequestError. */
+  readonly response: Promise<ResponseHead>;
+
+  readonly #options: ExchangeOptions;
+  #connection: UpstreamConnection | undefined;
+  #parser: ResponseParser;
+  #resolveHead!: (head: ResponseHead) => void;
+  #rejectHead!: (error: RequestError) => void;
+  #head: ResponseHead | undefined;
+  #isRequestSent = false;
+  #isComplete = false;
+  #isDone = false;
+  #hasExtraBytes = false;
+  /** Body chunks parsed before `streamBodyTo` attached a sink. */
+  #pending: Buffer[] = [];
+  /** `#pending` holds a view of the read buffer: the socket is paused until they are delivered. */
+  #isHoldingPending = false;
+  #trailers: readonly string[] = [];
+  #sink: BodySink | undefined;
+  #events: BodyEvents | undefined;
+  #failure: RequestError | undefined;
+  /** A `drain` listener is waiting on the sink (one at a time, however many chunks filled it). */
+  #isWaitingForDrain = false;
+  /** Cancels a connect still in progress when the exchange ends first (only made when one is needed). */
+  #connectAbort: AbortController | undefined;
+  /** Body chunks (framed) waiting to be written (see the file comment); made only for a request with a body. */
+  #bodyQueue: Buffer[] | undefined;
+  #isBodyFlushScheduled = false;
+  /** The request body ended; its end (the last chunk) leaves with the queue. */
+  #isBodyEnded = false;
+  /** After a 101: the bytes the upstream sent after its head, until `takeOverConnection`. */
+  #switchedBytes: Buffer[] | undefined;
+  readonly #onSinkDrain = (): void => {
+    this.#isWaitingForDrain = false;
+    if (this.#isDone) return; // a released connection is someone else's now
+    if (this.#isComplete) this.#releaseIfDone();
+    else this.#connection?.socket.resume();
+  };
+
+  constructor(options: ExchangeOptions) {
+    this.#options = options;
+    this.#parser = this.#createParser();
+    this.response = new Promise<ResponseHead>((resolve, reject) => {
+      this.#resolveHead = resolve;
+      this.#rejectHead = reject;
+    });
+    this.response.catch(() => {}); // the caller reads it; a rejection nobody awaited is not a crash
+    this.#start().catch((error: unknown) => this.#fail(asRequestError(error as Error)));
+  }
+
+  /**
+   * Attaches the body's destination after the head was handed out. Chunks already parsed are
+   * written first. `events` is told about the end (with trailers) or a failure — exactly one of them.
+   */
+  streamBodyTo(sink: BodySink, events: BodyEvents): void {
+    this.#sink = sink;
+    this.#events = events;
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const chunk of pending) this.#deliver(chunk);
+    if (this.#isHoldingPending) {
+      this.#isHoldingPending = false;
+      if (this.#isComplete) this.#releaseIfDone();
+      else if (!this.#isWaitingForDrain && !this.#isDone) this.#connection?.socket.resume();
+    }
+    if (this.#failure !== undefined) events.onError(this.#failure);
+    else if (this.#isComplete) this.#finishBody();
+  }
+
+  /**
+   * After `response` resolved with a 101: the exchange ends and the caller owns the upstream socket
+   * (its errors and its closing included) and the bytes the upstream sent after the 101 head.
+   * Returns undefined when the connection failed in between (it is closed; `progress` and the
+   * failure say how).
+   * @throws Error when the response was not a 101 to an upgrade request.
+   */
+  takeOverConnection(): SwitchedConnection | undefined {
+    const switchedBytes = this.#switchedBytes;
+    if (switchedBytes === undefined) throw new Error('takeOverConnection: the upstream did not switch protocols');
+    const connection = this.#connection;
+    if (this.#isDone || connection === undefined) return undefined;
+    this.#isDone = true;
+    const socket = this.#options.pool.detach(connection);
+    return { socket, head: switchedBytes.length === 1 ? switchedBytes[0]! : Buffer.concat(switchedBytes) };
+  }
+
+  /** The client went away: close the upstream connection at once (never reused). Idempotent. */
+  abort(): void {
+    if (this.#isDone) return;
+    this.#fail(new ClientAbortError('the client went away'));
+  }
+
+  // ---- 1 and 2: connect, send ------------------------------------------------------------------
+
+  async #start(): Promise<void> {
+    const { pool, upstream } = this.#options;
+    let connection: UpstreamConnection;
+    try {
+      const isUpgrade = this.#options.isUpgrade === true;
+      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port);
+      if (idle !== undefined) {
+        connection = idle;
+      } else {
+        this.#connectAbort = new AbortController();
+        connection = await pool.acquire(upstream.host, upstream.port, {
+          connectTimeoutMs: this.#options.connectTimeoutMs,
+          signal: this.#connectAbort.signal,
+          isNewRequired: true,
+          isForUpgrade: isUpgrade,
+        });
+      }
+    } catch (error) {
+      this.#isDone = true;
+      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(String(error))));
+      return;
+    }
+    if (this.#isDone) {
+      pool.destroy(connection); // aborted while connecting
+      return;
+    }
+    this.#connection = connection;
+    this.progress.isConnected = true;
+    this.progress.isReusedSocket = connection.wasReused;
+    connection.handler = this;
+    connection.setIdleTimeout(this.#options.readTimeoutMs);
+    this.#send(connection.socket);
+  }
+
+  #send(socket: Socket): void {
+    const { method, target, headers, body } = this.#options;
+    let head: Buffer;
+    try {
+      head = serializeRequestHead(method, target, headers);
+    } catch (error) {
+      this.#fail(error as RequestError);
+      return;
+    }
+    if (body === undefined) {
+      socket.write(head);
+      this.#isRequestSent = true;
+      return;
+    }
+    if (body.errored) {
+      this.#fail(asRequestError(body.errored));
+      return;
+    }
+    socket.write(head);
+    this.progress.hasStreamedBody = true;
+    this.#bodyQueue = [];
+    const isChunked = this.#options.isChunkedBody;
+    const onBodyData = (chunk: Buffer): void => {
+      if (chunk.length === 0) return; // a chunk of size 0 would be the last chunk
+      if (isChunked) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);
+      else this.#bodyQueue!.push(chunk);
+      this.#scheduleBodyFlush();
+    };
+    const onBodyEnd = (): void => {
+      this.#isBodyEnded = true;
+      // The batch in waiting carries the end; with nothing queued it goes now: an upstream that
+      // answers the whole request must find it sent, or its connection could not be reused.
+      if (!this.#isBodyFlushScheduled) this.flushQueuedBody();
+    };
+    const onBodyError = (error: Error): void => this.#fail(asRequestError(error));
+    body.on('data', onBodyData);
+    body.once('end', onBodyEnd);
+    body.once('error', onBodyError);
+    this.#stopBody = () => {
+      body.off('data', onBodyData);
+      body.off('end', onBodyEnd);
+      body.off('error', onBodyError);
+      this.#bodyQueue = [];
+      this.#stopBody = () => {};
+    };
+  }
+
+  /** Queues the next batch: the body pauses, and the batch is written after the next poll phase. */
+  #scheduleBodyFlush(): void {
+    if (this.#isBodyFlushScheduled) return;
+    this.#isBodyFlushScheduled = true;
+    this.#options.body!.pause();
+    setImmediate(awaitPollPhase, this);
+  }
+
+  /**
+   * Writes the queued batch in one go (the second `setImmediate` of `#scheduleBodyFlush`, or the
+   * body's end when nothing is queued), then the last chunk once the body ended; the body resumes
+   * at once, or at `drain` when the socket is full.
+   */
+  flushQueuedBody(): void {
+    this.#isBodyFlushScheduled = false;
+    const connection = this.#connection;
+    if (this.#isDone || connection === undefined || this.#isRequestSent) return;
+    const socket = connection.socket;
+    const queue = this.#bodyQueue!;
+    this.#bodyQueue = [];
+    const isEnd = this.#isBodyEnded;
+    if (isEnd && this.#options.isChunkedBody) queue.push(LAST_CHUNK);
+    if (queue.length > 1) socket.cork();
+    let hasRoom = true;
+    for (const chunk of queue) hasRoom = socket.write(chunk);
+    if (queue.length > 1) socket.uncork();
+    const body = this.#options.body!;
+    if (isEnd) {
+      this.#isRequestSent = true;
+      this.#stopBody();
+      this.#releaseIfDone();
+    } else if (hasRoom) {
+      body.resume();
+    } else {
+      socket.once('drain', () => body.resume());
+    }
+  }
+
+  /**
+   * The upstream answered while the body was still being sent and says it closes the connection:
+   * stop sending (RFC 9112 §9.5). The rest of the client's body is read and dropped, so the client
+   * is not stalled while its answer is relayed.
+   */
+  #ceaseSendingBody(): void {
+    const body = this.#options.body;
+    this.#stopBody();
+    body?.resume();
+  }
+
+  #stopBody: () => void = () => {};
+
+  // ---- 3 and 4: receive (ConnectionHandler: the pool calls these with the socket's events) --------
+
+  onData(chunk: Buffer): void {
+    this.#receive(chunk);
+  }
+
+  onEnd(): void {
+    this.#receiveEnd();
+  }
+
+  onError(error: NodeJS.ErrnoException): void {
+    this.#fail(this.#classify(error));
+  }
+
+  onClose(): void {
+    this.#fail(new UpstreamResetError(`${this.#options.upstream.origin} closed the connection`));
+  }
+
+  onTimeout(): void {
+    const { readTimeoutMs, upstream } = this.#options;
+    if (this.#isWaitingForDrain) {
+      // The upstream is quiet because we stopped reading it: the client has not taken what it was
+      // sent for that long. Cut, but as the client's stall, not the upstream's (nginx's send_timeout).
+      this.#fail(new ClientAbortError(`the client read nothing of its response for ${readTimeoutMs}ms`));
+      return;
+    }
+    this.#fail(new UpstreamTimeoutError(`${upstream.origin} sent nothing for ${readTimeoutMs}ms`, 'read'));
+  }
+
+  #createParser(): ResponseParser {
+    return new ResponseParser({
+      method: this.#options.method,
+      onHead: (head) => {
+        if (head.statusCode === 101) {
+          if (this.#options.isUpgrade !== true) {
+            throw new UpstreamProtocolError(`${this.#options.upstream.origin} switched protocols without being asked to`);
+          }
+          this.#switchedBytes = [];
+        } else if (!head.isKeepAlive && !this.#isRequestSent) {
+          this.#ceaseSendingBody();
+        }
+        this.#head = head;
+        this.#resolveHead(head);
+      },
+      onBody: (chunk) => {
+        if (this.#sink !== undefined) {
+          this.#deliver(chunk);
+        } else if (chunk.length <= PENDING_COPY_MAX_BYTES) {
+          this.#pending.push(Buffer.from(chunk)); // the read buffer is reused by the next read: a copy
+        } else {
+          // Too big to copy: kept in place, and the socket reads nothing until streamBodyTo.
+          this.#pending.push(chunk);
+          this.#isHoldingPending = true;
+          this.#connection?.socket.pause();
+        }
+      },
+      onTrailers: (rawTrailers) => {
+        this.#trailers = rawTrailers;
+      },
+      onComplete: () => {
+        this.#isComplete = true;
+      },
+    });
+  }
+
+  #receive(chunk: Buffer): void {
+    this.progress.hasResponseBytes = true;
+    if (this.#switchedBytes !== undefined && this.#parser.isComplete) {
+      this.#switchedBytes.push(chunk); // the tunnel's (an upgrade connection's reads are fresh buffers)
+      return;
+    }
+    let consumed: number;
+    try {
+      consumed = this.#parser.execute(chunk);
+    } catch (error) {
+      this.#fail(asRequestError(error as Error));
+      return;
+    }
+    if (this.#switchedBytes !== undefined) {
+      if (consumed < chunk.length) this.#switchedBytes.push(chunk.subarray(consumed));
+      return; // the connection waits for takeOverConnection
+    }
+    if (consumed < chunk.length) this.#hasExtraBytes = true;
+    if (this.#isComplete) {
+      this.#releaseIfDone();
+      if (this.#events !== undefined) this.#finishBody();
+    }
+  }
+
+  #receiveEnd(): void {
+    if (this.#switchedBytes !== undefined) return; // the tunnel sees the end (the socket stays ended)
+    try {
+      this.#parser.finish();
+    } catch (error) {
+      this.#fail(asRequestError(error as Error));
+      return;
+    }
+    if (this.#isComplete) {
+      this.#hasExtraBytes = true; // the connection is gone: never reuse it
+      this.#releaseIfDone();
+      if (this.#events !== undefined) this.#finishBody();
+    }
+  }
+
+  /**
+   * Writes a body chunk to the sink. The chunk is a view of the connection's read buffer: while the
+   * sink holds it (write returned false, until `drain`) the socket reads nothing, and the
+   * connection is not given back to the pool.
+   */
+  #deliver(chunk: Buffer): void {
+    const sink = this.#sink!;
+    const hasRoom = sink.write(chunk);
+    this.#events!.onChunk?.(chunk);
+    if (!hasRoom && !this.#isWaitingForDrain) {
+      this.#isWaitingForDrain = true;
+      this.#connection?.socket.pause();
+      sink.once('drain', this.#onSinkDrain);
+    }
+  }
+
+  #finishBody(): void {
+    const events = this.#events!;
+    this.#events = undefined; // exactly once
+    events.onEnd(this.#trailers);
+  }
+
+  // ---- 5: release or close ---------------------------------------------------------------------
+
+  /** Once both the response is complete and the request fully sent, the connection goes back to the pool (or is closed). */
+  #releaseIfDone(): void {
+    if (this.#isDone || !this.#isComplete || this.#isWaitingForDrain || this.#isHoldingPending) return; // later, then
+    if (this.#switchedBytes !== undefined) return; // a 101: the connection waits for takeOverConnection
+    const connection = this.#connection;
+    if (connection === undefined) return;
+    if (!this.#isRequestSent) {
+      // The upstream answered before the whole body was sent (e.g. an early 413): the connection
+      // is mid-request and cannot carry another one.
+      this.#close();
+      return;
+    }
+    this.#isDone = true;
+    connection.socket.resume(); // in case backpressure paused it; the pool watches idle sockets in flowing mode
+    const isReusable = this.#head?.isKeepAlive === true && !this.#hasExtraBytes;
+    if (isReusable) this.#options.pool.release(connection);
+    else this.#options.pool.destroy(connection);
+  }
+
+  #fail(error: RequestError): void {
+    if (this.#isDone) return;
+    this.#failure ??= error;
+    this.#close();
+    if (this.#head === undefined) this.#rejectHead(this.#failure);
+    else if (this.#events !== undefined && !this.#isComplete) {
+      const events = this.#events;
+      this.#events = undefined;
+      events.onError(this.#failure);
+    }
+  }
+
+  #close(): void {
+    this.#isDone = true;
+    this.#connectAbort?.abort(new ClientAbortError('the exchange ended before its connection was up'));
+    this.#stopBody();
+    const connection = this.#connection;
+    if (connection === undefined) return;
+    this.#options.pool.destroy(connection);
+  }
+
+  #classify(error: NodeJS.ErrnoException): RequestError {
+    if (error instanceof RequestError) return error;
+    return new UpstreamResetError(`${this.#options.upstream.origin} closed the connection (${error.code === 'ECONNRESET' ? 'reset' : (error.code ?? error.message)})`);
+  }
+}
+
+/**
+ * The `setImmediate` callbacks of `UpstreamExchange.#scheduleBodyFlush` (no closure per batch): an
+ * immediate queued from the check phase runs in the next turn's, after its poll phase.
+ */
+function awaitPollPhase(exchange: UpstreamExchange): void {
+  setImmediate(flushQueuedBody, exchange);
+}
+function flushQueuedBody(exchange: UpstreamExchange): void {
+  exchange.flushQueuedBody();
+}
+
+/** Body bytes that arrive before the sink is attached are copied up to this size, bytes; larger ones are held in place. */
+const PENDING_COPY_MAX_BYTES = 4096;
+const CRLF = Buffer.from('\r\n');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+/** A failure of the client's request body (it went away mid-upload) is the client's, not the upstream's. */
+function asRequestError(error: Error): RequestError {
+  return error instanceof RequestError ? error : new ClientAbortError(`request body: ${error.message}`);
+}

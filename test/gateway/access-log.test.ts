@@ -1,0 +1,38 @@
+/**
+ * The combined access-log line (src/gateway/access-log.ts): each attempt's upstream status, and its
+ * error too when a response's body failed after its head went out.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatCombined, type AccessLogRecord } from '../../src/gateway/access-log.js';
+
+const record = (attempts: AccessLogRecord['attempts']): AccessLogRecord => ({
+  time: new Date(Date.UTC(2026, 10, 30, 12, 0, 0)),
+  clientIp: '127.0.0.1',
+  user: undefined,
+  method: 'GET',
+  target: '/a',
+  httpVersion: '1.1',
+  status: 200,
+  bytesSent: 5,
+  referer: undefined,
+  userAgent: 'curl',
+  route: 'a',
+  attempts,
+  durationMs: 1.5,
+});
+
+test('upstream_status: the status, the error of a failed attempt, and both for a body that failed after its head', () => {
+  const line = formatCombined(
+    record([
+      { upstream: 'h:1', error: 'PRX_UPSTREAM_CONNECT' },
+      { upstream: 'h:2', status: 200, error: 'PRX_UPSTREAM_RESET' },
+    ]),
+  );
+  assert.match(line, / upstream="h:1, h:2" upstream_status="PRX_UPSTREAM_CONNECT, 200 PRX_UPSTREAM_RESET" /, `got ${line}`);
+  const clean = formatCombined(record([{ upstream: 'h:2', status: 200 }]));
+  assert.equal(
+    clean,
+    '127.0.0.1 - - [30/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl" route=a upstream="h:2" upstream_status="200" duration_ms=1.50',
+  );
+});

@@ -1,0 +1,145 @@
+/**
+ * The log sinks as specifications (src/process/log-sink.ts): a stream whose reader went away or fell
+ * behind drops lines (and says so once) instead of throwing or buffering without bound; a log file
+ * drops what a full disk refuses, and reopens at its path after a rename, keeping the old descriptor
+ * when the path cannot be opened.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/process/log-sink.js';
+
+/** A writable whose writes complete only when `release()` is called: a reader that is alive but slow. */
+function slowStream(): { stream: Writable; release(): void } {
+  const pending: (() => void)[] = [];
+  const stream = new Writable({
+    highWaterMark: 16 * 1024,
+    write(_chunk, _encoding, callback) {
+      pending.push(callback);
+    },
+  });
+  return {
+    stream,
+    release: () => {
+      while (pending.length > 0) pending.shift()!();
+    },
+  };
+}
+
+test('StreamSink: a reader that falls behind by more than MAX_BACKLOG_BYTES gets no more lines, one warning, then a count when it catches up', async () => {
+  const { stream, release } = slowStream();
+  const warnings: string[] = [];
+  const sink = new StreamSink('stdout', stream, (line) => warnings.push(line));
+  const line = `${'x'.repeat(1023)}\n`;
+  let written = 0;
+  while (sink.write(line)) written++;
+  // Lines are taken while at most 1 MiB waits: 1024 lines of 1 KiB, and the one that goes past it.
+  assert.equal(written, MAX_BACKLOG_BYTES / 1024 + 1, `got ${written} lines accepted, want ${MAX_BACKLOG_BYTES / 1024 + 1}`);
+  assert.equal(sink.write(line), false, 'got a line accepted while behind, want it dropped');
+  assert.equal(warnings.length, 1, `got ${JSON.stringify(warnings)}, want one warning`);
+  assert.match(warnings[0]!, /^stdout: the reader is not keeping up/);
+
+  // The reader takes everything: writes flow again, and the warning says how many were dropped.
+  for (let i = 0; i < 2000 && stream.writableLength > 0; i++) {
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(sink.write(line), true, 'got the line dropped after the reader caught up, want it written');
+  assert.deepEqual(warnings.slice(1), ['stdout: the reader caught up; 2 line(s) were dropped']);
+});
+
+test('StreamSink: print (a command\'s output) is never dropped for a slow reader, only after a failure', () => {
+  const { stream } = slowStream();
+  const sink = new StreamSink('stdout', stream, (line) => assert.fail(`unexpected warning: ${line}`));
+  assert.equal(sink.print('x'.repeat(2 * MAX_BACKLOG_BYTES)), true);
+  assert.equal(sink.print('configuration file env.ini is valid\n'), true, 'got the last line of a long output dropped, want it kept');
+  assert.equal(stream.writableLength, 2 * MAX_BACKLOG_BYTES + 36);
+});
+
+test('StreamSink: after EPIPE nothing throws, every later line is dropped, and one warning is given', () => {
+  const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const warnings: string[] = [];
+  const sink = new StreamSink('stderr', stream, (line) => warnings.push(line));
+  assert.equal(sink.write('before\n'), true);
+  stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  assert.equal(sink.write('after\n'), false, 'got a line accepted after EPIPE, want it dropped');
+  assert.deepEqual(warnings, ['stderr: EPIPE; its lines are dropped from now on (counted in proxy_log_lines_dropped_total)']);
+});
+
+test('StreamSink: the warning about its own failure may come back to the same sink without looping', () => {
+  const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const written: boolean[] = [];
+  const sink: StreamSink = new StreamSink('stderr', stream, (line) => written.push(sink.write(`${line}\n`)));
+  sink.write('a log line\n');
+  stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  assert.deepEqual(written, [false], 'got the warning written to the failed sink, want it dropped once');
+});
+
+test('FileSink: a full disk (/dev/full) drops each line with one warning, and never throws', { skip: !existsSync('/dev/full') && 'no /dev/full here' }, () => {
+  const warnings: string[] = [];
+  const sink = new FileSink('/dev/full', (line) => warnings.push(line));
+  assert.equal(sink.write('one\n'), false);
+  assert.equal(sink.write('two\n'), false);
+  assert.deepEqual(warnings, ['/dev/full: write failed (ENOSPC); dropping lines until writes succeed again (counted in proxy_log_lines_dropped_total)']);
+  sink.close();
+});
+
+test('StreamSink: a reader that leaves a command early (`--check | head -1`) drops the rest of its output without a warning', () => {
+  const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const sink = new StreamSink('stdout', stream, (line) => assert.fail(`got a warning: ${line}`));
+  assert.equal(sink.print('first line\n'), true);
+  stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  assert.equal(sink.print('second line\n'), false);
+});
+
+test('FileSink: a line cut by a short write on a full disk is ended before the next line, so the lines after it still parse (found by a break test)', () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'proxy-sink-')), 'access.log');
+  let isFull = false;
+  const warnings: string[] = [];
+  const sink = new FileSink(path, (line) => warnings.push(line), (fd, bytes, offset) => {
+    if (!isFull) return writeSync(fd, bytes, offset);
+    if (offset > 0) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    return writeSync(fd, bytes, offset, 10); // the disk fills after 10 bytes of this line
+  });
+  assert.equal(sink.write('first line\n'), true);
+  isFull = true;
+  assert.equal(sink.write('second line, cut\n'), false);
+  isFull = false;
+  assert.equal(sink.write('third line\n'), true);
+  assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['first line', 'second lin', 'third line', '']);
+  assert.equal(warnings.length, 2, `got warnings ${JSON.stringify(warnings)}, want the failure and the recovery`);
+  sink.close();
+});
+
+test('FileSink: reopen after a rename writes the next line to a new file at the path, as logrotate expects', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-log-sink-'));
+  const path = join(dir, 'access.log');
+  const sink = new FileSink(path, (line) => assert.fail(`unexpected warning: ${line}`));
+  assert.equal(sink.write('before rotation\n'), true);
+  renameSync(path, `${path}.1`);
+  assert.equal(sink.write('still the old file\n'), true);
+  assert.equal(sink.reopen(), true);
+  assert.equal(sink.write('after rotation\n'), true);
+  sink.close();
+  assert.equal(readFileSync(`${path}.1`, 'utf8'), 'before rotation\nstill the old file\n');
+  assert.equal(readFileSync(path, 'utf8'), 'after rotation\n');
+  assert.equal(sink.write('after close\n'), false, 'got a line accepted after close, want it dropped');
+});
+
+test('FileSink: a reopen that fails (its directory is gone) warns once and keeps writing to the old file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-log-sink-'));
+  mkdirSync(join(dir, 'logs'));
+  const path = join(dir, 'logs', 'access.log');
+  const warnings: string[] = [];
+  const sink = new FileSink(path, (line) => warnings.push(line));
+  renameSync(join(dir, 'logs'), join(dir, 'old-logs'));
+  assert.equal(sink.reopen(), false);
+  assert.deepEqual(warnings, [`${path}: cannot reopen (ENOENT); still writing to the file opened before`]);
+  assert.equal(sink.write('kept\n'), true);
+  sink.close();
+  assert.equal(readFileSync(join(dir, 'old-logs', 'access.log'), 'utf8'), 'kept\n');
+});

@@ -1,0 +1,348 @@
+/**
+ * Behaviour of the upstream keep-alive pool on real loopback sockets: reuse (LIFO), idle sockets
+ * closed by the upstream or sent stray bytes are dropped, idle timeout, per-origin idle limit,
+ * connect errors and timeouts, abort, `localhost` on either address family, and close() leaving no
+ * sockets behind. Also a full round trip through serializeRequestHead + ResponseParser.
+ */
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { ConnectionPool, type UpstreamConnection } from '../../src/wire/connection-pool.js';
+import type { Timers } from '../../src/timers.js';
+import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
+import { serializeRequestHead } from '../../src/wire/request-head.js';
+import { UpstreamConnectError, UpstreamTimeoutError } from '../../src/errors.js';
+
+/** Timers that only fire when the test says so. */
+class ManualTimers implements Timers {
+  private readonly pending = new Map<number, { callback: () => void; ms: number }>();
+  private nextId = 1;
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = this.nextId++;
+    this.pending.set(id, { callback, ms });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+  /** Delays (ms) of the timers still pending. */
+  get delays(): number[] {
+    return [...this.pending.values()].map(({ ms }) => ms);
+  }
+  /** Fires every pending timer. */
+  fireAll(): void {
+    const due = [...this.pending.values()];
+    this.pending.clear();
+    for (const { callback } of due) callback();
+  }
+}
+
+/** A keep-alive node:http upstream answering `<method> <path> #<n>`; counts TCP connections. */
+async function startUpstream(host = '127.0.0.1'): Promise<{ port: number; connections: net.Socket[]; close(): Promise<void> }> {
+  let count = 0;
+  const connections: net.Socket[] = [];
+  const server = http.createServer((req, res) => {
+    count++;
+    res.setHeader('Content-Type', 'text/plain');
+    res.end(`${req.method} ${req.url} #${count}`);
+  });
+  server.keepAliveTimeout = 60_000;
+  server.on('connection', (socket: net.Socket) => connections.push(socket));
+  server.listen(0, host);
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** One request over a pooled connection, the way the proxy will do it. */
+function roundTrip(connection: UpstreamConnection, method: string, path: string): Promise<{ head: ResponseHead; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connection.socket;
+    let head: ResponseHead | undefined;
+    const body: Buffer[] = [];
+    const parser = new ResponseParser({
+      method,
+      onHead: (h) => (head = h),
+      onBody: (chunk) => body.push(Buffer.from(chunk)),
+      onComplete: () => {
+        cleanup();
+        resolve({ head: head as ResponseHead, body: Buffer.concat(body).toString() });
+      },
+    });
+    const onData = (data: Buffer): void => {
+      try {
+        parser.execute(data);
+      } catch (error) {
+        cleanup();
+        reject(error);
+      }
+    };
+    const onEnd = (): void => {
+      try {
+        parser.finish();
+      } catch (error) {
+        cleanup();
+        reject(error);
+      }
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = (): void => {
+      connection.handler = undefined;
+    };
+    connection.handler = { onData, onEnd, onError, onClose: () => onError(new Error('closed')), onTimeout: () => {} };
+    socket.write(serializeRequestHead(method, path, ['Host', 'upstream.test', 'User-Agent', 'pool-test']));
+  });
+}
+
+/** A port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const CONNECT = { connectTimeoutMs: 1000 };
+
+describe('ConnectionPool', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  async function setUp(host = '127.0.0.1', options: ConstructorParameters<typeof ConnectionPool>[0] = {}) {
+    const upstream = await startUpstream(host);
+    const pool = new ConnectionPool(options);
+    cleanups.push(() => upstream.close(), () => pool.close());
+    return { upstream, pool };
+  }
+
+  it('reuses one socket for sequential requests and says so', async () => {
+    const { upstream, pool } = await setUp();
+    const seen: { body: string; wasReused: boolean }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+      const { head, body } = await roundTrip(connection, 'GET', `/r${i}`);
+      assert.equal(head.isKeepAlive, true);
+      seen.push({ body, wasReused: connection.wasReused });
+      pool.release(connection);
+    }
+    assert.deepEqual(seen, [
+      { body: 'GET /r0 #1', wasReused: false },
+      { body: 'GET /r1 #2', wasReused: true },
+      { body: 'GET /r2 #3', wasReused: true },
+    ]);
+    assert.equal(upstream.connections.length, 1, `got ${upstream.connections.length} upstream connections, want 1`);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+  });
+
+  it('hands out the most recently released socket first (LIFO)', async () => {
+    const { upstream, pool } = await setUp();
+    const first = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    const second = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    pool.release(first);
+    pool.release(second);
+    assert.equal(await pool.acquire('127.0.0.1', upstream.port, CONNECT), second, 'got the older socket, want the newest');
+    assert.equal(await pool.acquire('127.0.0.1', upstream.port, CONNECT), first);
+  });
+
+  it('keeps idle lists per origin', async () => {
+    const { upstream, pool } = await setUp();
+    const other = await startUpstream();
+    cleanups.push(() => other.close());
+    const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    pool.release(connection);
+    const toOther = await pool.acquire('127.0.0.1', other.port, CONNECT);
+    assert.notEqual(toOther, connection, 'got a socket of another origin, want a new one');
+    assert.equal(toOther.wasReused, false);
+  });
+
+  it('drops an idle socket the upstream closes', async () => {
+    const { upstream, pool } = await setUp();
+    const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    await roundTrip(connection, 'GET', '/');
+    pool.release(connection);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+    upstream.connections[0]?.end(); // the upstream's keep-alive timeout, say
+    await once(connection.socket, 'close');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got the closed socket still pooled');
+    const next = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    assert.equal(next.wasReused, false);
+    assert.equal((await roundTrip(next, 'GET', '/again')).body, 'GET /again #2');
+  });
+
+  it('drops an idle socket that receives unexpected bytes', async () => {
+    const { upstream, pool } = await setUp();
+    const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    await roundTrip(connection, 'GET', '/');
+    pool.release(connection);
+    upstream.connections[0]?.write('HTTP/1.1 408 Request Timeout\r\n\r\n');
+    await once(connection.socket, 'close');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+  });
+
+  it('destroys an idle socket when its idle timeout fires', async () => {
+    const timers = new ManualTimers();
+    const { upstream, pool } = await setUp('127.0.0.1', { timers, idleTimeoutMs: 1234 });
+    const connection = await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
+    pool.release(connection);
+    assert.deepEqual(timers.delays, [1234], `got timers ${timers.delays}, want one idle timer of 1234 ms`);
+    timers.fireAll();
+    assert.equal(connection.socket.destroyed, true, 'got the socket alive after the idle timeout');
+    assert.equal(pool.stats().idle, 0);
+  });
+
+  it('cancels the idle timer when the socket is reused', async () => {
+    const timers = new ManualTimers();
+    const { upstream, pool } = await setUp('127.0.0.1', { timers });
+    const connection = await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
+    pool.release(connection);
+    await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
+    assert.deepEqual(timers.delays, [], 'got an idle timer pending for a socket in use');
+  });
+
+  it('keeps at most maxIdlePerOrigin idle sockets, dropping the oldest', async () => {
+    const { upstream, pool } = await setUp('127.0.0.1', { maxIdlePerOrigin: 2 });
+    const connections = [];
+    for (let i = 0; i < 3; i++) connections.push(await pool.acquire('127.0.0.1', upstream.port, CONNECT));
+    for (const connection of connections) pool.release(connection);
+    assert.equal(pool.stats().idle, 2);
+    assert.equal(connections[0]?.socket.destroyed, true, 'got the oldest idle socket kept, want it destroyed');
+  });
+
+  it('does not pool a socket that is no longer usable, and ignores a second release', async () => {
+    const { upstream, pool } = await setUp();
+    const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    connection.socket.destroy();
+    pool.release(connection);
+    pool.release(connection);
+    assert.equal(pool.stats().idle, 0);
+  });
+
+  it('turns a refused connect into UpstreamConnectError naming errno and address', async () => {
+    const port = await closedPort();
+    const pool = new ConnectionPool();
+    await assert.rejects(pool.acquire('127.0.0.1', port, CONNECT), (error: unknown) => {
+      assert.ok(error instanceof UpstreamConnectError, `got ${String(error)}, want UpstreamConnectError`);
+      assert.equal(error.message, `connect ECONNREFUSED 127.0.0.1:${port}`);
+      return true;
+    });
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+  });
+
+  it('turns a connect that never completes into UpstreamTimeoutError (phase connect)', async () => {
+    const timers = new ManualTimers();
+    let socket: net.Socket | undefined;
+    const pool = new ConnectionPool({ timers, connect: () => (socket = new net.Socket()) }); // never connects
+    const pending = pool.acquire('10.255.255.1', 80, { connectTimeoutMs: 5000 });
+    assert.deepEqual(timers.delays, [5000]);
+    timers.fireAll();
+    await assert.rejects(pending, (error: unknown) => {
+      assert.ok(error instanceof UpstreamTimeoutError, `got ${String(error)}, want UpstreamTimeoutError`);
+      assert.equal(error.phase, 'connect');
+      assert.equal(error.message, 'connect timeout after 5000 ms to 10.255.255.1:80');
+      return true;
+    });
+    assert.equal(socket?.destroyed, true, 'got the timed-out socket alive');
+  });
+
+  it('rejects with the abort reason and destroys the socket when the signal aborts', async () => {
+    const timers = new ManualTimers();
+    let socket: net.Socket | undefined;
+    const pool = new ConnectionPool({ timers, connect: () => (socket = new net.Socket()) });
+    const controller = new AbortController();
+    const pending = pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 5000, signal: controller.signal });
+    const reason = new Error('client went away');
+    controller.abort(reason);
+    await assert.rejects(pending, (error: unknown) => error === reason);
+    assert.equal(socket?.destroyed, true);
+    assert.deepEqual(timers.delays, [], 'got the connect timer still pending');
+    await assert.rejects(pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 0, signal: controller.signal }), (error: unknown) => error === reason);
+  });
+
+  it('rejects a pending connect when the pool is closed', async () => {
+    const pool = new ConnectionPool({ timers: new ManualTimers(), connect: () => new net.Socket() });
+    const rejection = assert.rejects(pool.acquire('127.0.0.1', 80, { connectTimeoutMs: 5000 }), UpstreamConnectError);
+    await pool.close();
+    await rejection;
+  });
+
+  for (const [listenOn, resolvesTo] of [
+    ['127.0.0.1', ['::1', '127.0.0.1']],
+    ['::1', ['127.0.0.1', '::1']],
+  ] as const) {
+    it(`connects to localhost listening on ${listenOn} when localhost resolves to ${resolvesTo.join(' then ')}`, async () => {
+      const upstream = await startUpstream(listenOn);
+      cleanups.push(() => upstream.close());
+      // a resolver that answers like a host whose /etc/hosts lists both addresses in this order
+      const lookup = ((_host: string, _options: unknown, callback: (error: null, addresses: { address: string; family: number }[]) => void) =>
+        callback(
+          null,
+          resolvesTo.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+        )) as unknown as net.LookupFunction;
+      const pool = new ConnectionPool({ connect: (options) => net.connect({ ...options, lookup }) });
+      cleanups.push(() => pool.close());
+      const connection = await pool.acquire('localhost', upstream.port, CONNECT);
+      assert.equal(connection.socket.remoteAddress, listenOn);
+      assert.equal((await roundTrip(connection, 'GET', '/')).body, 'GET / #1');
+    });
+  }
+
+  it('an upgrade connection is new, half-open capable, never pooled, and detach hands its socket over without the pool listening', async () => {
+    const { upstream, pool } = await setUp();
+    const pooled = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    await roundTrip(pooled, 'GET', '/pooled');
+    pool.release(pooled);
+    const upgrade = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isForUpgrade: true });
+    assert.notEqual(upgrade.socket, pooled.socket, 'an upgrade never takes an idle connection');
+    assert.equal(upgrade.socket.allowHalfOpen, true, 'a FIN from the upstream must not end our writing half of a tunnel');
+    assert.equal((await roundTrip(upgrade, 'GET', '/once')).body, 'GET /once #2');
+    pool.release(upgrade); // an upgrade request answered without a 101: closed, not pooled
+    assert.equal(upgrade.socket.destroyed, true, 'got an upgrade connection kept, want it closed on release');
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+
+    const tunnel = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isForUpgrade: true });
+    const listeners = (): number[] => ['data', 'end', 'error', 'timeout', 'close'].map((event) => tunnel.socket.listenerCount(event));
+    const before = listeners();
+    const socket = pool.detach(tunnel);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1 }, 'a detached connection is no longer the pool\'s');
+    const after = listeners();
+    assert.deepEqual(after, before.map((count) => count - 1), `got listeners ${after} after detach (${before} before), want the pool's one of each removed`);
+    await pool.close();
+    assert.equal(socket.destroyed, false, 'close() must leave a detached socket alone');
+    socket.destroy();
+    assert.throws(() => pool.detach(pooled), /only a connection made for an upgrade request can be detached/);
+  });
+
+  it('close() destroys idle and in-use sockets and leaves no TCP handles', async () => {
+    const tcpHandles = (): number => process.getActiveResourcesInfo().filter((name) => name === 'TCPSocketWrap').length;
+    const before = tcpHandles();
+    const upstream = await startUpstream();
+    const pool = new ConnectionPool();
+    const idle = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    const inUse = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    pool.release(idle);
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    await pool.close();
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+    assert.equal(idle.socket.closed && inUse.socket.closed, true, 'got a pool socket not closed after close() resolved');
+    await assert.rejects(pool.acquire('127.0.0.1', upstream.port, CONNECT), UpstreamConnectError);
+    // the upstream's ends of the two connections see our close and go away too
+    await Promise.all(upstream.connections.map((socket) => (socket.closed ? undefined : once(socket, 'close'))));
+    await upstream.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(tcpHandles() <= before, `got ${tcpHandles()} TCP handles, want at most ${before} as before the test`);
+  });
+});

@@ -1,0 +1,72 @@
+/**
+ * serializeRequestHead: one latin1 buffer, headers in order and case, and no way to smuggle a CR,
+ * LF or NUL into the head (request splitting, RFC 9112 11.2). The round trip through node:http's
+ * own server parser shows the bytes a client sent arrive unchanged.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { serializeRequestHead } from '../../src/wire/request-head.js';
+import { BadRequestError } from '../../src/errors.js';
+
+describe('serializeRequestHead', () => {
+  it('writes request line, headers in order and case, and the empty line', () => {
+    const head = serializeRequestHead('GET', '/a?b=c', ['Host', 'example.test', 'x-lower', 'v', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']);
+    assert.equal(
+      head.toString('latin1'),
+      'GET /a?b=c HTTP/1.1\r\nHost: example.test\r\nx-lower: v\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n',
+    );
+  });
+
+  it('encodes values latin1, so bytes node:http decoded as latin1 go out unchanged', () => {
+    const head = serializeRequestHead('GET', '/', ['X-Name', 'caf\u00e9 \u00ff', 'X-Tab', 'a\tb']);
+    assert.deepEqual([...head.subarray(head.indexOf('caf') + 3, head.indexOf('caf') + 6)], [0xe9, 0x20, 0xff]);
+    assert.ok(head.includes('X-Tab: a\tb\r\n'), 'got the tab changed, want it kept');
+  });
+
+  const rejected: [string, () => Buffer][] = [
+    ['CRLF in a value', () => serializeRequestHead('GET', '/', ['X-A', 'a\r\nInjected: 1'])],
+    ['LF in a value', () => serializeRequestHead('GET', '/', ['X-A', 'a\nb'])],
+    ['CR in a value', () => serializeRequestHead('GET', '/', ['X-A', 'a\rb'])],
+    ['NUL in a value', () => serializeRequestHead('GET', '/', ['X-A', 'a\u0000b'])],
+    ['DEL in a value', () => serializeRequestHead('GET', '/', ['X-A', 'a\u007fb'])],
+    ['a character beyond latin1 in a value', () => serializeRequestHead('GET', '/', ['X-A', 'snow \u2603'])],
+    ['CRLF in a name', () => serializeRequestHead('GET', '/', ['X-A\r\nInjected', 'v'])],
+    ['a colon in a name', () => serializeRequestHead('GET', '/', ['X-A:', 'v'])],
+    ['an empty name', () => serializeRequestHead('GET', '/', ['', 'v'])],
+    ['a space in the method', () => serializeRequestHead('GET /x', '/', [])],
+    ['a space in the path', () => serializeRequestHead('GET', '/a b', [])],
+    ['CRLF in the path', () => serializeRequestHead('GET', '/\r\nX: 1', [])],
+    ['an empty path', () => serializeRequestHead('GET', '', [])],
+    ['an odd rawHeaders list', () => serializeRequestHead('GET', '/', ['X-A'])],
+  ];
+  for (const [name, write] of rejected) {
+    it(`throws BadRequestError for ${name}`, () => {
+      assert.throws(write, BadRequestError);
+    });
+  }
+
+  it('round-trips through node:http: method, url and raw headers arrive as written', async () => {
+    const server = http.createServer((req, res) => {
+      res.end(JSON.stringify({ method: req.method, url: req.url, rawHeaders: req.rawHeaders }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const rawHeaders = ['Host', 'up.test', 'X-Latin', 'caf\u00e9', 'x-MiXeD', '1', 'Connection', 'close'];
+      const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+      socket.write(serializeRequestHead('PATCH', '/p?q=%20', rawHeaders));
+      const chunks: Buffer[] = [];
+      socket.on('data', (data: Buffer) => chunks.push(data));
+      await once(socket, 'end');
+      const response = Buffer.concat(chunks).toString('latin1');
+      const body = JSON.parse(Buffer.from(response.slice(response.indexOf('\r\n\r\n') + 4), 'latin1').toString('utf8'));
+      assert.deepEqual(body, { method: 'PATCH', url: '/p?q=%20', rawHeaders });
+    } finally {
+      server.close();
+    }
+  });
+});

@@ -315,7 +315,7 @@ async function sendWithStaleRetry(
     } catch (error) {
       const { progress } = attempt;
       const isStale =
-        route.pool.isLone &&
+        route.group.isLone &&
         IDEMPOTENT_METHODS.has(method) &&
         progress.isReusedSocket &&
         !progress.hasResponseBytes &&

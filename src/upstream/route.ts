@@ -1,6 +1,6 @@
 /**
  * A route at run time: its config, its upstreams' runtime state, its balancer, its passive-health
- * pool and its authenticator — the third layer (config → runtime), built from a RouteConfig and
+ * group and its authenticator — the third layer (config → runtime), built from a RouteConfig and
  * pointing at it, never the reverse. The request path talks to a route in nginx's get/free pair:
  * `pick()` an upstream, then `recordFailure()` or `recordSuccess()` for how the attempt went.
  */
@@ -9,7 +9,7 @@ import type { Balancer, PickContext } from './balancer/balancer.js';
 import { createBalancer } from './balancer/registry.js';
 import { BasicAuthenticator } from '../auth/basic-auth.js';
 import { Upstream } from './upstream.js';
-import { UpstreamPool } from './upstream-pool.js';
+import { UpstreamGroup } from './upstream-group.js';
 
 /** Injected clock and randomness (tests make them exact). */
 export interface RuntimeDeps {
@@ -25,7 +25,7 @@ export class Route {
   readonly config: RouteConfig;
   readonly upstreams: readonly Upstream[];
   readonly balancer: Balancer;
-  readonly pool: UpstreamPool;
+  readonly group: UpstreamGroup;
   /** Set when `auth_basic` is: the proxy demands credentials itself (SPEC 1.2, RFC 7617). */
   readonly authenticator: BasicAuthenticator | undefined;
   readonly #deps: RuntimeDeps;
@@ -36,7 +36,7 @@ export class Route {
     this.#deps = deps;
     this.upstreams = upstreams ?? config.upstreams.map((u) => new Upstream(u, config.name));
     this.balancer = createBalancer(config, this.upstreams, deps);
-    this.pool = new UpstreamPool(config, this.upstreams);
+    this.group = new UpstreamGroup(config, this.upstreams);
     this.authenticator = config.authBasic === undefined ? undefined : new BasicAuthenticator(config.authBasic, config.authUsers);
   }
 
@@ -46,11 +46,11 @@ export class Route {
 
   /**
    * Picks an upstream for one attempt. When nothing is available only because every upstream was
-   * passively ejected, the pool forgets those failures (nginx's quick recovery) and picks again.
+   * passively ejected, the group forgets those failures (nginx's quick recovery) and picks again.
    */
   pick(context: PickContext): Upstream | undefined {
     const picked = this.balancer.pick(context);
-    if (picked !== undefined || !this.pool.recoverIfAllFailed(this.#deps.now())) return picked;
+    if (picked !== undefined || !this.group.recoverIfAllFailed(this.#deps.now())) return picked;
     return this.balancer.pick(context);
   }
 
@@ -62,17 +62,17 @@ export class Route {
 
   /** A failed attempt (connect error, timeout, reset): passive health and weight degradation (SPEC 4). */
   recordFailure(upstream: Upstream): void {
-    const { ejected, wasPoolReset } = this.pool.recordFailure(upstream, this.#deps.now());
+    const { ejected, wasGroupReset } = this.group.recordFailure(upstream, this.#deps.now());
     if (ejected) {
       this.#deps.log(
         `upstream ${upstream.origin} of route ${this.name} is ejected for ${this.config.failTimeoutMs}ms after ${this.config.maxFails} failure(s)` +
-          (wasPoolReset ? '; every upstream of the route had failed, so all are back in rotation' : ''),
+          (wasGroupReset ? '; every upstream of the route had failed, so all are back in rotation' : ''),
       );
     }
   }
 
   /** A successful attempt. */
   recordSuccess(upstream: Upstream): void {
-    this.pool.recordSuccess(upstream, this.#deps.now());
+    this.group.recordSuccess(upstream, this.#deps.now());
   }
 }

@@ -6,7 +6,7 @@
  * below zero and report whether a state *changed*, so logs fire on transitions only.
  *
  * Passive health (SPEC 4) lives here per upstream; the route-level rules (a lone upstream is never
- * ejected, all failed → reset) live in `upstream-pool.ts`, which is what the request path calls.
+ * ejected, all failed → reset) live in `upstream-group.ts`, which is what the request path calls.
  */
 import type { UpstreamConfig } from '../config/config.js';
 
@@ -149,7 +149,7 @@ export class Upstream {
 
   /**
    * Passive health: records one failed attempt (connect error, timeout, reset) at `nowMs` and
-   * reports whether this failure ejected the upstream. Call it through `UpstreamPool.recordFailure`,
+   * reports whether this failure ejected the upstream. Call it through `UpstreamGroup.recordFailure`,
    * which adds the route-level rules.
    *
    * Steps:
@@ -220,7 +220,7 @@ export class Upstream {
 
   /**
    * Forgets passive failures and ends any ejection at once ("mark them as live for quick recovery",
-   * nginx). Used by `UpstreamPool` when every upstream of a route has failed. Weight is left as is.
+   * nginx). Used by `UpstreamGroup` when every upstream of a route has failed. Weight is left as is.
    */
   resetFailures(): void {
     this.recentFailures = 0;

@@ -160,7 +160,7 @@ export class ConsistentHashBalancer implements Balancer {
 }
 
 /**
- * Points per upstream: `virtualNodes × weight`, scaled down in proportion when the pool would exceed
+ * Points per upstream: `virtualNodes × weight`, scaled down in proportion when the group would exceed
  * MAX_RING_POINTS, at least 1 each.
  */
 export function ringPointCounts(upstreams: readonly Upstream[], virtualNodes: number): Uint32Array {

@@ -1,6 +1,6 @@
 /**
  * `ip-hash` (SPEC 3): the same client IP always lands on the same upstream (session affinity without
- * cookies), as long as the pool does not change.
+ * cookies), as long as the group does not change.
  *
  * Steps, per pick:
  *   1. h = hash(client IP) — crc32 by default, fnv1a with `hash = fnv1a` — over the IP's text without
@@ -16,9 +16,9 @@
  *
  * Properties: stateless and deterministic, so every worker process and every proxy instance agrees;
  * O(1) per pick while the hashed upstream is available. Weights are ignored (as the tutorial's
- * version). When the pool changes size, h mod n changes for almost every client: going from n to
+ * version). When the group changes size, h mod n changes for almost every client: going from n to
  * n + 1 upstreams keeps only about 1/(n + 1) of clients in place. That remapping is the naive way's
- * flaw that consistent hashing (consistent-hash.ts) fixes; use it when the pool changes often.
+ * flaw that consistent hashing (consistent-hash.ts) fixes; use it when the group changes often.
  * While one upstream is unavailable only its own clients move (to the next one), and they come back
  * when it does.
  *

@@ -17,7 +17,7 @@
  * Short runs are lumpy, unlike round robin.
  *
  * Why not collect the available upstreams on every pick: that is O(n) time and garbage per request;
- * the rejection method only pays it when most of the pool is unavailable.
+ * the rejection method only pays it when most of the group is unavailable.
  *
  * References: nginx's `random` directive without `two` (ngx_http_upstream_random_module.c);
  * Caddy's `random` policy.

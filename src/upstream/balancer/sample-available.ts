@@ -6,7 +6,7 @@
  * pool is unavailable) fall back to one linear scan, which is exact too, so the mixture is exact.
  *
  * Steady state (everything up): one draw, O(1). With a fraction f available the chance of reaching
- * the O(n) fallback is (1 − f)^REJECTION_TRIES, e.g. 0.4% when half the pool is down.
+ * the O(n) fallback is (1 − f)^REJECTION_TRIES, e.g. 0.4% when half the group is down.
  */
 import type { AvailabilityPredicate } from './balancer.js';
 import type { Upstream } from '../upstream.js';

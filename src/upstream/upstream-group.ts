@@ -17,24 +17,24 @@
 import type { RouteConfig } from '../config/config.js';
 import type { PassiveHealthParams, Upstream } from './upstream.js';
 
-/** What the pool needs from a route's config. A whole `RouteConfig` fits. */
-export type PoolRouteConfig = Pick<RouteConfig, 'name' | 'maxFails' | 'failTimeoutMs' | 'failFactor'>;
+/** What the group needs from a route's config. A whole `RouteConfig` fits. */
+export type GroupRouteConfig = Pick<RouteConfig, 'name' | 'maxFails' | 'failTimeoutMs' | 'failFactor'>;
 
 /** What a failure did, for the log line the caller writes. */
 export interface FailureOutcome {
   /** This failure ejected the upstream for `fail_timeout` (false for a lone upstream, always). */
   readonly ejected: boolean;
   /** No upstream of the route was available after it, so every failure count and ejection was reset. */
-  readonly wasPoolReset: boolean;
+  readonly wasGroupReset: boolean;
 }
 
-export class UpstreamPool {
+export class UpstreamGroup {
   readonly routeName: string;
   readonly params: PassiveHealthParams;
   readonly #upstreams: Upstream[];
 
-  /** @param upstreams in config order; the pool keeps its own copy of the list, not of the upstreams. */
-  constructor(route: PoolRouteConfig, upstreams: readonly Upstream[]) {
+  /** @param upstreams in config order; the group keeps its own copy of the list, not of the upstreams. */
+  constructor(route: GroupRouteConfig, upstreams: readonly Upstream[]) {
     this.routeName = route.name;
     this.params = { maxFails: route.maxFails, failTimeoutMs: route.failTimeoutMs, failFactor: route.failFactor };
     this.#upstreams = [...upstreams];
@@ -55,7 +55,7 @@ export class UpstreamPool {
     if (!this.#upstreams.includes(upstream)) this.#upstreams.push(upstream);
   }
 
-  /** Removes an upstream (admin registry). Returns false when it was not in the pool. */
+  /** Removes an upstream (admin registry). Returns false when it was not in the group. */
   remove(upstream: Upstream): boolean {
     const index = this.#upstreams.indexOf(upstream);
     if (index < 0) return false;
@@ -72,8 +72,8 @@ export class UpstreamPool {
   recordFailure(upstream: Upstream, nowMs: number): FailureOutcome {
     const params = this.isLone ? { ...this.params, maxFails: 0 } : this.params;
     const { ejected } = upstream.recordFailure(nowMs, params);
-    const wasPoolReset = ejected && this.recoverIfAllFailed(nowMs);
-    return { ejected, wasPoolReset };
+    const wasGroupReset = ejected && this.recoverIfAllFailed(nowMs);
+    return { ejected, wasGroupReset };
   }
 
   /** Records a successful attempt on `upstream` at `nowMs` (ms). See `Upstream.recordSuccess`. */

@@ -44,7 +44,7 @@ export interface AccessLogRecord {
   readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number };
 }
 
-/** The request as the access log reads it: a `ClientRequest` (src/wire/client-exchange.ts) or less. */
+/** The request as the access log reads it: a `ClientRequest` (src/wire/client-side.ts) or less. */
 export interface LoggedRequest {
   readonly method?: string | undefined;
   readonly url?: string | undefined;

@@ -9,7 +9,7 @@
  * upstream's head went to the client no answer can be written any more: errors close the
  * connection instead (see request-path.ts).
  */
-import type { ClientResponse } from '../wire/client-exchange.js';
+import type { ClientResponse } from '../wire/client-side.js';
 import { writeTextAnswer } from '../wire/text-answer.js';
 import { STATUS_CODES } from 'node:http';
 

@@ -48,8 +48,8 @@ export interface ReloadSummary {
   readonly warnings: readonly string[];
 }
 
-/** Called with every finished exchange (the access log's record): metrics and the status page use it. */
-export type ExchangeObserver = (record: AccessLogRecord) => void;
+/** Called with every finished request (the access log's record): metrics and the status page use it. */
+export type RecordObserver = (record: AccessLogRecord) => void;
 
 export class ProxyServer {
   /** The listening socket (node:net); every connection is served by `#http1`. */
@@ -65,7 +65,7 @@ export class ProxyServer {
   /** Keep-alive connections to the upstreams, on node:net (src/wire/connection-pool.ts). */
   readonly #pool: ConnectionPool;
   readonly #accessLog: AccessLog;
-  readonly #observers = new Set<ExchangeObserver>();
+  readonly #observers = new Set<RecordObserver>();
   readonly #probeObservers = new Set<ProbeObserver>();
   readonly #probe: ProbeFunction;
   readonly #isHealthCheckDisabled: boolean;
@@ -155,7 +155,7 @@ export class ProxyServer {
   }
 
   /** Registers `observer` for every finished exchange; returns the function that unregisters it. */
-  observe(observer: ExchangeObserver): () => void {
+  observe(observer: RecordObserver): () => void {
     this.#observers.add(observer);
     return () => this.#observers.delete(observer);
   }

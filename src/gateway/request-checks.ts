@@ -10,7 +10,7 @@
  *   the upstream may read the other (nginx: "client sent duplicate header line", 400);
  * - `Expect` may only be `100-continue` (RFC 9110 §10.1.1: anything else → 417).
  */
-import type { ClientRequest } from '../wire/client-exchange.js';
+import type { ClientRequest } from '../wire/client-side.js';
 
 /** A request the proxy refuses: the status and its one-line reason. */
 export interface RequestProblem {

@@ -9,7 +9,7 @@
  *   2. check the body limit against Content-Length                    → 413
  *   3. build the upstream header list (forward-headers.ts); an upgrade request keeps its
  *      `Connection: upgrade` and `Upgrade`
- *   4. attempt loop: pick an upstream (balancer), send (upstream-exchange.ts), and on failure ask the
+ *   4. attempt loop: pick an upstream (balancer), send (upstream-facts.ts), and on failure ask the
  *      retry policy whether another upstream may be tried             → 502 / 503 / 504
  *   5. COMMIT POINT: the upstream's status and headers go to the client as soon as the upstream's
  *      head arrived (with the body bytes that came in the same read); from then on no error page
@@ -24,7 +24,7 @@
  * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
-import type { ClientRequest, ClientResponse } from '../wire/client-exchange.js';
+import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/registry.js';
@@ -73,13 +73,13 @@ const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read
 const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
 
 /** Per-request facts gathered on the way, for the access log. */
-interface Exchange {
+interface RequestFacts {
   readonly startedAt: number;
   readonly clientIp: string;
   route: Route | undefined;
   readonly attempts: AttemptLog[];
   bytesSent: number;
-  /** Set once a 101 joined the client to the upstream: the exchange is logged when it closes. */
+  /** Set once a 101 joined the client to the upstream: the request is logged when it closes. */
   tunnel: Tunnel | undefined;
 }
 
@@ -89,7 +89,7 @@ interface Exchange {
  *   passed routing, auth and the body limit, before its body is read (nginx's order)
  */
 export function handleRequest(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue = false): void {
-  const exchange: Exchange = {
+  const facts: RequestFacts = {
     startedAt: context.now(),
     clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
     route: undefined,
@@ -97,16 +97,16 @@ export function handleRequest(context: ProxyContext, clientReq: ClientRequest, c
     bytesSent: 0,
     tunnel: undefined,
   };
-  proxyRequest(context, clientReq, clientRes, exchange, isExpectingContinue).catch((error: unknown) => {
+  proxyRequest(context, clientReq, clientRes, facts, isExpectingContinue).catch((error: unknown) => {
     logLine(`internal error on ${clientReq.method} ${clientReq.url}: ${(error as Error)?.stack ?? String(error)}`);
-    if (!clientRes.headersSent) exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    if (!clientRes.headersSent) facts.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     else clientRes.destroy();
   });
   // Step 7, registered after proxyRequest's own 'close' listener: a client that leaves aborts the
   // attempt first, so the record says how it ended. A tunnel logs itself when it closes.
   if (context.accessLog.isEnabled) {
     clientRes.once('close', () => {
-      if (exchange.tunnel === undefined) logExchange(context, clientReq, clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499, exchange);
+      if (facts.tunnel === undefined) logRequest(context, clientReq, clientRes.writableFinished || clientRes.headersSent ? clientRes.statusCode : 499, facts);
     });
   }
 }
@@ -115,7 +115,7 @@ async function proxyRequest(
   context: ProxyContext,
   clientReq: ClientRequest,
   clientRes: ClientResponse,
-  exchange: Exchange,
+  facts: RequestFacts,
   isExpectingContinue: boolean,
 ): Promise<void> {
   // Client gone → abort whatever attempt is in flight (SPEC 5). Registered before the first await,
@@ -127,7 +127,7 @@ async function proxyRequest(
       isClientGone = true;
       current?.abort();
       // Said here, not when the aborted attempt's rejection arrives: the record is written next.
-      const attemptLog = exchange.attempts.at(-1);
+      const attemptLog = facts.attempts.at(-1);
       if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= 'PRX_CLIENT_ABORT';
     }
   });
@@ -139,32 +139,32 @@ async function proxyRequest(
   const problem = findRequestProblem(clientReq);
   const target = problem === undefined ? readRequestTarget(clientReq) : problem;
   if ('status' in target) {
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: target.status, text: target.text, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: target.status, text: target.text, shouldClose: true });
     return;
   }
 
   // 1. Route, by both readings of the path (router.ts).
   const match = context.router.match(target);
   if (match.kind === 'none') {
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 404 });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 404 });
     return;
   }
   if (match.kind === 'ambiguous' || match.kind === 'outside-pass-path') {
     const text = match.kind === 'ambiguous' ? AMBIGUOUS_PATH_TEXT : OUTSIDE_PASS_PATH_TEXT;
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 400, text, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 400, text, shouldClose: true });
     return;
   }
   const route = match.route;
-  exchange.route = route;
+  facts.route = route;
   if (match.kind === 'redirect') {
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 301, text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 301, text: `moved permanently to ${match.location}`, extraHeaders: ['Location', match.location] });
     return;
   }
 
   // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
   if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
     if (isClientGone) return;
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 401, extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 401, extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
     return;
   }
 
@@ -174,7 +174,7 @@ async function proxyRequest(
   const maxBodySize = context.server.maxBodySize;
   const contentLength = Number(clientReq.headers['content-length'] ?? 0);
   if (maxBodySize > 0 && contentLength > maxBodySize) {
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
     return;
   }
   const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
@@ -186,10 +186,10 @@ async function proxyRequest(
   if (isExpectingContinue) clientRes.writeContinue();
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
-  const isTrustedPeer = isTrustedProxy(exchange.clientIp, context.server.trustedProxies);
+  const isTrustedPeer = isTrustedProxy(facts.clientIp, context.server.trustedProxies);
   const headersFor = (upstream: Upstream): string[] => {
     const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
-      clientIp: exchange.clientIp,
+      clientIp: facts.clientIp,
       isTrustedPeer,
       preserveHost: route.config.preserveHost,
       upstreamHost: upstream.config.hostHeader,
@@ -205,8 +205,8 @@ async function proxyRequest(
   // 4. Attempt loop.
   const tried = new Set<Upstream>();
   const pickContext = {
-    clientIp: exchange.clientIp,
-    hashKey: hashKeyFor(route.config, exchange.clientIp, target.path.literal + target.query, clientReq.headers),
+    clientIp: facts.clientIp,
+    hashKey: hashKeyFor(route.config, facts.clientIp, target.path.literal + target.query, clientReq.headers),
     tried,
   };
   const method = clientReq.method ?? 'GET';
@@ -217,7 +217,7 @@ async function proxyRequest(
     const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt, { nowMs: context.now(), tried }) : undefined;
     tried.add(upstream);
     const attemptLog: AttemptLog = { upstream: upstream.config.hostHeader };
-    exchange.attempts.push(attemptLog);
+    facts.attempts.push(attemptLog);
 
     const endActiveRequest = upstream.beginRequest();
     let upstreamHead: ResponseHead;
@@ -245,7 +245,7 @@ async function proxyRequest(
       attemptLog.error = failure.code;
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
-        exchange.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
+        facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
         return;
       }
       lastError = failure;
@@ -273,8 +273,8 @@ async function proxyRequest(
 
     // 5. COMMIT POINT.
     try {
-      if (upstreamHead.statusCode === 101) openTunnel(context, clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, route.config.readTimeoutMs, endActiveRequest);
-      else relayResponse(clientReq, clientRes, upstreamHead, current!, exchange, attemptLog, traceHeader, context.isDraining || isUpgrade, endActiveRequest);
+      if (upstreamHead.statusCode === 101) openTunnel(context, clientReq, clientRes, upstreamHead, current!, facts, attemptLog, route.config.readTimeoutMs, endActiveRequest);
+      else relayResponse(clientReq, clientRes, upstreamHead, current!, facts, attemptLog, traceHeader, context.isDraining || isUpgrade, endActiveRequest);
     } catch (error) {
       endActiveRequest(); // a bug past the commit point must not leave the counter up
       current!.abort();
@@ -286,7 +286,7 @@ async function proxyRequest(
   lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
   // A body left half-read cannot be skipped reliably: close the connection after the answer.
-  exchange.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
+  facts.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
 }
 
 /**
@@ -305,7 +305,7 @@ async function sendWithStaleRetry(
   route: Route,
   method: string,
   isClientGone: () => boolean,
-  /** Starts an exchange; `isRetry` asks for a new connection instead of a pooled one. */
+  /** Starts an attempt's UpstreamExchange; `isRetry` asks for a new connection instead of a pooled one. */
   start: (isRetry: boolean) => UpstreamExchange,
 ): Promise<ResponseHead> {
   for (let isRetry = false; ; isRetry = true) {
@@ -335,7 +335,7 @@ function relayResponse(
   clientRes: ClientResponse,
   upstreamHead: ResponseHead,
   upstreamExchange: UpstreamExchange,
-  exchange: Exchange,
+  facts: RequestFacts,
   attemptLog: AttemptLog,
   traceHeader: string | undefined,
   isLastOnConnection: boolean,
@@ -367,7 +367,7 @@ function relayResponse(
     upstreamExchange.abort();
     attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
     logLine(`cannot relay the response of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     return;
   }
   // Body chunks are views of the upstream connection's read buffer (BodySink): the client response
@@ -383,7 +383,7 @@ function relayResponse(
   };
   upstreamExchange.streamBodyTo(sink, {
     onChunk(chunk) {
-      exchange.bytesSent += chunk.length;
+      facts.bytesSent += chunk.length;
     },
     onEnd(rawTrailers) {
       isEnded = true;
@@ -409,7 +409,7 @@ function relayResponse(
  * Steps 5 and 6 for a 101 to an upgrade request: the 101 to the client (hop-by-hop headers removed,
  * those its `Connection` names too; `Upgrade` and `Connection: upgrade` kept), then the client's
  * socket joined to the upstream's (upgrade-tunnel.ts). The tunnel counts as an active request, and
- * the exchange is logged, until both sockets are closed.
+ * the request is logged, until both sockets are closed.
  */
 function openTunnel(
   context: ProxyContext,
@@ -417,7 +417,7 @@ function openTunnel(
   clientRes: ClientResponse,
   upstreamHead: ResponseHead,
   upstreamExchange: UpstreamExchange,
-  exchange: Exchange,
+  facts: RequestFacts,
   attemptLog: AttemptLog,
   idleTimeoutMs: number,
   onDone: () => void,
@@ -427,7 +427,7 @@ function openTunnel(
     // The upstream connection failed between its 101 and now: nothing went to the client yet.
     onDone();
     attemptLog.error = 'PRX_UPSTREAM_RESET';
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     return;
   }
   let clientEnd: { socket: Socket; head: Buffer };
@@ -438,16 +438,16 @@ function openTunnel(
     upstreamEnd.socket.destroy();
     attemptLog.error = 'PRX_BAD_RESPONSE_HEADER';
     logLine(`cannot relay the 101 of ${clientReq.method} ${clientReq.url}: ${(error as Error).message}`);
-    exchange.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 502, shouldClose: true });
     return;
   }
   const tunnel = new Tunnel(clientEnd, upstreamEnd, idleTimeoutMs, () => {
     context.tunnels.delete(tunnel);
     onDone();
-    exchange.bytesSent = tunnel.bytesFromUpstream;
-    if (context.accessLog.isEnabled) logExchange(context, clientReq, 101, exchange);
+    facts.bytesSent = tunnel.bytesFromUpstream;
+    if (context.accessLog.isEnabled) logRequest(context, clientReq, 101, facts);
   });
-  exchange.tunnel = tunnel;
+  facts.tunnel = tunnel;
   context.tunnels.add(tunnel);
 }
 
@@ -476,16 +476,16 @@ function withBodyLimit(body: Readable, maxBodySize: number): Readable {
   return body.pipe(limiter);
 }
 
-function logExchange(context: ProxyContext, clientReq: ClientRequest, status: number, exchange: Exchange): void {
-  const tunnel = exchange.tunnel;
+function logRequest(context: ProxyContext, clientReq: ClientRequest, status: number, facts: RequestFacts): void {
+  const tunnel = facts.tunnel;
   context.accessLog.write(
     buildAccessLogRecord(clientReq, {
-      clientIp: exchange.clientIp,
+      clientIp: facts.clientIp,
       status,
-      bytesSent: exchange.bytesSent,
-      route: exchange.route?.name,
-      attempts: exchange.attempts,
-      durationMs: context.now() - exchange.startedAt,
+      bytesSent: facts.bytesSent,
+      route: facts.route?.name,
+      attempts: facts.attempts,
+      durationMs: context.now() - facts.startedAt,
       tunnel: tunnel === undefined ? undefined : { bytesFromClient: tunnel.bytesFromClient, bytesFromUpstream: tunnel.bytesFromUpstream },
     }),
   );

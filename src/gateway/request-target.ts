@@ -44,7 +44,7 @@
  * The query is not decoded or judged (beyond `#` and non-visible bytes): it goes upstream byte for
  * byte.
  */
-import type { ClientRequest } from '../wire/client-exchange.js';
+import type { ClientRequest } from '../wire/client-side.js';
 import { parseHostName } from './authority.js';
 import type { RequestProblem } from './request-checks.js';
 

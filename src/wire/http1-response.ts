@@ -21,7 +21,7 @@
  * a body byte. `switchProtocols` writes a 101 and gives the raw socket to the caller (RFC 9110 §7.8).
  */
 import type { Socket } from 'node:net';
-import type { ClientResponse } from './client-exchange.js';
+import type { ClientResponse } from './client-side.js';
 import { STATUS_CODES } from 'node:http';
 import { hasInvalidFieldChar, isToken } from './field-bytes.js';
 import { httpDate } from './http-date.js';

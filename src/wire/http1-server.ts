@@ -9,7 +9,7 @@
  *      a LF); a head the parser refuses gets the proxy's own answer — 400, 414, 431, 501 or 505
  *      with the parser's one-line reason — and the connection is closed;
  *   2. hand the request to the handler as a `ClientRequest`/`ClientResponse` pair
- *      (src/wire/client-exchange.ts); the body, delimited by Content-Length or chunked (RFC 9112
+ *      (src/wire/client-side.ts); the body, delimited by Content-Length or chunked (RFC 9112
  *      §6.3, src/wire/body-decoder.ts), reaches it as a stream with backpressure: while the
  *      handler does not take it, the socket is paused;
  *   3. requests are answered strictly one at a time, in order (RFC 9112 §9.3.2): bytes of the
@@ -52,7 +52,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ClientAbortError, ClientTimeoutError } from '../errors.js';
-import { combineHeaders, type ClientRequest, type ClientResponse } from './client-exchange.js';
+import { combineHeaders, type ClientRequest, type ClientResponse } from './client-side.js';
 import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
 import { writeTextAnswer } from './text-answer.js';

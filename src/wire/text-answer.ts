@@ -6,7 +6,7 @@
  * writer adds `Date` (RFC 9110 §6.6.1) and the keep-alive or close headers.
  */
 import { STATUS_CODES } from 'node:http';
-import type { ClientResponse } from './client-exchange.js';
+import type { ClientResponse } from './client-side.js';
 
 export interface TextAnswerOptions {
   /** Headers that belong to this answer, flat raw list: `Retry-After`, `WWW-Authenticate`, `Location`. */

@@ -1,7 +1,7 @@
 /**
  * The request path (src/gateway/request-path.ts) as a specification of its checklist, with a fake
  * transport: `handleRequest` is driven with fake client objects (the ClientRequest/ClientResponse
- * interfaces of src/wire/client-exchange.ts) and a fake connection pool that hands out in-memory
+ * interfaces of src/wire/client-side.ts) and a fake connection pool that hands out in-memory
  * sockets, whose upstream side each test scripts byte by byte through the connection's handler. No
  * real socket, no timer: every step is observed in the order the request path takes it.
  *
@@ -18,7 +18,7 @@ import { Duplex, Readable } from 'node:stream';
 import { parseConfig } from '../../src/config/load-config.js';
 import { hashPassword, validatePasswordHash } from '../../src/auth/password-hash.js';
 import { checkUserName } from '../../src/auth/basic-auth.js';
-import { combineHeaders, type ClientRequest, type ClientResponse } from '../../src/wire/client-exchange.js';
+import { combineHeaders, type ClientRequest, type ClientResponse } from '../../src/wire/client-side.js';
 import { UpstreamConnection, type AcquireOptions, type UpstreamTransport } from '../../src/wire/connection-pool.js';
 import { UpstreamConnectError } from '../../src/errors.js';
 import type { AccessLogRecord } from '../../src/gateway/access-log.js';

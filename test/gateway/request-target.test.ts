@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ClientRequest } from '../../src/wire/client-exchange.js';
+import type { ClientRequest } from '../../src/wire/client-side.js';
 import { NORMALISATIONS, readPath, readRequestTarget } from '../../src/gateway/request-target.js';
 
 /** `[target path, normalised reading]` (the literal reading is the input itself), or `[target path, /the 400's text/]`. */

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ClientRequest } from '../../src/wire/client-exchange.js';
+import type { ClientRequest } from '../../src/wire/client-side.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { RouteConfig } from '../../src/config/config.js';
 import { Router, type RouteDecision } from '../../src/gateway/router.js';

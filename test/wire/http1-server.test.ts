@@ -13,7 +13,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
-import type { ClientRequest, ClientResponse } from '../../src/wire/client-exchange.js';
+import type { ClientRequest, ClientResponse } from '../../src/wire/client-side.js';
 
 // ---- a server with a fake clock -------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 /**
  * `consistent-hash` (SPEC 3): a hash ring with virtual nodes. The same key (client IP, URI, header or
  * cookie, from `hash_key`) lands on the same upstream, and when an upstream leaves or joins the
- * pool only the keys on its arcs of the ring move.
+ * group only the keys on its arcs of the ring move.
  *
  * Steps. Once, when built: each upstream gets `virtual_nodes × weight` points on a ring of 2^32
  * positions, point j of upstream u at position(`${u.origin}#${j}`); the points are sorted. Here
@@ -55,7 +55,7 @@ import { availableFor } from './balancer.js';
 import { mix32 } from './hash.js';
 import type { Upstream } from '../upstream.js';
 
-/** Upper bound on ring points for one pool (2^20; 8 bytes each). */
+/** Upper bound on ring points for one group (2^20; 8 bytes each). */
 export const MAX_RING_POINTS = 1 << 20;
 
 /** Owner indexes are packed below the 32-bit hash in one float64 for sorting: 32 + 21 bits ≤ 53. */

@@ -3,7 +3,7 @@
  * rejection method (von Neumann, 1951). Draw an index uniformly over all upstreams; if that one is
  * not available, draw again. Each accepted draw is uniform over the available ones, because every
  * available upstream had the same chance on every try. After a bounded number of misses (most of the
- * pool is unavailable) fall back to one linear scan, which is exact too, so the mixture is exact.
+ * group is unavailable) fall back to one linear scan, which is exact too, so the mixture is exact.
  *
  * Steady state (everything up): one draw, O(1). With a fraction f available the chance of reaching
  * the O(n) fallback is (1 − f)^REJECTION_TRIES, e.g. 0.4% when half the group is down.

@@ -9,7 +9,7 @@
  * (one line in reality). States are the strategy's `describeState()` after the pick, plus the
  * upstream's active requests, plus `backup=yes` and `skip=REASON` (down, unhealthy, ejected,
  * draining, tried) where they apply. Header values must be visible ASCII (RFC 9110 §5.5), so any
- * other character becomes `?`; very large pools list the first MAX_TRACE_CANDIDATES candidates
+ * other character becomes `?`; very large groups list the first MAX_TRACE_CANDIDATES candidates
  * (and the pick) and then `+N more`, to stay well under clients' header size limits.
  */
 import type { RouteConfig } from '../../config/config.js';

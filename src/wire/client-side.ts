@@ -1,5 +1,5 @@
 /**
- * The client side of one exchange, as the request path sees it: the request it reads and the
+ * The client side of one request, as the request path sees it: the request it reads and the
  * response it writes. The proxy's HTTP/1.1 server (src/wire/http1-server.ts, with its response
  * writer src/wire/http1-response.ts) stands behind these interfaces; the request path knows the
  * client only through them, so a test can stand in for the client, and another server (TLS,

@@ -110,6 +110,7 @@ const ZERO = 0x30;
 const SLASH = 0x2f;
 const ASTERISK = 0x2a;
 const CONNECT = Buffer.from('CONNECT', 'latin1');
+const HTTP_1_1 = Buffer.from('HTTP/1.1', 'latin1');
 const SCHEME_END = Buffer.from('://', 'latin1');
 /** ALPHA / DIGIT / `+` / `-` / `.`: the bytes of a URI scheme after its first letter (RFC 3986 §3.1). */
 const IS_SCHEME_CHAR = byteTable((b) => (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x2b || b === 0x2d || b === 0x2e);
@@ -212,11 +213,15 @@ function readHead(buffer: Buffer, start: number, limit: number, isOutOfSpace: bo
   if (pos + 1 >= limit) return outOfBytes;
   if (buffer[pos + 1] !== LF) return invalid(400, 'bad request: bare CR in the request line');
   pos += 2;
-  const verdict = judgeHttpVersionBytes(buffer, versionStart, versionEnd);
-  if (verdict.kind === 'refused') {
-    return verdict.status === 505 ? invalid(505, 'HTTP version not supported') : invalid(400, 'bad request: invalid HTTP version');
+  let httpVersion: '1.0' | '1.1' = '1.1';
+  if (versionEnd - versionStart !== HTTP_1_1.length || !isBytesAt(buffer, versionStart, HTTP_1_1)) {
+    // not the common `HTTP/1.1`: the full rule of request-line-version.ts
+    const verdict = judgeHttpVersionBytes(buffer, versionStart, versionEnd);
+    if (verdict.kind === 'refused') {
+      return verdict.status === 505 ? invalid(505, 'HTTP version not supported') : invalid(400, 'bad request: invalid HTTP version');
+    }
+    httpVersion = verdict.kind === 'served' ? verdict.httpVersion : '1.1';
   }
-  const httpVersion = verdict.kind === 'served' ? verdict.httpVersion : '1.1';
   if (targetBytes > 1) return invalid(400, 'bad request: non-ASCII byte in the request-target');
   const isConnect = methodEnd - start === CONNECT.length && isBytesAt(buffer, start, CONNECT);
   if (isConnect) {

@@ -179,6 +179,8 @@ describe('parseRequestHead: keep-alive, upgrade, Expect', () => {
       ['HTTP/1.0', ['Connection: Keep-Alive'], true],
       ['HTTP/1.0', ['Connection: keep-alive, close'], false],
       ['HTTP/1.0', ['Connection: keep-alivex'], false],
+      ['HTTP/1.1', ['Proxy-Connection: close'], true], // no standard field: ignored, as nginx and Go
+      ['HTTP/1.0', ['Proxy-Connection: keep-alive'], false],
     ];
     for (const [version, lines, want] of cases) {
       const got = parseRequest(head(`GET / ${version}`, ['Host: a', ...lines])).head.isKeepAlive;

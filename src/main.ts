@@ -22,7 +22,7 @@
 import { ProcessSignals } from './process/process-signals.js';
 
 const signals = new ProcessSignals();
-const processLog = import('./process/process-log.js');
+const processLog = import('./log/process-log.js');
 process.on('SIGUSR1', () => void processLog.then(({ reopenLogFiles }) => reopenLogFiles('SIGUSR1')));
 
 const { logLine, stderrSink, stdoutSink } = await processLog;

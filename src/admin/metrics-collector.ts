@@ -10,7 +10,7 @@
  */
 import type { AccessLogRecord } from '../gateway/access-log.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
-import { droppedLogLines } from '../process/process-log.js';
+import { droppedLogLines } from '../log/process-log.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
@@ -55,7 +55,7 @@ export function emptyMetrics(): MetricsState {
 
 export class MetricsCollector {
   /**
-   * `logLinesDropped` is the process's own counter object (src/process/process-log.ts), shared by every
+   * `logLinesDropped` is the process's own counter object (src/log/process-log.ts), shared by every
    * collector of the process: dropped lines are a fact of the process, counted from its start.
    */
   readonly state: MetricsState = { ...emptyMetrics(), logLinesDropped: droppedLogLines };

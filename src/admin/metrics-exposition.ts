@@ -15,7 +15,7 @@
  * | `proxy_upstream_active_requests` | gauge | route, upstream | requests in flight |
  * | `proxy_upstream_weight` / `proxy_upstream_effective_weight` | gauge | route, upstream | configured / current weight |
  * | `proxy_upstream_failures_total` | counter | route, upstream | failed attempts (passive health) |
- * | `proxy_log_lines_dropped_total` | counter | log (`access`, `error`) | log lines dropped because their destination failed or fell behind (src/process/log-sink.ts) |
+ * | `proxy_log_lines_dropped_total` | counter | log (`access`, `error`) | log lines dropped because their destination failed or fell behind (src/log/log-sink.ts) |
  *
  * Upstream counters live on the Upstream objects; an upstream removed by a reload or the registry
  * takes its counters with it (Prometheus sees a counter reset, which `rate()` handles).

@@ -2,13 +2,13 @@
  * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
  * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
  * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout. Neither
- * throws when its reader went away (`--check | head -1` exits 0): see src/process/process-log.ts.
+ * throws when its reader went away (`--check | head -1` exits 0): see src/log/process-log.ts.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { checkAccessLogPath } from '../gateway/access-log.js';
-import { logLine, printOutput } from '../process/process-log.js';
+import { logLine, printOutput } from '../log/process-log.js';
 import { describeConfig } from '../config/describe-config.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
@@ -24,7 +24,7 @@ import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-/** The error log (stderr): it drops and counts lines it cannot write (src/process/process-log.ts). */
+/** The error log (stderr): it drops and counts lines it cannot write (src/log/process-log.ts). */
 const log = logLine;
 
 /**

@@ -12,8 +12,8 @@
  */
 import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
-import { FileSink, type LogSink } from '../process/log-sink.js';
-import { closeLogFile, droppedLogLines, openLogFile, stderrSink, stdoutSink } from '../process/process-log.js';
+import { FileSink, type LogSink } from '../log/log-sink.js';
+import { closeLogFile, droppedLogLines, openLogFile, stderrSink, stdoutSink } from '../log/process-log.js';
 
 /** How one upstream attempt ended: its status, or the error code that ended it. */
 export interface AttemptLog {
@@ -123,7 +123,7 @@ export function checkAccessLogPath(destination: string, place?: SourcePlace): vo
  * Opens the access log named by `access_log` (`stdout`, `stderr`, `off` or a path, appended). Its
  * lines never stop the proxy: a line the destination cannot take (a closed pipe, a full disk, a
  * reader that is too slow) is dropped and counted under `proxy_log_lines_dropped_total{log="access"}`
- * (src/process/log-sink.ts). A file is reopened at its path on SIGUSR1 (log rotation).
+ * (src/log/log-sink.ts). A file is reopened at its path on SIGUSR1 (log rotation).
  * @throws ConfigValueError or ConfigFileError when the path cannot be opened (see checkAccessLogPath)
  */
 export function openAccessLog(destination: string, format: 'combined' | 'json', place?: SourcePlace): AccessLog {

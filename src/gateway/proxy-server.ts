@@ -7,7 +7,7 @@
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, UpstreamConfig } from '../config/config.js';
 import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
-import { logLine } from '../process/process-log.js';
+import { logLine } from '../log/process-log.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import type { Route, RuntimeDeps } from '../upstream/route.js';
 import { RouteTable } from '../upstream/route-table.js';

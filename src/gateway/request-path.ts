@@ -31,7 +31,7 @@ import { hashKeyFor } from '../upstream/balancer/registry.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
-import { logLine } from '../process/process-log.js';
+import { logLine } from '../log/process-log.js';
 import { isTrustedProxy, normalizeClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
 import { Tunnel } from './upgrade-tunnel.js';

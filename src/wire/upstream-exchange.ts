@@ -39,16 +39,23 @@
  */
 import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
-import type { UpstreamConfig } from '../config/config.js';
 import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
 import { serializeRequestHead } from './request-head.js';
 import { ResponseParser, type ResponseHead } from './response-parser.js';
 
+/** Where an exchange goes: all the wire needs of an upstream (a config's `UpstreamConfig` fits). */
+export interface UpstreamAddress {
+  readonly host: string;
+  readonly port: number;
+  /** `http://host:port`, for error messages. */
+  readonly origin: string;
+}
+
 /** Everything one exchange needs. */
 export interface ExchangeOptions {
   readonly pool: UpstreamTransport;
-  readonly upstream: UpstreamConfig;
+  readonly upstream: UpstreamAddress;
   readonly method: string;
   /** Path and query, as it goes on the request line. */
   readonly target: string;

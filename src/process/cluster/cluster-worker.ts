@@ -19,7 +19,7 @@ import { keepYoungGenerationSmall } from '../young-generation.js';
 import type { ProcessSignals } from '../process-signals.js';
 import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
-import { reopenLogFiles } from '../process-log.js';
+import { reopenLogFiles } from '../../log/process-log.js';
 import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */

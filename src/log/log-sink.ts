@@ -2,7 +2,7 @@
  * Log destinations that never stop the proxy (SPEC 2: a log destination that fails — a closed pipe,
  * a full disk — never stops the proxy from serving; the lines are dropped and one warning is written
  * where it can be). `write` never throws: it returns false when the text was dropped, and its caller
- * counts the line (`proxy_log_lines_dropped_total`, src/process/process-log.ts). Nothing here buffers
+ * counts the line (`proxy_log_lines_dropped_total`, src/log/process-log.ts). Nothing here buffers
  * without bound.
  *
  * - `StreamSink` writes to process.stdout or process.stderr. Node writes to a pipe or a socket

@@ -1,5 +1,5 @@
 /**
- * The log sinks as specifications (src/process/log-sink.ts): a stream whose reader went away or fell
+ * The log sinks as specifications (src/log/log-sink.ts): a stream whose reader went away or fell
  * behind drops lines (and says so once) instead of throwing or buffering without bound; a log file
  * drops what a full disk refuses, and reopens at its path after a rename, keeping the old descriptor
  * when the path cannot be opened.
@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/process/log-sink.js';
+import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/log/log-sink.js';
 
 /** A writable whose writes complete only when `release()` is called: a reader that is alive but slow. */
 function slowStream(): { stream: Writable; release(): void } {

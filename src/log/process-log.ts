@@ -2,7 +2,7 @@
  * The process's own log destinations, shared by everything that writes one (SPEC 2: "Logs go to
  * stderr; the access log to where `access_log` says"):
  *
- * - one StreamSink per standard stream (src/process/log-sink.ts), so the error log, an access log on
+ * - one StreamSink per standard stream (src/log/log-sink.ts), so the error log, an access log on
  *   `stdout`/`stderr` and the CLI's printed output all survive a reader that went away;
  * - `logLine`, the error log (stderr), which every component is handed as its `log`;
  * - the dropped-line counters behind `proxy_log_lines_dropped_total{log}` (per process; a cluster

@@ -17,7 +17,7 @@ import vm from 'node:vm';
 import { STRATEGY_NAMES } from '../src/config/config.js';
 import type { RouteConfig, StrategyName, UpstreamConfig } from '../src/config/config.js';
 import type { Balancer, PickContext, StrategyOptions } from '../src/upstream/balancer/balancer.js';
-import { createBalancer, STRATEGIES } from '../src/upstream/balancer/registry.js';
+import { createBalancer, STRATEGIES } from '../src/upstream/balancer/strategies.js';
 import { HASH_FUNCTIONS } from '../src/upstream/balancer/hash.js';
 import { Upstream } from '../src/upstream/upstream.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';

@@ -10,7 +10,7 @@
  */
 import type { Config, RouteConfig } from '../config/config.js';
 import { UsageError } from '../errors.js';
-import { createBalancer } from '../upstream/balancer/registry.js';
+import { createBalancer } from '../upstream/balancer/strategies.js';
 import { Upstream } from '../upstream/upstream.js';
 
 export interface SimulateOptions {

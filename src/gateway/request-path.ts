@@ -27,7 +27,7 @@
 import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { hashKeyFor } from '../upstream/balancer/registry.js';
+import { hashKeyFor } from '../upstream/balancer/strategies.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';

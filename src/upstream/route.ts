@@ -6,7 +6,7 @@
  */
 import type { RouteConfig } from '../config/config.js';
 import type { Balancer, PickContext } from './balancer/balancer.js';
-import { createBalancer } from './balancer/registry.js';
+import { createBalancer } from './balancer/strategies.js';
 import { BasicAuthenticator } from '../auth/basic-auth.js';
 import { Upstream } from './upstream.js';
 import { UpstreamGroup } from './upstream-group.js';

@@ -1,6 +1,6 @@
 /**
  * The balancer interface: one `pick(context)` that returns an upstream or nothing. It stands alone so
- * each strategy (one file each, registered in `registry.ts`) can be read on its own, and one shared
+ * each strategy (one file each, listed in `strategies.ts`) can be read on its own, and one shared
  * conformance suite (test/upstream/balancer/conformance.test.ts) runs against all of them.
  *
  * Strategies never judge health: they ask `isAvailable(upstream)`, which folds together health,

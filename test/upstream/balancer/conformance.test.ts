@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { STRATEGY_NAMES } from '../../../src/config/config.js';
 import type { StrategyName } from '../../../src/config/config.js';
-import { createBalancer } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer } from '../../../src/upstream/balancer/strategies.js';
 import type { Balancer } from '../../../src/upstream/balancer/balancer.js';
 import type { Upstream } from '../../../src/upstream/upstream.js';
 import { contextFor, pickCounts, routeConfig, seededRandom, upstreamsOf, weights } from './helpers.js';

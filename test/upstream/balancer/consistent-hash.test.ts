@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HashKey, HashName } from '../../../src/config/config.js';
-import { createBalancer, hashKeyFor } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer, hashKeyFor } from '../../../src/upstream/balancer/strategies.js';
 import { MAX_RING_POINTS, ringPointCounts } from '../../../src/upstream/balancer/consistent-hash.js';
 import type { Upstream } from '../../../src/upstream/upstream.js';
 import { contextFor, routeConfig, upstreamsOf, weights } from './helpers.js';

@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { StrategyName } from '../../../src/config/config.js';
-import { createBalancer } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer } from '../../../src/upstream/balancer/strategies.js';
 import type { Upstream } from '../../../src/upstream/upstream.js';
 import { pickCounts, routeConfig, scriptedRandom, seededRandom, upstreamsOf, weights } from './helpers.js';
 import type { UpstreamSpec } from './helpers.js';

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createBalancer } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer } from '../../../src/upstream/balancer/strategies.js';
 import { crc32, fnv1a } from '../../../src/upstream/balancer/hash.js';
 import type { HashName } from '../../../src/config/config.js';
 import { contextFor, routeConfig, upstreamsOf, weights } from './helpers.js';

@@ -1,7 +1,7 @@
 /** least-connections and power-of-two-choices: the load-aware strategies, with held requests. */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createBalancer } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer } from '../../../src/upstream/balancer/strategies.js';
 import type { Upstream } from '../../../src/upstream/upstream.js';
 import { contextFor, labelOf, pickSequence, routeConfig, scriptedRandom, seededRandom, upstreamsOf, weights } from './helpers.js';
 

@@ -1,7 +1,7 @@
 /** The route wrapper: backups, effective-weight regain on every pick (SPEC 4), state in config order. */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createBalancer, STRATEGIES } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer, STRATEGIES } from '../../../src/upstream/balancer/strategies.js';
 import { STRATEGY_NAMES } from '../../../src/config/config.js';
 import { contextFor, pickSequence, routeConfig, upstreamsOf, weights } from './helpers.js';
 

@@ -1,7 +1,7 @@
 /** X-Proxy-Trace: one ASCII line with route, strategy, attempt, candidates and their state, pick. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createBalancer } from '../../../src/upstream/balancer/registry.js';
+import { createBalancer } from '../../../src/upstream/balancer/strategies.js';
 import { formatTrace, MAX_TRACE_CANDIDATES } from '../../../src/upstream/balancer/trace.js';
 import type { StrategyName } from '../../../src/config/config.js';
 import { contextFor, routeConfig, upstreamsOf, weights } from './helpers.js';

@@ -1,5 +1,5 @@
 /**
- * The strategy registry: one visible table from the `strategy` names of SPEC 3 to the classes that
+ * The strategy table: one visible table from the `strategy` names of SPEC 3 to the classes that
  * implement them (Caddy registers its selection policies the same way), and `createBalancer`, which
  * builds a route's balancer from its config: the strategy over the primaries, again over the backups
  * (route-balancer.ts), with the route's `hash` and `virtual_nodes` and injected `random` and `now`.

@@ -41,8 +41,9 @@
  *
  * Also: `Expect: 100-continue` is passed to the handler, which answers 100 once it wants the body
  * (RFC 9110 §10.1.1); CONNECT is answered 405 (a reverse proxy tunnels nothing; nginx answers
- * 400); an upgrade request (`Connection: upgrade`) goes to the handler without a body and the loop
- * reads nothing more until its response finished or `switchProtocols` took the socket. A client
+ * 400); an upgrade request (HTTP/1.1, `Connection: upgrade` with `Upgrade`, no body: llhttp's
+ * rule, `ClientRequest.upgrade`) goes to the handler and the loop reads nothing more until its
+ * response finished or `switchProtocols` took the socket; with a body it is a plain request. A client
  * that ends its side in the middle of a head gets 400; between requests, the connection closes;
  * with a request in flight, the request is abandoned (the connection closes, the handler sees
  * `close`).

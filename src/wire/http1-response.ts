@@ -120,9 +120,7 @@ export class Http1Response implements ClientResponse {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
-      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
-      head += `${name}: ${value}\r\n`;
+      head += fieldLine(name, value, 'Header');
       if (name.length < 4 || name.length > 17) continue;
       switch (name.toLowerCase()) {
         case 'connection':
@@ -226,9 +224,7 @@ export class Http1Response implements ClientResponse {
 
   addTrailers(trailers: [string, string][]): void {
     for (const [name, value] of trailers) {
-      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Trailer name must be a valid HTTP token ["${name}"]`);
-      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in trailer content ["${name}"]`);
-      this.#trailers += `${name}: ${value}\r\n`;
+      this.#trailers += fieldLine(name, value, 'Trailer');
     }
   }
 
@@ -247,11 +243,7 @@ export class Http1Response implements ClientResponse {
     if (hasInvalidFieldChar(statusMessage)) throw codedError(TypeError, 'ERR_INVALID_CHAR', 'Invalid character in statusMessage');
     let head = `HTTP/1.1 101 ${statusMessage}\r\n`;
     for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i]!;
-      const value = headers[i + 1]!;
-      if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
-      if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
-      head += `${name}: ${value}\r\n`;
+      head += fieldLine(headers[i]!, headers[i + 1]!, 'Header');
     }
     this.#head = `${head}\r\n`;
     this.statusCode = 101;
@@ -371,6 +363,17 @@ export class Http1Response implements ClientResponse {
 
 function flushQueued(response: Http1Response): void {
   response.flushQueued();
+}
+
+/**
+ * `name: value` CRLF, checked as node's writers check a field: a token name, a value without CR,
+ * LF or another control character (header splitting, RFC 9112 §11.2).
+ * @throws TypeError with node's code `ERR_INVALID_HTTP_TOKEN` or `ERR_INVALID_CHAR`
+ */
+function fieldLine(name: string, value: string, kind: 'Header' | 'Trailer'): string {
+  if (!isToken(name)) throw codedError(TypeError, 'ERR_INVALID_HTTP_TOKEN', `${kind} name must be a valid HTTP token ["${name}"]`);
+  if (hasInvalidFieldChar(value)) throw codedError(TypeError, 'ERR_INVALID_CHAR', `Invalid character in ${kind.toLowerCase()} content ["${name}"]`);
+  return `${name}: ${value}\r\n`;
 }
 
 /** An error with node's `code`, as node's own `ServerResponse` throws it. */

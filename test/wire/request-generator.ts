@@ -20,6 +20,7 @@
  * Each case also gets the offsets where our side splits the bytes into reads (node gets them at
  * once: its parser is incremental too, and TCP would merge the writes anyway).
  */
+import { seededRandom } from '../helpers/seeded-random.js';
 
 export interface GeneratedCase {
   readonly name: string;
@@ -28,17 +29,6 @@ export interface GeneratedCase {
   readonly cuts: readonly number[];
 }
 
-/** mulberry32: a small, fast, seeded PRNG returning [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Random = () => number;
 

@@ -31,6 +31,12 @@ export interface ResponseConnection {
   readonly socket: Socket;
   /** Announced as `Keep-Alive: timeout=<s>` (whole seconds), ms; 0: no Keep-Alive header. */
   readonly keepAliveTimeoutMs: number;
+  /**
+   * The request's body has not been read to its end (an answer before the upload finished, a body
+   * that failed): the connection will close after this response, so its head says so (RFC 9112
+   * §9.6) instead of announcing a keep-alive the server will not keep.
+   */
+  readonly isRequestBodyUnread: boolean;
   /** The last byte was handed to the socket; `isLast`: the connection must close now. */
   onResponseFinished(isLast: boolean): void;
   /**
@@ -152,6 +158,7 @@ export class Http1Response implements ClientResponse {
     }
     const isUnframed = !hasContentLength && !hasTransferEncoding && this.#hasBody;
     if (isUnframed && this.#isHttp10) this.#isLast = true; // delimited by the close
+    if (this.#connection.isRequestBodyUnread) this.#isLast = true;
     if (!hasConnection) {
       if (this.#isLast) {
         head += 'Connection: close\r\n';

@@ -29,7 +29,8 @@
  * Timeouts (`[server]`, SPEC 1.2), checked by one interval for all connections (no timer per
  * request, like node's `connectionsCheckingInterval`):
  * - `header_timeout`: the head, counted from the connection's start for its first request and
- *   from its first byte for later ones; it never restarts while the head comes in pieces → 408;
+ *   from its first byte for later ones; it never restarts while the head comes in pieces → 408
+ *   (a connection that sent no byte at all is closed silently, as nginx does);
  * - `body_timeout`: the longest wait for the next piece of a request body (nginx's
  *   `client_body_timeout`); time the server itself does not read (the handler has not taken the
  *   last piece yet) does not count, so a steady upload is never cut → 408 when no answer started,
@@ -37,7 +38,8 @@
  * - `request_timeout`: the whole request, head and body, from the head's start; 0 = off → 408;
  * - `keepalive_timeout`: idle time between requests, announced as `Keep-Alive: timeout=N`; the
  *   connection is closed silently KEEP_ALIVE_GRACE_MS later, so a client that trusts the
- *   announcement never sends into a closing connection (node's 1 s buffer).
+ *   announcement never sends into a closing connection (node's 1 s buffer); 0 turns keep-alive
+ *   off, as nginx's `keepalive_timeout 0` does.
  *
  * Also: `Expect: 100-continue` is passed to the handler, which answers 100 once it wants the body
  * (RFC 9110 §10.1.1); CONNECT is answered 405 (a reverse proxy tunnels nothing; nginx answers
@@ -106,7 +108,7 @@ export interface Http1ServerOptions {
   readonly bodyTimeoutMs: number;
   /** `request_timeout`, ms; 0: none. */
   readonly requestTimeoutMs: number;
-  /** `keepalive_timeout`, ms, announced as `Keep-Alive: timeout`; 0: no limit. */
+  /** `keepalive_timeout`, ms, announced as `Keep-Alive: timeout`; 0: no keep-alive, every response closes its connection (nginx's `keepalive_timeout 0`). */
   readonly keepAliveTimeoutMs: number;
   /** `max_header_size`, bytes: longer heads get 431; also the most bytes of a next request read ahead. */
   readonly maxHeadBytes: number;
@@ -291,6 +293,11 @@ export class Http1Connection implements ResponseConnection {
     return unread;
   }
 
+  /** ResponseConnection: the body of the request in flight is not read to its end (yet). */
+  get isRequestBodyUnread(): boolean {
+    return this.#state === State.Body || this.#state === State.Broken;
+  }
+
   // ---- the server's side -------------------------------------------------------------------------
 
   closeIfIdle(): void {
@@ -303,7 +310,11 @@ export class Http1Connection implements ResponseConnection {
       case State.Head:
         if (this.#headStartedAt !== undefined) {
           const limit = Math.min(headTimeoutMs || Infinity, requestTimeoutMs || Infinity);
-          if (now - this.#headStartedAt >= limit) this.#answer(408, 'request timeout: the request head did not arrive in time');
+          if (now - this.#headStartedAt < limit) return;
+          // No byte of a head came at all (a browser's preconnect, say): closed silently and not
+          // logged, as nginx does; a head begun and not finished gets its 408.
+          if (this.#unread === undefined && this.#trickle === undefined) this.socket.destroy();
+          else this.#answer(408, 'request timeout: the request head did not arrive in time');
         } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs + KEEP_ALIVE_GRACE_MS) {
           this.socket.destroy();
         }
@@ -391,7 +402,7 @@ export class Http1Connection implements ResponseConnection {
     const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none';
     const decoder = createBodyDecoder(head.body);
     const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
-    const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && !options.isDraining());
+    const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());
     this.#request = clientReq;
     this.#response = clientRes;
     this.#decoder = decoder;

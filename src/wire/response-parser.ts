@@ -254,6 +254,11 @@ export class ResponseParser {
    * budget. A line without its LF yet is kept for the next chunk. Every LF must follow a CR
    * (RFC 9112 2.2: no bare LF).
    *
+   * It stops at the end of one head, also when a 1xx head ends and another head follows: that
+   * one is read by the next call, with its own budget and a decode of its own bytes. (Reading on
+   * in the same text once cut the next head at the 1xx's budget and dropped the bytes after the
+   * cut, when the 1xx's last LF came in a later read than the rest of it.)
+   *
    * @returns the position after the last byte used (`data.length` when a partial line was kept).
    */
   private readLines(data: Buffer, start: number): number {
@@ -261,7 +266,7 @@ export class ResponseParser {
     const end = Math.min(headEnd === -1 ? data.length : headEnd + CRLF_CRLF.length, start + this.lineBudget + 1);
     const text = data.toString('latin1', start, end);
     let i = 0;
-    while (i < text.length && this.isInLineState()) {
+    while (i < text.length) {
       const lf = text.indexOf('\n', i);
       this.spendLineBudget((lf === -1 ? text.length : lf + 1) - i);
       if (lf === -1) {
@@ -279,14 +284,16 @@ export class ResponseParser {
         line = line.slice(0, -1);
       }
       i = lf + 1;
-      if (this.state === 'status-line') this.onStatusLine(line);
-      else this.onHeaderLine(line);
+      if (this.state === 'status-line') {
+        this.onStatusLine(line);
+      } else if (line.length > 0) {
+        this.onHeaderLine(line);
+      } else {
+        this.onHeadEnd(); // the empty line
+        return start + i;
+      }
     }
     return start + i;
-  }
-
-  private isInLineState(): boolean {
-    return this.state === 'status-line' || this.state === 'header-line';
   }
 
   /** Counts `bytes` against the limit of the head. */
@@ -320,12 +327,8 @@ export class ResponseParser {
     this.state = 'header-line';
   }
 
-  /** One `name: value` line, or the empty line that ends the head. */
+  /** One `name: value` line. */
   private onHeaderLine(line: string): void {
-    if (line.length === 0) {
-      this.onHeadEnd();
-      return;
-    }
     const name = parseFieldLine(line, this.rawHeaders, protocolError);
     const value = this.rawHeaders[this.rawHeaders.length - 1] as string;
     // only three names matter for framing; compare lengths first, they rarely match

@@ -232,6 +232,17 @@ describe('ResponseParser splitting', () => {
     });
   }
 
+  it('reads a large final head after a 1xx whose last LF comes in the next read (no bytes dropped)', () => {
+    // the 1xx's budget once cut the text of the head after it, and the bytes after the cut were lost
+    const informational = `HTTP/1.1 103 Early Hints\r\nLink: ${'l'.repeat(8000)}\r\n\r\n`;
+    const final = `HTTP/1.1 200 OK\r\nX-Big: ${'b'.repeat(9000)}\r\nContent-Length: 5\r\nX-Last: z\r\n\r\nhello`;
+    const raw = latin1(informational + final);
+    const got = collectResponse(splitAt(raw, [informational.length - 1]));
+    assert.equal(got.error, undefined, `got error ${got.error}, want none`);
+    assert.deepEqual(got.head?.rawHeaders, ['X-Big', 'b'.repeat(9000), 'Content-Length', '5', 'X-Last', 'z']);
+    assert.equal(got.body, 'hello', `got body ${JSON.stringify(got.body)}, want hello`);
+  });
+
   it('accepts a CRLF split across reads (CR at the end of one chunk, LF at the start of the next)', () => {
     const got = collectResponse([latin1('HTTP/1.1 200 OK\r'), latin1('\nContent-Length: 0\r'), latin1('\n\r'), latin1('\n')], { isEof: false });
     assert.equal(got.error, undefined, `got error ${got.error}, want none`);

@@ -367,6 +367,13 @@ export class UpstreamExchange implements ConnectionHandler {
 
   onTimeout(): void {
     const { readTimeoutMs, upstream } = this.#options;
+    if (this.#isWaitingForClientBody()) {
+      // The upstream has every byte of the body the client sent so far and is quiet because the
+      // client is: not the upstream's stall. `read_timeout` counts again from the next byte sent
+      // (the socket's idle timer restarts on activity); the client's own pause is the server's
+      // `body_timeout` (nginx: `proxy_read_timeout` starts once the request was sent).
+      return;
+    }
     if (this.#isWaitingForDrain) {
       // The upstream is quiet because we stopped reading it: the client has not taken what it was
       // sent for that long. Cut, but as the client's stall, not the upstream's (nginx's send_timeout).
@@ -374,6 +381,19 @@ export class UpstreamExchange implements ConnectionHandler {
       return;
     }
     this.#fail(new UpstreamTimeoutError(`${upstream.origin} sent nothing for ${readTimeoutMs}ms`, 'read'));
+  }
+
+  /** Still sending the body, nothing of it waiting here or in the socket, no answer yet: the next bytes are the client's to send. */
+  #isWaitingForClientBody(): boolean {
+    const socket = this.#connection?.socket;
+    return (
+      this.#options.body !== undefined &&
+      !this.#isRequestSent &&
+      this.#head === undefined &&
+      !this.#isBodyFlushScheduled &&
+      socket !== undefined &&
+      socket.writableLength === 0
+    );
   }
 
   #createParser(): ResponseParser {

@@ -1138,6 +1138,34 @@ describe('issue 12: one request at a time, body_timeout, early answers, versions
     await waitFor(() => proxy.logs.some((record) => record.status === 408), 1000, 'the 408 in the access log');
   });
 
+  test('a client that pauses its upload longer than read_timeout is not the upstream timing out: 200 when it goes on, 408 at body_timeout (not 504)', async (t) => {
+    const backend = await startBackend((req, res, body) => res.end(`got ${body.length}`));
+    const proxy = await startTestProxy(`[server]\nbody_timeout = 900ms\n[proxy.all]\npath = /\nread_timeout = 200ms\npass = ${backend.url}\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const resumed = await RawClient.connect(proxy.port);
+    resumed.write('POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\nabc');
+    await new Promise((resolve) => setTimeout(resolve, 500)); // 2.5 × read_timeout, under body_timeout
+    resumed.write('def');
+    const answer = await resumed.readResponse('POST', 3000);
+    assert.equal(statusOf(answer), 200, `resumed upload: got ${headOf(answer)}, want 200`);
+    assert.equal(bodyOf(answer), 'got 6');
+    resumed.destroy();
+
+    const stalled = await RawClient.connect(proxy.port);
+    const stalledAt = Date.now();
+    stalled.write('POST /s HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\nabc');
+    const cut = await stalled.readResponse('POST', 3000);
+    const afterMs = Date.now() - stalledAt;
+    assert.equal(statusOf(cut), 408, `stalled upload: got ${headOf(cut)}, want 408 (the client's stall), not 504`);
+    assert.ok(afterMs >= 800, `got the 408 after ${afterMs} ms, want body_timeout (900 ms), not read_timeout`);
+    stalled.destroy();
+    await waitFor(() => proxy.logs.some((record) => record.status === 408), 1000, 'the 408 in the access log');
+    assert.equal(proxy.logs.some((record) => record.status === 504), false, 'no 504 in the log');
+  });
+
   test('an early 413 reaches a client still uploading 8 MiB, 10 of 10 tries (lingering close)', async (t) => {
     const backend = await startBackend();
     const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n[proxy.all]\npath = /\npass = ${backend.url}\n`);

@@ -5,9 +5,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { ResponseParser } from '../../src/wire/response-parser.js';
 import { UpstreamProtocolError, UpstreamResetError } from '../../src/errors.js';
 import { bytewise, collectResponse, latin1, seededRandom, splitAt } from './collect-response.js';
+import { generateResponseCorpus } from './response-corpus.js';
 
 const PROTOCOL = 'PRX_UPSTREAM_PROTOCOL';
 const RESET = 'PRX_UPSTREAM_RESET';
@@ -248,6 +250,63 @@ describe('ResponseParser splitting', () => {
     assert.equal(got.error, undefined, `got error ${got.error}, want none`);
     assert.equal(got.isComplete, true);
   });
+});
+
+describe('ResponseParser reads a head the same in one pass and line by line', () => {
+  // A head that arrives whole in one read is read in one pass over its bytes (readWholeHead) when
+  // it is the common case; a head cut by a read boundary, and any unusual head, is read line by
+  // line. Feeding a response whole and then cut at every offset shows the two agree: the same
+  // heads, events, body, trailers, bytes consumed and error message.
+
+  // Every offset; in a response over 4 KiB (the heads near maxHeaderSize) every offset of its
+  // first and last 512 bytes, where its short heads, its end and the limit lie, and every 97th between.
+  const cutsOf = (length: number): number[] => {
+    const cuts: number[] = [];
+    for (let cut = 0; cut <= length; cut += length <= 4096 || cut < 512 || cut >= length - 512 ? 1 : 97) cuts.push(cut);
+    return cuts;
+  };
+  const assertSameAtEachCut = (raw: Buffer, method: string, label: string): void => {
+    const whole = collectResponse([raw], { method });
+    for (const cut of cutsOf(raw.length)) {
+      const split = collectResponse(splitAt(raw, [cut]), { method });
+      if (!isDeepStrictEqual(split, whole)) { // assert.deepEqual only for the diff: a call per cut is slow
+        assert.deepEqual(split, whole, `${label}: got a different result cut at ${cut} of ${JSON.stringify(raw.toString('latin1').slice(0, 200))}`);
+      }
+    }
+  };
+
+  const corpus = generateResponseCorpus(20261201, 110, 220, 8);
+  it(`gives the same result whole and cut at each offset: ${corpus.length} corpus responses`, () => {
+    for (const testCase of corpus) assertSameAtEachCut(testCase.raw, testCase.method, `case ${testCase.id} (${testCase.label})`);
+  });
+
+  const fields = (count: number): string => Array.from({ length: count }, (_, i) => `X-F${i}: ${i}\r\n`).join('');
+  const atLimit = (size: number): string => {
+    const prefix = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Big: ';
+    return `${prefix}${'a'.repeat(size - prefix.length - 4)}\r\n\r\n`;
+  };
+  // name, response; the unusual heads the corpus seldom draws
+  const table: [string, string][] = [
+    ['128 fields (the most read in one pass)', `HTTP/1.1 200 OK\r\n${fields(127)}Content-Length: 2\r\n\r\nok`],
+    ['129 fields (read line by line)', `HTTP/1.1 200 OK\r\n${fields(128)}Content-Length: 2\r\n\r\nok`],
+    ['a head of exactly maxHeaderSize bytes', atLimit(16384)],
+    ['a head one byte over maxHeaderSize', atLimit(16385)],
+    ['no reason phrase', 'HTTP/1.1 204\r\n\r\n'],
+    ['an empty reason phrase', 'HTTP/1.0 200 \r\nContent-Length: 1\r\n\r\nx'],
+    ['a reason with tab, obs-text and trailing space', 'HTTP/1.1 599 \tcaf\xe9 \r\nContent-Length: 0\r\n\r\n'],
+    ['status 999', 'HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n'],
+    ['status 100 then the final head in the same read', 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx'],
+    ['empty and whitespace-only values', 'HTTP/1.1 200 OK\r\nX-A:\r\nX-B: \t \r\nX-C:\tc\t\r\nContent-Length: 0\r\n\r\n'],
+    ['a bad Content-Length after a good field', 'HTTP/1.1 200 OK\r\nX-A: a\r\nContent-Length: 1x\r\n\r\nx'],
+    ['a bad Content-Length before a bad line', 'HTTP/1.1 200 OK\r\nContent-Length: 1x\r\nX A: a\r\n\r\nx'],
+    ['Connection: close in HTTP/1.1', 'HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n'],
+    ['Transfer-Encoding in two fields', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n'],
+    ['status code 099', 'HTTP/1.1 099 Low\r\n\r\n'],
+    ['the shortest head', 'HTTP/1.1 200\r\n\r\n'],
+  ];
+  for (const [name, text] of table) {
+    it(`gives the same result whole and cut at each offset: ${name}`, () => assertSameAtEachCut(latin1(text), 'GET', name));
+  }
 });
 
 describe('ResponseParser rejects malformed responses', () => {

@@ -7,7 +7,11 @@
  * Request direction, in this order (Go's `ReverseProxy.ServeHTTP` does the same steps):
  *   1. drop hop-by-hop headers and every header the client's `Connection` names (RFC 9110 §7.6.1),
  *      keeping `TE: trailers`;
- *   2. drop client-sent `X-Forwarded-*` and `Forwarded` unless the peer is a trusted proxy;
+ *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
+ *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
+ *      `Forwarded` and `X-Real-IP`, also spelt with `_` for `-` (`X_Forwarded_For`: CGI-style
+ *      backends map both spellings onto one variable, so the underscore one would bring the spoof
+ *      back; nginx drops every name with `_` by default, `underscores_in_headers off`);
  *   3. set `Host` (`preserve_host`);
  *   4. add X-Forwarded-For (appended to a trusted peer's list), X-Forwarded-Host, X-Forwarded-Proto.
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
@@ -35,12 +39,14 @@ export interface ForwardingFacts {
   readonly targetHost?: string | undefined;
 }
 
-const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'forwarded',
-]);
+/**
+ * Whether a lower-cased header name carries forwarding facts a client could forge (step 2 of the
+ * file comment): `x-forwarded-*`, `forwarded`, `x-real-ip`, with `_` read as `-`.
+ */
+function isForwardingHeader(lowerName: string): boolean {
+  const name = lowerName.includes('_') ? lowerName.replaceAll('_', '-') : lowerName;
+  return name.startsWith('x-forwarded-') || name === 'forwarded' || name === 'x-real-ip';
+}
 
 /**
  * The header list to send upstream, as a flat raw list with `Host` first. Never mutates
@@ -70,7 +76,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
       continue;
     }
     if (lower === 'authorization' && facts.dropAuthorization) continue;
-    if (FORWARDING_HEADERS.has(lower)) {
+    if (isForwardingHeader(lower)) {
       if (!facts.isTrustedPeer) continue;
       if (lower === 'x-forwarded-for') {
         priorForwardedFor = priorForwardedFor === undefined ? value : `${priorForwardedFor}, ${value}`;

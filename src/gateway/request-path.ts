@@ -234,7 +234,7 @@ async function proxyRequest(
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
           isNewConnectionRequired: isRetry,
-          isUpgrade,
+          upgrade: clientReq.upgrade,
         });
         if (isRetry) attemptLog.error = 'stale connection, sent again';
         return current;

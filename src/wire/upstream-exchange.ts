@@ -32,8 +32,9 @@
  * upstream that answers 413 and closes after reading the head, this turned 10 of 10 502s into 10 of
  * 10 relayed answers (test/integration/streaming.test.ts).
  *
- * Upgrades (`isUpgrade`, RFC 9110 §7.8): a new connection that is never pooled. A 101 is accepted
- * only then (otherwise it is an `UpstreamProtocolError`); after it the caller takes the socket and
+ * Upgrades (`upgrade`, RFC 9110 §7.8): a new connection that is never pooled. A 101 is accepted
+ * only then, and only to the protocol asked for, as Go's ReverseProxy checks (otherwise it is an
+ * `UpstreamProtocolError`, a 502); after it the caller takes the socket and
  * the bytes that came after the 101 head with `takeOverConnection` and joins it to the client's
  * (upgrade-tunnel.ts). Any other answer to an upgrade request is an ordinary response.
  */
@@ -72,10 +73,11 @@ export interface ExchangeOptions {
   /** Use a new connection, not a pooled one (the resend after a stale pooled connection). */
   readonly isNewConnectionRequired?: boolean;
   /**
-   * The request asks to switch protocols (`Connection: upgrade` and `Upgrade` are in `headers`): a
-   * new connection of its own, and a 101 is accepted (see the file comment). Default false.
+   * The protocol the request asks to switch to (its `Upgrade` value; `Connection: upgrade` and
+   * `Upgrade` are in `headers`): a new connection of its own, and a 101 to that protocol is
+   * accepted (see the file comment). Undefined: no upgrade.
    */
-  readonly isUpgrade?: boolean;
+  readonly upgrade?: string | undefined;
 }
 
 /** An upstream connection taken over after a 101: the raw socket and the bytes read after the 101 head. */
@@ -219,7 +221,7 @@ export class UpstreamExchange implements ConnectionHandler {
     const { pool, upstream } = this.#options;
     let connection: UpstreamConnection;
     try {
-      const isUpgrade = this.#options.isUpgrade === true;
+      const isUpgrade = this.#options.upgrade !== undefined;
       const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port);
       if (idle !== undefined) {
         connection = idle;
@@ -401,8 +403,13 @@ export class UpstreamExchange implements ConnectionHandler {
       method: this.#options.method,
       onHead: (head) => {
         if (head.statusCode === 101) {
-          if (this.#options.isUpgrade !== true) {
+          const asked = this.#options.upgrade;
+          if (asked === undefined) {
             throw new UpstreamProtocolError(`${this.#options.upstream.origin} switched protocols without being asked to`);
+          }
+          const answered = upgradeOf(head.rawHeaders);
+          if (answered?.toLowerCase() !== asked.toLowerCase()) {
+            throw new UpstreamProtocolError(`${this.#options.upstream.origin} switched to ${JSON.stringify(answered ?? '')} when ${JSON.stringify(asked)} was asked for`);
           }
           this.#switchedBytes = [];
         } else if (!head.isKeepAlive && !this.#isRequestSent) {
@@ -560,4 +567,12 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** A failure of the client's request body (it went away mid-upload) is the client's, not the upstream's. */
 function asRequestError(error: Error): RequestError {
   return error instanceof RequestError ? error : new ClientAbortError(`request body: ${error.message}`);
+}
+
+/** The `Upgrade` value of a 101 head (RFC 9110 §7.8), or undefined. */
+function upgradeOf(rawHeaders: readonly string[]): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === 7 && rawHeaders[i]!.toLowerCase() === 'upgrade') return rawHeaders[i + 1];
+  }
+  return undefined;
 }

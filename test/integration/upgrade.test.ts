@@ -435,6 +435,22 @@ test('a 101 the client did not ask for is a 502, and the upstream socket is clos
   assert.deepEqual(routesActive, [0, 0], `got active requests ${routesActive}, want 0 on both`);
 });
 
+test('a 101 to another protocol than the one asked for is a 502 (as Go\'s ReverseProxy), and nothing of it reaches the client', async (t) => {
+  const switcher = await startRawBackend((socket) => {
+    socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nframes'));
+  });
+  const proxy = await startTestProxy(`[proxy.h2c]\npath = /\npass = ${switcher.url}\nmax_fails = 0\n`);
+  t.after(async () => {
+    await proxy.close();
+    await switcher.close();
+  });
+  const asked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n', 2000);
+  assert.match(asked.text, /^HTTP\/1\.1 502 /, `Upgrade: h2c answered with websocket: got ${JSON.stringify(asked.text.split('\r\n')[0])}, want 502`);
+  assert.ok(!asked.text.includes('frames'), 'bytes after the mismatched 101 must not reach the client');
+  const same = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n', 2000);
+  assert.match(same.text, /^HTTP\/1\.1 101 /, `the same protocol in another case: got ${JSON.stringify(same.text.split('\r\n')[0])}, want 101`);
+});
+
 test('a graceful shutdown with a tunnel still open ends it at shutdown_timeout instead of hanging', async (t) => {
   const echo = await startEchoServer();
   const proxy = await startTestProxy(routeIni([`http://127.0.0.1:${echo.port}`]));

@@ -159,10 +159,14 @@ export function formatCommonLogTime(time: Date): string {
   return `${pad(time.getUTCDate())}/${MONTHS[time.getUTCMonth()]}/${time.getUTCFullYear()}:${pad(time.getUTCHours())}:${pad(time.getUTCMinutes())}:${pad(time.getUTCSeconds())} +0000`;
 }
 
-/** Escapes `"`, `\` and control bytes the way nginx does (`\xHH`), so a line stays one line. */
+/**
+ * Escapes `"`, `\`, control bytes and bytes above ASCII the way nginx does (`\xHH`), so a line
+ * stays one line and shows the bytes the client sent: header values are latin1 strings (one
+ * character per byte), so a UTF-8 `café` is logged `caf\xC3\xA9`, not re-encoded as `cafÃ©`.
+ */
 function escapeField(value: string | undefined): string {
   if (value === undefined || value === '') return '-';
-  return value.replace(/["\\\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return value.replace(/["\\\x00-\x1f\x7f-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
 export function formatCombined(r: AccessLogRecord): string {

@@ -181,9 +181,9 @@ async function proxyRequest(
   // An upgrade, as the server read the head (a request without a body that asks for one); the 101
   // then hands the connection over (step 6).
   const isUpgrade = clientReq.upgrade !== undefined;
-  // Routed, allowed, not too large: invite the body. (Also without one: node keeps a connection
-  // alive after an Expect request only when the 100 was sent.)
-  if (isExpectingContinue) clientRes.writeContinue();
+  // Routed, allowed, not too large: invite the body, when there is one (nginx sends no 100 for a
+  // request without a body; RFC 9110 §10.1.1 lets a server skip it).
+  if (isExpectingContinue && clientReq.body !== undefined) clientRes.writeContinue();
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
   const isTrustedPeer = isTrustedProxy(facts.clientIp, context.server.trustedProxies);

@@ -36,3 +36,10 @@ test('upstream_status: the status, the error of a failed attempt, and both for a
     '127.0.0.1 - - [30/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl" route=a upstream="h:2" upstream_status="200" duration_ms=1.50',
   );
 });
+
+test('fields are escaped as nginx escapes them: quotes, backslashes, control bytes and bytes above ASCII as \\xHH', () => {
+  // Header values arrive as latin1 strings, one character per byte: `café` sent as UTF-8 is `cafÃ©`.
+  const utf8Agent = Buffer.from('café "x"\\\n\xff', 'utf8').toString('latin1');
+  const line = formatCombined({ ...record([]), userAgent: utf8Agent });
+  assert.match(line, / "caf\\xC3\\xA9 \\x22x\\x22\\x5C\\x0A\\xC3\\xBF" route=a /, `got ${line}`);
+});

@@ -846,6 +846,14 @@ describe('request shapes: bodies, pieces, upgrades, Expect, HTTP/1.0, odd heads,
     assert.equal(moved, 1, `got ${moved} requests read, want 1`);
   });
 
+  test('Expect: 100-continue on a request without a body: no 100, just the answer (nginx)', async () => {
+    const client = await RawClient.connect(proxy.port);
+    client.write('GET /n/cl HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n');
+    const response = await client.readResponse();
+    assert.equal(statusOf(response), 200, `got ${headOf(response)}, want the 200 at once, not a 100 first`);
+    client.destroy();
+  });
+
   test('an HTTP/1.0 request', async () => {
     const client = await RawClient.connect(proxy.port);
     const moved = await counting(async () => {

@@ -28,7 +28,7 @@ import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, UpstreamResetError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -285,8 +285,11 @@ async function proxyRequest(
   if (isClientGone) return;
   lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
   const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
-  // A body left half-read cannot be skipped reliably: close the connection after the answer.
-  facts.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
+  // A body left half-read cannot be skipped reliably: close the connection after the answer. A body
+  // the client framed wrongly is the client's to fix: its answer says what was wrong, as the
+  // server's own 400s for a bad head do.
+  const text = lastError instanceof RequestFramingError ? `bad request: ${lastError.message}` : undefined;
+  facts.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, text, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
 }
 
 /**

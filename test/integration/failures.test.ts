@@ -111,6 +111,23 @@ test('Content-Length with Transfer-Encoding → 400 and closed; a 20 KiB head �
   assert.match(tooLong.text, /request body too large\n$/);
 });
 
+test('a chunked body with a bad chunk size → 400 whose one line says what was wrong, and the connection closed', async (t) => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('done'));
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const bad = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n');
+  assert.match(bad.text, /^HTTP\/1\.1 400 /, `got ${JSON.stringify(bad.text.split('\r\n')[0])}`);
+  assert.match(bad.text, /\r\n\r\nbad request: malformed request body: [^\n]+\n$/, `got ${JSON.stringify(bad.text)}`);
+  assert.ok(bad.closedByServer, 'the connection must be closed after a framing error');
+});
+
 test('a chunked body over max_body_size → 413 and the upstream request aborted', async (t) => {
   const server = http.createServer((req, res) => {
     req.resume();

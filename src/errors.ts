@@ -133,6 +133,16 @@ export class RequestFramingError extends RequestError {
   readonly status = 400;
 }
 
+/**
+ * A graceful shutdown ran out of `shutdown_timeout` and the proxy cut the request: nothing more is
+ * sent; the upstream request is aborted. Logged with the status 499 (no answer was completed), but
+ * named apart from a client that left.
+ */
+export class ShutdownCutError extends RequestError {
+  readonly code = 'PRX_SHUTDOWN_CUT';
+  readonly status = 499;
+}
+
 /** The client went away before the response was complete. Nothing is sent; the upstream request is aborted. */
 export class ClientAbortError extends RequestError {
   readonly code = 'PRX_CLIENT_ABORT';

@@ -114,6 +114,7 @@ export class ProxyServer {
       now: this.#deps.now,
       tunnels: new Set(),
       isDraining: false,
+      isCutting: false,
     };
 
     const { server: s } = config;
@@ -267,6 +268,7 @@ export class ProxyServer {
     clearInterval(sweeper);
     clearTimeout(timer);
     if (!isDrained) {
+      this.#context.isCutting = true;
       this.#http1.closeAllConnections();
       for (const tunnel of this.#context.tunnels) tunnel.destroy();
       await closed;

@@ -28,7 +28,7 @@ import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, UpstreamResetError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -60,6 +60,11 @@ export interface ProxyContext {
   readonly now: () => number;
   /** True once a graceful shutdown began: responses say `Connection: close`. */
   isDraining: boolean;
+  /**
+   * True once `shutdown_timeout` ran out and the server cuts every connection left: a request that
+   * ends now was cut by the proxy, not left by its client (the log says `PRX_SHUTDOWN_CUT`).
+   */
+  isCutting: boolean;
   /**
    * Open tunnels (upgrade-tunnel.ts): their connections belong to no server any more, so a
    * shutdown that runs out of time closes them itself, and waits for their log records (`closed`).
@@ -125,10 +130,10 @@ async function proxyRequest(
   clientRes.once('close', () => {
     if (!clientRes.writableFinished) {
       isClientGone = true;
-      current?.abort();
+      current?.abort(context.isCutting ? new ShutdownCutError('cut at shutdown_timeout') : undefined);
       // Said here, not when the aborted attempt's rejection arrives: the record is written next.
       const attemptLog = facts.attempts.at(-1);
-      if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= 'PRX_CLIENT_ABORT';
+      if (attemptLog !== undefined && attemptLog.status === undefined) attemptLog.error ??= context.isCutting ? 'PRX_SHUTDOWN_CUT' : 'PRX_CLIENT_ABORT';
     }
   });
 

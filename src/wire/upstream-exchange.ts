@@ -209,10 +209,13 @@ export class UpstreamExchange implements ConnectionHandler {
     return { socket, head: switchedBytes.length === 1 ? switchedBytes[0]! : Buffer.concat(switchedBytes) };
   }
 
-  /** The client went away: close the upstream connection at once (never reused). Idempotent. */
-  abort(): void {
+  /**
+   * The client went away (or `reason` says who ended the request): close the upstream connection
+   * at once (never reused). Idempotent.
+   */
+  abort(reason: RequestError = new ClientAbortError('the client went away')): void {
     if (this.#isDone) return;
-    this.#fail(new ClientAbortError('the client went away'));
+    this.#fail(reason);
   }
 
   // ---- 1 and 2: connect, send ------------------------------------------------------------------

@@ -267,6 +267,7 @@ function fakeProxy(): { context: ProxyContext; transport: FakeTransport; logs: A
     accessLog: { isEnabled: true, write: (record) => logs.push(record), close: async () => {} },
     now: deps.now,
     isDraining: false,
+    isCutting: false,
     tunnels: new Set(),
   };
   return { context, transport, logs };

@@ -71,5 +71,7 @@ test('requests and tunnels cut at shutdown_timeout are logged before the access 
   const big = written.find((w) => w.record.target === '/big')!.record;
   assert.equal(big.status, 200, 'the cut download keeps the status its head was sent with (nginx)');
   assert.ok(big.attempts[0]?.error !== undefined, `got attempts ${JSON.stringify(big.attempts)}, want the cut attempt to say how it ended`);
+  const slow = written.filter((w) => w.record.target === '/slow').map((w) => w.record.attempts.map((attempt) => attempt.error));
+  assert.deepEqual(slow, [['PRX_SHUTDOWN_CUT'], ['PRX_SHUTDOWN_CUT']], `got ${JSON.stringify(slow)}: a request the proxy cut is not the client's abort`);
   for (const socket of clients) socket.destroy();
 });

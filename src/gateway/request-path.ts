@@ -356,11 +356,11 @@ function relayResponse(
   const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
   if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
-  // Close the client connection after this response when the proxy is shutting down, after an
-  // upgrade request that got no 101 (nginx does not reuse it either), or when the upstream
-  // answered before the client finished sending its body (an early 413 or 401): that body will not
-  // be read to its end, so the connection cannot carry another request (nginx does the same).
-  if (isLastOnConnection || !clientReq.complete) headers.push('Connection', 'close');
+  // Close the client connection after this response when the proxy is shutting down, or after an
+  // upgrade request that got no 101 (nginx does not reuse it either). An answer that came before
+  // the client finished sending its body (an early 413 or 401) is the server's to judge: it reads
+  // and drops a short rest and keeps the connection, and says `Connection: close` otherwise.
+  if (isLastOnConnection) headers.push('Connection', 'close');
   // The upstream's Date passes through; a response without one gets the proxy's from the client
   // response (RFC 9110 §6.6.1), as Go's httputil and net/http do.
 

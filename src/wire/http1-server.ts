@@ -81,6 +81,14 @@ export const LINGER_MS = 5000;
 /** …or once the client sent this many more bytes, which are read and thrown away. */
 export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The most request-body bytes the server reads and drops after a response that did not take them
+ * (an answer before the upload ended), to keep the connection for the next request, as Go's server
+ * does (`maxPostHandlerReadBytes`, 256 KiB). A longer rest, or a chunked one, closes the connection
+ * after the response instead (lingering).
+ */
+export const DISCARD_MAX_BYTES = 256 * 1024;
+
 /** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */
 const BODY_HIGH_WATER_MARK = 128 * 1024;
 const EMPTY = Buffer.alloc(0);
@@ -203,6 +211,8 @@ const enum State {
   Busy,
   /** A request in flight on a connection that will not carry another (its body failed): nothing is read. */
   Broken,
+  /** The response ended before its request's body: the rest (at most DISCARD_MAX_BYTES) is read and dropped, then the next request. */
+  Discarding,
   /** Closing: the FIN is sent (or about to be, after a response); what comes is read and dropped. */
   Lingering,
   /** No longer served: closed, or handed over by an upgrade. */
@@ -219,6 +229,8 @@ export class Http1Connection implements ResponseConnection {
   #request: Http1Request | undefined;
   #response: Http1Response | undefined;
   #decoder: BodyDecoder | undefined;
+  /** The Content-Length of the body being read, bytes; undefined for a chunked one. */
+  #bodyLength: number | undefined;
   /** When the last response finished (or the connection opened), ms. */
   #idleSince: number;
   /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
@@ -262,6 +274,15 @@ export class Http1Connection implements ResponseConnection {
     const request = this.#request;
     this.#request = undefined;
     if (this.#state === State.Gone || this.#state === State.Lingering) return; // closing already (see #answer)
+    if (this.#state === State.Body && !isLast && !this.isRequestBodyUnread && !this.#server.options.isDraining()) {
+      // An answer before the upload ended, with little of it left (nginx discards a request body
+      // too): read and drop the rest, then the next request. body_timeout still applies.
+      request?.body?.abandon();
+      this.#state = State.Discarding;
+      this.#bodyWaitingSince = this.#server.now();
+      if (this.socket.isPaused()) this.socket.resume();
+      return;
+    }
     if (this.#state === State.Body || this.#state === State.Broken) {
       // The body was not read to its end (an early answer, a failed body): the connection is mid-request.
       this.#decoder = undefined;
@@ -273,6 +294,11 @@ export class Http1Connection implements ResponseConnection {
       this.#linger();
       return;
     }
+    this.#nextRequest();
+  }
+
+  /** The response and its request are done and the connection stays: read the next head (bytes already here first). */
+  #nextRequest(): void {
     this.#state = State.Head;
     this.#idleSince = this.#server.now();
     const unread = this.#unread;
@@ -293,9 +319,15 @@ export class Http1Connection implements ResponseConnection {
     return unread;
   }
 
-  /** ResponseConnection: the body of the request in flight is not read to its end (yet). */
+  /**
+   * ResponseConnection: the connection closes after this response because of its request's body:
+   * the body failed, or it is still being read and what is left cannot be read and dropped cheaply
+   * afterwards (chunked, or more than DISCARD_MAX_BYTES).
+   */
   get isRequestBodyUnread(): boolean {
-    return this.#state === State.Body || this.#state === State.Broken;
+    if (this.#state === State.Broken) return true;
+    if (this.#state !== State.Body) return false;
+    return this.#bodyLength === undefined || this.#bodyLength - this.#decoder!.bytesRead > DISCARD_MAX_BYTES;
   }
 
   // ---- the server's side -------------------------------------------------------------------------
@@ -326,6 +358,10 @@ export class Http1Connection implements ResponseConnection {
           this.#failBody(new ClientTimeoutError(`the request body paused for more than body_timeout (${bodyTimeoutMs}ms)`, 'body'));
         }
         return;
+      case State.Discarding:
+        // The client stopped sending the rest of a body whose answer it has: close.
+        if (bodyTimeoutMs > 0 && this.#bodyWaitingSince !== undefined && now - this.#bodyWaitingSince >= bodyTimeoutMs) this.#linger();
+        return;
       case State.Lingering:
         if (now - this.#lingerStartedAt >= LINGER_MS) this.socket.destroy();
         return;
@@ -342,6 +378,7 @@ export class Http1Connection implements ResponseConnection {
         this.#receiveHead(chunk);
         return;
       case State.Body:
+      case State.Discarding:
         this.#bodyWaitingSince = this.#server.now();
         this.#readBody(chunk);
         return;
@@ -406,6 +443,7 @@ export class Http1Connection implements ResponseConnection {
     this.#request = clientReq;
     this.#response = clientRes;
     this.#decoder = decoder;
+    this.#bodyLength = head.body.kind === 'length' ? head.body.length : undefined;
     if (decoder === undefined) {
       this.#state = State.Busy;
       if (rest !== undefined) this.#receive(rest);
@@ -422,18 +460,27 @@ export class Http1Connection implements ResponseConnection {
   #readBody(bytes: Buffer): void {
     const decoder = this.#decoder!;
     let end: number;
+    const isDiscarding = this.#state === State.Discarding;
     try {
-      end = decoder.execute(bytes, 0, this.#onBodyData);
+      end = decoder.execute(bytes, 0, isDiscarding ? dropBodyData : this.#onBodyData);
     } catch (error) {
-      this.#failBody(error as Error); // RequestFramingError: 400 from the handler
+      if (isDiscarding) this.#linger(); // nobody is left to answer the bad framing: close
+      else this.#failBody(error as Error); // RequestFramingError: 400 from the handler
       return;
     }
     if (!decoder.isComplete) return;
     this.#decoder = undefined;
     this.#bodyWaitingSince = undefined;
+    const rest = end < bytes.length ? bytes.subarray(end) : undefined;
+    if (isDiscarding) {
+      // The rest of the body is dropped; what follows it is the next request's.
+      if (rest !== undefined) this.#unread = this.#unread === undefined ? rest : Buffer.concat([rest, this.#unread]);
+      this.#nextRequest();
+      return;
+    }
     this.#state = State.Busy;
     this.#request!.body!.finish();
-    if (end < bytes.length) this.#receive(bytes.subarray(end));
+    if (rest !== undefined) this.#receive(rest);
   }
 
   #pushBody(chunk: Buffer): void {
@@ -584,3 +631,6 @@ class RequestBody extends Readable {
 }
 
 function ignoreError(): void {}
+
+/** The body piece of a request whose response already ended (State.Discarding). */
+function dropBodyData(): void {}

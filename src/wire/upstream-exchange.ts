@@ -272,10 +272,23 @@ export class UpstreamExchange implements ConnectionHandler {
       this.#fail(asRequestError(body.errored));
       return;
     }
-    socket.write(head);
     this.progress.hasStreamedBody = true;
     this.#bodyQueue = [];
     const isChunked = this.#options.isChunkedBody;
+    // Body bytes already here (they came with the request head) leave with the head, in one write:
+    // the upstream cannot have answered a request whose head it has not got, so the early-answer
+    // race that the batches below guard against does not apply to them.
+    const ready = body.read() as Buffer | null;
+    if (ready === null || ready.length === 0) {
+      socket.write(head);
+    } else {
+      socket.cork();
+      socket.write(head);
+      if (isChunked) socket.write(Buffer.from(`${ready.length.toString(16)}\r\n`, 'latin1'));
+      socket.write(ready);
+      if (isChunked) socket.write(CRLF);
+      socket.uncork();
+    }
     const onBodyData = (chunk: Buffer): void => {
       if (chunk.length === 0) return; // a chunk of size 0 would be the last chunk
       if (isChunked) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);

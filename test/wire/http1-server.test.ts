@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
+import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
 import type { ClientRequest, ClientResponse } from '../../src/wire/client-side.js';
 
 // ---- a server with a fake clock -------------------------------------------------------------------
@@ -484,13 +484,28 @@ describe('Http1Server bodies (fake clock)', () => {
     await until(() => client.isClosed(), 'the close once the client ended');
   });
 
-  test('an answer written while the body is still unread says Connection: close, not keep-alive (RFC 9112 §9.6), then the connection closes', async () => {
+  test(`an answer before the upload ended: with at most DISCARD_MAX_BYTES (${DISCARD_MAX_BYTES}) left, keep-alive, the rest read and dropped, and the next request served`, async () => {
+    const h = await startServer({}, (req, res) => {
+      res.writeHead(401, ['Content-Length', '5']); // the handler reads nothing of the body
+      res.end('nope\n');
+    });
+    const client = await connect(h.port, true);
+    client.socket.write(`${POST_HEAD(5000)}abc`); // 3 of 5000 body bytes
+    await until(() => client.text().endsWith('nope\n'), 'the 401');
+    assert.match(client.text(), /\r\nConnection: keep-alive\r\n/, `got ${JSON.stringify(client.text())}`);
+    client.socket.write(`${'x'.repeat(4997)}${GET}`); // the rest of the body, then the next request
+    await until(() => (client.text().match(/HTTP\/1\.1 401/g) ?? []).length === 2, 'the answer to the next request');
+    assert.deepEqual(h.requests.map((r) => r.req.method), ['POST', 'GET'], 'the dropped body was not read as a request');
+    assert.equal(client.isClosed(), false);
+  });
+
+  test(`an answer before the upload ended with more than DISCARD_MAX_BYTES left says Connection: close (RFC 9112 §9.6), then the connection closes`, async () => {
     const h = await startServer({}, (req, res) => {
       res.writeHead(401, ['Content-Length', '5']); // the handler says nothing about the connection
       res.end('nope\n');
     });
     const client = await connect(h.port, true);
-    client.socket.write(`${POST_HEAD(5000)}abc`); // 3 of 5000 body bytes, and a pipelined GET never reached
+    client.socket.write(`${POST_HEAD(DISCARD_MAX_BYTES + 4)}abc`);
     await until(() => client.text().endsWith('nope\n'), 'the 401');
     assert.match(client.text(), /\r\nConnection: close\r\n/, `got ${JSON.stringify(client.text())}`);
     assert.doesNotMatch(client.text(), /keep-alive/i);

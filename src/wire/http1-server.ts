@@ -231,6 +231,8 @@ export class Http1Connection implements ResponseConnection {
   #decoder: BodyDecoder | undefined;
   /** The Content-Length of the body being read, bytes; undefined for a chunked one. */
   #bodyLength: number | undefined;
+  /** The response of the request in flight finished while its body's reader still takes the rest: when the body ends, the next request. */
+  #isBodyAfterResponse = false;
   /** When the last response finished (or the connection opened), ms. */
   #idleSince: number;
   /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
@@ -276,8 +278,16 @@ export class Http1Connection implements ResponseConnection {
     if (this.#state === State.Gone || this.#state === State.Lingering) return; // closing already (see #answer)
     if (this.#state === State.Body && !isLast && !this.isRequestBodyUnread && !this.#server.options.isDraining()) {
       // An answer before the upload ended, with little of it left (nginx discards a request body
-      // too): read and drop the rest, then the next request. body_timeout still applies.
-      request?.body?.abandon();
+      // too): the rest is read — by its reader when it still takes it (the upstream exchange of an
+      // upstream that answered early and keeps its connection), else dropped — then the next
+      // request. body_timeout still applies.
+      const body = request?.body;
+      if (body !== undefined && body.listenerCount('data') > 0) {
+        this.#request = request;
+        this.#isBodyAfterResponse = true;
+        return;
+      }
+      body?.abandon();
       this.#state = State.Discarding;
       this.#bodyWaitingSince = this.#server.now();
       if (this.socket.isPaused()) this.socket.resume();
@@ -480,6 +490,13 @@ export class Http1Connection implements ResponseConnection {
     }
     this.#state = State.Busy;
     this.#request!.body!.finish();
+    if (this.#isBodyAfterResponse) {
+      this.#isBodyAfterResponse = false;
+      this.#request = undefined;
+      if (rest !== undefined) this.#unread = this.#unread === undefined ? rest : Buffer.concat([rest, this.#unread]);
+      this.#nextRequest();
+      return;
+    }
     if (rest !== undefined) this.#receive(rest);
   }
 
@@ -504,6 +521,12 @@ export class Http1Connection implements ResponseConnection {
     this.#state = State.Broken;
     this.socket.pause();
     this.#request?.body?.destroy(error);
+    if (this.#isBodyAfterResponse) {
+      // Its response already went out: nobody is left to answer the failure, so the connection closes.
+      this.#isBodyAfterResponse = false;
+      this.#request = undefined;
+      this.#linger();
+    }
   }
 
   /** The client ended its side (FIN). */

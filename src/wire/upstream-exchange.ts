@@ -305,7 +305,9 @@ export class UpstreamExchange implements ConnectionHandler {
     body.on('data', onBodyData);
     body.once('end', onBodyEnd);
     body.once('error', onBodyError);
+    this.#isSendingBody = true;
     this.#stopBody = () => {
+      this.#isSendingBody = false;
       body.off('data', onBodyData);
       body.off('end', onBodyEnd);
       body.off('error', onBodyError);
@@ -364,6 +366,8 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 
   #stopBody: () => void = () => {};
+  /** The body's listeners are on: its bytes go to the upstream as they come (until its end, a cease, or a failure). */
+  #isSendingBody = false;
 
   // ---- 3 and 4: receive (ConnectionHandler: the pool calls these with the socket's events) --------
 
@@ -525,8 +529,11 @@ export class UpstreamExchange implements ConnectionHandler {
     const connection = this.#connection;
     if (connection === undefined) return;
     if (!this.#isRequestSent) {
-      // The upstream answered before the whole body was sent (e.g. an early 413): the connection
-      // is mid-request and cannot carry another one.
+      // The upstream answered before the whole body was sent. When it keeps the connection (it
+      // reads and drops the rest, as nginx does) and the body still goes to it, the connection is
+      // released once the body's end is sent; after an answer that closes (an early 413), it is
+      // mid-request and cannot carry another one.
+      if (this.#head?.isKeepAlive === true && this.#isSendingBody) return;
       this.#close();
       return;
     }

@@ -1174,6 +1174,49 @@ describe('issue 12: one request at a time, body_timeout, early answers, versions
     assert.equal(proxy.logs.some((record) => record.status === 504), false, 'no 504 in the log');
   });
 
+  test('an upstream that answers after the head and keeps its connection (reading and dropping the body, as nginx does): both connections carry the next POST', async (t) => {
+    let upstreamConnections = 0;
+    const backend = await startRawBackend((socket) => {
+      upstreamConnections++;
+      let pending = Buffer.alloc(0);
+      let bodyLeft = 0;
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        for (;;) {
+          if (bodyLeft > 0) {
+            const dropped = Math.min(bodyLeft, pending.length);
+            bodyLeft -= dropped;
+            pending = pending.subarray(dropped);
+            if (bodyLeft > 0) return;
+          }
+          const end = pending.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          bodyLeft = Number(/content-length: (\d+)/i.exec(pending.subarray(0, end).toString('latin1'))?.[1] ?? 0);
+          pending = pending.subarray(end + 4);
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'); // at once, before the body
+        }
+      });
+    });
+    const proxy = await startTestProxy(`[proxy.all]\npath = /\npass = ${backend.url}\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const client = await RawClient.connect(proxy.port);
+    for (let i = 0; i < 3; i++) {
+      client.write(`POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 70000\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the answer can come before the body
+      client.write('b'.repeat(70000));
+      const answer = await client.readResponse('POST', 3000);
+      assert.equal(statusOf(answer), 200, `POST ${i}: got ${headOf(answer)}`);
+      assert.match(headOf(answer), /Connection: keep-alive/i, `POST ${i}: got ${headOf(answer)}, want the client connection kept`);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the body's last batch leaves, and the connection is released
+    }
+    assert.equal(client.isClosed, false, 'the client connection carried all three');
+    client.destroy();
+    assert.equal(upstreamConnections, 1, `got ${upstreamConnections} upstream connections for 3 POSTs, want 1 (released once each body was sent)`);
+  });
+
   test('an early 413 reaches a client still uploading 8 MiB, 10 of 10 tries (lingering close)', async (t) => {
     const backend = await startBackend();
     const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n[proxy.all]\npath = /\npass = ${backend.url}\n`);

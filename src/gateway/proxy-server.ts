@@ -120,8 +120,8 @@ export class ProxyServer {
     const { server: s } = config;
     this.#http1 = new Http1Server({
       onRequest: (clientReq, clientRes, isExpectingContinue) => handleRequest(this.#context, clientReq, clientRes, isExpectingContinue),
-      onAnswer: (socket, answer) => {
-        if (this.#context.accessLog.isEnabled) logServerAnswer(this.#context, socket, answer);
+      onAnswer: (answer) => {
+        if (this.#context.accessLog.isEnabled) logServerAnswer(this.#context, answer);
       },
       isDraining: () => this.#context.isDraining,
       headTimeoutMs: s.headerTimeoutMs,
@@ -286,8 +286,8 @@ export class ProxyServer {
 }
 
 /** An access-log line for an answer the server wrote itself (no request object exists). */
-function logServerAnswer(context: ProxyContext, socket: Socket, answer: ServerAnswer): void {
+function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
-  const outcome = { clientIp: normalizeClientIp(socket.remoteAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
+  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
   context.accessLog.write(buildAccessLogRecord(request, outcome));
 }

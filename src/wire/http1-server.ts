@@ -59,7 +59,7 @@ import { combineHeaders, type ClientRequest, type ClientResponse } from './clien
 import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
 import { writeTextAnswer } from './text-answer.js';
-import { LF } from './field-bytes.js';
+import { CR, LF } from './field-bytes.js';
 import { parseRequestHead, type RequestHead, type RequestLimits } from './request-parser.js';
 
 /**
@@ -96,6 +96,8 @@ const EMPTY = Buffer.alloc(0);
 /** An answer the server wrote itself, before a request existed (for the access log). */
 export interface ServerAnswer {
   readonly status: number;
+  /** The client's address as the connection was accepted (a socket forgets it once it closed). */
+  readonly clientAddress: string | undefined;
   /** The request's method and target when its head was read (CONNECT), else `-`. */
   readonly method: string;
   readonly target: string;
@@ -107,7 +109,7 @@ export interface Http1ServerOptions {
   /** Every request; never throws. `isExpectingContinue`: call `writeContinue` when the body is wanted. */
   readonly onRequest: (clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue: boolean) => void;
   /** Every answer the server wrote itself (408, a refused head, CONNECT's 405); never throws. */
-  readonly onAnswer: (socket: Socket, answer: ServerAnswer) => void;
+  readonly onAnswer: (answer: ServerAnswer) => void;
   /** True while the server shuts down: every response closes its connection. */
   readonly isDraining: () => boolean;
   /** `header_timeout`, ms; 0: none. */
@@ -229,6 +231,8 @@ export class Http1Connection implements ResponseConnection {
   #request: Http1Request | undefined;
   #response: Http1Response | undefined;
   #decoder: BodyDecoder | undefined;
+  /** `socket.remoteAddress` when the connection was accepted, for the answers logged after it closed. */
+  readonly #clientAddress: string | undefined;
   /** The Content-Length of the body being read, bytes; undefined for a chunked one. */
   #bodyLength: number | undefined;
   /** The response of the request in flight finished while its body's reader still takes the rest: when the body ends, the next request. */
@@ -255,6 +259,7 @@ export class Http1Connection implements ResponseConnection {
 
   constructor(socket: Socket, server: Http1Server) {
     this.socket = socket;
+    this.#clientAddress = socket.remoteAddress;
     this.#server = server;
     this.#idleSince = server.now();
     this.#headStartedAt = this.#idleSince;
@@ -330,6 +335,16 @@ export class Http1Connection implements ResponseConnection {
   }
 
   /**
+   * A head has begun: bytes other than the empty lines a client may send before a request line
+   * (RFC 9112 §2.2, skipped by the parser) are waiting. Without one, a timeout or the client's end
+   * closes the connection silently (nginx), and nothing is logged.
+   */
+  #hasHeadBytes(): boolean {
+    const pieces = this.#trickle ?? (this.#unread === undefined ? [] : [this.#unread]);
+    return pieces.some((piece) => piece.some((byte) => byte !== CR && byte !== LF));
+  }
+
+  /**
    * ResponseConnection: the connection closes after this response because of its request's body:
    * the body failed, or it is still being read and what is left cannot be read and dropped cheaply
    * afterwards (chunked, or more than DISCARD_MAX_BYTES).
@@ -355,7 +370,7 @@ export class Http1Connection implements ResponseConnection {
           if (now - this.#headStartedAt < limit) return;
           // No byte of a head came at all (a browser's preconnect, say): closed silently and not
           // logged, as nginx does; a head begun and not finished gets its 408.
-          if (this.#unread === undefined && this.#trickle === undefined) this.socket.destroy();
+          if (!this.#hasHeadBytes()) this.socket.destroy();
           else this.#answer(408, 'request timeout: the request head did not arrive in time');
         } else if (keepAliveTimeoutMs > 0 && now - this.#idleSince >= keepAliveTimeoutMs + KEEP_ALIVE_GRACE_MS) {
           this.socket.destroy();
@@ -533,7 +548,7 @@ export class Http1Connection implements ResponseConnection {
   #onClientEnd(): void {
     switch (this.#state) {
       case State.Head:
-        if (this.#unread !== undefined || this.#trickle !== undefined) this.#answer(400, 'bad request: the connection ended in the middle of a request head');
+        if (this.#hasHeadBytes()) this.#answer(400, 'bad request: the connection ended in the middle of a request head');
         else this.socket.end();
         return;
       case State.Lingering:
@@ -558,7 +573,7 @@ export class Http1Connection implements ResponseConnection {
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true });
     this.#linger();
-    this.#server.options.onAnswer(this.socket, { status, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
+    this.#server.options.onAnswer({ status, clientAddress: this.#clientAddress, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
   }
 
   /** nginx's lingering close (see the file comment): FIN now, read and drop until the client closes, LINGER_MS or LINGER_MAX_BYTES. */

@@ -92,7 +92,7 @@ async function startServer(
       harness.requests.push({ req, res, isExpectingContinue });
       respond(req, res);
     },
-    onAnswer: (socket, answer) => harness.answers.push(answer),
+    onAnswer: (answer) => harness.answers.push(answer),
     isDraining: () => false,
     headTimeoutMs: options.headTimeoutMs ?? 1000,
     bodyTimeoutMs: options.bodyTimeoutMs ?? 3000,
@@ -228,9 +228,27 @@ describe('Http1Server timeouts (fake clock, checkTimeouts called by hand)', () =
     client.socket.end('GET /a HTTP/1.1\r\nHost: h\r\n');
     await until(() => h.answers.length === 1, 'onBadHead');
     assert.equal(h.answers[0]!.status, 400);
+    assert.equal(h.answers[0]!.clientAddress, '127.0.0.1', 'the address is kept for the log though the client is gone');
     await until(() => client.isClosed(), 'the close');
     assert.match(client.text(), /^HTTP\/1\.1 400 /);
   });
+
+  for (const lines of ['\n', '\r\n\r\n']) {
+    test(`a client that sends only empty lines (${JSON.stringify(lines)}) and ends its side, or goes quiet, is closed without an answer or a report: no head began (RFC 9112 §2.2)`, async () => {
+      const h = await startServer({ headTimeoutMs: 1000 });
+      const ending = await connect(h.port);
+      ending.socket.end(lines);
+      await until(() => ending.isClosed(), 'the close');
+      const quiet = await connect(h.port);
+      quiet.socket.write(lines);
+      await settle();
+      h.now += 1000;
+      h.http1.checkTimeouts();
+      await until(() => quiet.isClosed(), 'the close at headTimeoutMs');
+      assert.deepEqual([ending.text(), quiet.text()], ['', ''], 'no answers');
+      assert.equal(h.answers.length, 0, `got ${h.answers.length} answers reported, want none`);
+    });
+  }
 
   test('a client that ends its side between requests is closed without an answer', async () => {
     const h = await startServer({ headTimeoutMs: 1000 });

@@ -67,7 +67,7 @@ class TimedClient {
 }
 
 /** Request shapes the server reads differently: no body, a Content-Length body, HTTP/1.0 (no chunked answer). */
-const LANES = [
+const REQUEST_SHAPES = [
   { name: 'GET', request: 'GET /s HTTP/1.1\r\nHost: h\r\n\r\n' },
   { name: 'POST with a body', request: 'POST /s HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello' },
   { name: 'HTTP/1.0 GET', request: 'GET /s HTTP/1.0\r\nHost: h\r\n\r\n' },
@@ -100,22 +100,22 @@ test('a flushed-then-slow response: the head reaches the client within 500 ms, t
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url));
   const outcomes = await Promise.all(
-    LANES.map(async (lane) => {
+    REQUEST_SHAPES.map(async (shape) => {
       const client = await TimedClient.connect(proxy.port);
-      client.send(lane.request);
-      await waitFor(() => client.arrivalOf('late') !== undefined, 4000, `the body (${lane.name})`);
+      client.send(shape.request);
+      await waitFor(() => client.arrivalOf('late') !== undefined, 4000, `the body (${shape.name})`);
       client.socket.destroy();
-      return { lane, client };
+      return { shape, client };
     }),
   );
-  for (const { lane, client } of outcomes) {
+  for (const { shape, client } of outcomes) {
     const headAt = client.arrivalOf('\r\n\r\n')!;
     const bodyAt = client.arrivalOf('late')!;
-    assert.ok(headAt < 500, `${lane.name}: got the head after ${headAt.toFixed(0)} ms, want < 500 ms`);
-    assert.ok(bodyAt >= 1900, `${lane.name}: got the body after ${bodyAt.toFixed(0)} ms, want it when the upstream sent it (2 s)`);
+    assert.ok(headAt < 500, `${shape.name}: got the head after ${headAt.toFixed(0)} ms, want < 500 ms`);
+    assert.ok(bodyAt >= 1900, `${shape.name}: got the body after ${bodyAt.toFixed(0)} ms, want it when the upstream sent it (2 s)`);
     const firstPiece = client.arrivals[0]!.text;
-    assert.match(firstPiece, /^HTTP\/1\.1 200 OK\r\n/, `${lane.name}: got ${JSON.stringify(firstPiece)}`);
-    assert.ok(firstPiece.endsWith('\r\n\r\n'), `${lane.name}: got ${JSON.stringify(firstPiece)} first, want the head alone`);
+    assert.match(firstPiece, /^HTTP\/1\.1 200 OK\r\n/, `${shape.name}: got ${JSON.stringify(firstPiece)}`);
+    assert.ok(firstPiece.endsWith('\r\n\r\n'), `${shape.name}: got ${JSON.stringify(firstPiece)} first, want the head alone`);
   }
 });
 
@@ -123,15 +123,15 @@ test('a head sent before its body keeps its non-ASCII header bytes as they were,
   const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 300);
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url));
-  for (const lane of LANES) {
+  for (const shape of REQUEST_SHAPES) {
     const client = await TimedClient.connect(proxy.port);
-    client.send(lane.request);
-    await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${lane.name})`);
+    client.send(shape.request);
+    await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${shape.name})`);
     client.socket.destroy();
-    assert.ok(client.arrivalOf('\r\n\r\n')! < 250, `${lane.name}: got the head with the body, want it before`);
-    assert.match(client.text, /\r\nX-Name: caf\xe9\r\n/, `${lane.name}: got ${JSON.stringify(client.text.split('\r\n\r\n')[0])}, want the byte 0xE9 unchanged`);
-    const body = lane.request.includes('HTTP/1.0') ? 'late' : '4\r\nlate\r\n0\r\n\r\n'; // an HTTP/1.0 client gets it close-delimited
-    assert.ok(client.text.endsWith(`\r\n\r\n${body}`), `${lane.name}: got the body framed as ${JSON.stringify(client.text.slice(client.text.indexOf('\r\n\r\n')))}`);
+    assert.ok(client.arrivalOf('\r\n\r\n')! < 250, `${shape.name}: got the head with the body, want it before`);
+    assert.match(client.text, /\r\nX-Name: caf\xe9\r\n/, `${shape.name}: got ${JSON.stringify(client.text.split('\r\n\r\n')[0])}, want the byte 0xE9 unchanged`);
+    const body = shape.request.includes('HTTP/1.0') ? 'late' : '4\r\nlate\r\n0\r\n\r\n'; // an HTTP/1.0 client gets it close-delimited
+    assert.ok(client.text.endsWith(`\r\n\r\n${body}`), `${shape.name}: got the body framed as ${JSON.stringify(client.text.slice(client.text.indexOf('\r\n\r\n')))}`);
   }
 });
 
@@ -140,20 +140,20 @@ test('read_timeout shorter than the wait for the first body byte: the head is co
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url, 'read_timeout = 300ms\n'));
   const outcomes = await Promise.all(
-    LANES.map(async (lane) => {
+    REQUEST_SHAPES.map(async (shape) => {
       const client = await TimedClient.connect(proxy.port);
-      client.send(lane.request);
-      await waitFor(() => client.closedAtMs !== undefined, 3000, `the cut (${lane.name})`);
-      return { lane, client };
+      client.send(shape.request);
+      await waitFor(() => client.closedAtMs !== undefined, 3000, `the cut (${shape.name})`);
+      return { shape, client };
     }),
   );
-  for (const { lane, client } of outcomes) {
+  for (const { shape, client } of outcomes) {
     const headAt = client.arrivalOf('\r\n\r\n')!;
-    assert.ok(headAt < 250, `${lane.name}: got the head after ${headAt.toFixed(0)} ms, want it before read_timeout (300 ms)`);
-    assert.match(client.text, /^HTTP\/1\.1 200 OK\r\n(?:[^\r\n]+\r\n)*\r\n$/, `${lane.name}: got ${JSON.stringify(client.text)}, want the 200 head and nothing after it`);
-    assert.ok(client.closedAtMs! >= 280 && client.closedAtMs! < 1500, `${lane.name}: got the cut after ${client.closedAtMs!.toFixed(0)} ms, want it at read_timeout (300 ms)`);
+    assert.ok(headAt < 250, `${shape.name}: got the head after ${headAt.toFixed(0)} ms, want it before read_timeout (300 ms)`);
+    assert.match(client.text, /^HTTP\/1\.1 200 OK\r\n(?:[^\r\n]+\r\n)*\r\n$/, `${shape.name}: got ${JSON.stringify(client.text)}, want the 200 head and nothing after it`);
+    assert.ok(client.closedAtMs! >= 280 && client.closedAtMs! < 1500, `${shape.name}: got the cut after ${client.closedAtMs!.toFixed(0)} ms, want it at read_timeout (300 ms)`);
   }
-  await waitFor(() => proxy.logs.length === LANES.length, 1000, 'the log records');
+  await waitFor(() => proxy.logs.length === REQUEST_SHAPES.length, 1000, 'the log records');
   for (const record of proxy.logs) {
     assert.equal(record.status, 200, `got logged status ${record.status}, want 200 (what the client got)`);
     assert.equal(record.attempts[0]?.error, 'PRX_UPSTREAM_TIMEOUT', `got attempt error ${String(record.attempts[0]?.error)}, want PRX_UPSTREAM_TIMEOUT`);
@@ -184,17 +184,17 @@ test('server-sent events every 200 ms: the head first, then each event as writte
   const backend = await listenBackend(server);
   t.after(() => backend.close());
   const proxy = await withProxy(t, routeIni(backend.url));
-  const lanes = [LANES[0], LANES[1]];
+  const shapes = [REQUEST_SHAPES[0], REQUEST_SHAPES[1]];
   const clients = await Promise.all(
-    lanes.map(async (lane, i) => {
+    shapes.map(async (shape, i) => {
       const client = await TimedClient.connect(proxy.port);
-      client.send(lane.request.replace(' /s ', ` /s?client=${i} `));
+      client.send(shape.request.replace(' /s ', ` /s?client=${i} `));
       return client;
     }),
   );
   await waitFor(() => clients.every((client) => client.arrivalOf(`data: event ${EVENTS - 1}\n\n`) !== undefined), 4000, 'every event');
   for (const [i, client] of clients.entries()) {
-    const name = lanes[i]!.name;
+    const name = shapes[i]!.name;
     const headAt = client.arrivalOf('\r\n\r\n')!;
     const firstEventAt = client.arrivalOf('data: event 0\n\n')!;
     assert.ok(headAt < 150, `${name}: got the head after ${headAt.toFixed(0)} ms, want it before the first event (200 ms)`);
@@ -332,19 +332,19 @@ test('Date: added (an IMF-fixdate of now) when the upstream sent none, kept byte
   });
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url));
-  for (const lane of LANES) {
+  for (const shape of REQUEST_SHAPES) {
     for (const path of ['/undated', '/dated']) {
-      const { text } = await rawRequest(proxy.port, lane.request.replace(' /s ', ` ${path} `).replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
+      const { text } = await rawRequest(proxy.port, shape.request.replace(' /s ', ` ${path} `).replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
       const head = text.slice(0, text.indexOf('\r\n\r\n'));
       const dates = head.split('\r\n').filter((line) => /^date:/i.test(line));
-      assert.equal(dates.length, 1, `${lane.name} ${path}: got ${JSON.stringify(head)}, want one Date`);
+      assert.equal(dates.length, 1, `${shape.name} ${path}: got ${JSON.stringify(head)}, want one Date`);
       if (path === '/dated') {
-        assert.equal(dates[0], `date: ${UPSTREAM_DATE}`, `${lane.name}: got ${dates[0]}, want the upstream's line byte for byte`);
+        assert.equal(dates[0], `date: ${UPSTREAM_DATE}`, `${shape.name}: got ${dates[0]}, want the upstream's line byte for byte`);
       } else {
         const value = dates[0]!.slice('Date: '.length);
-        assert.match(value, IMF_FIXDATE, `${lane.name}: got ${JSON.stringify(value)}, want an IMF-fixdate`);
+        assert.match(value, IMF_FIXDATE, `${shape.name}: got ${JSON.stringify(value)}, want an IMF-fixdate`);
         const skewMs = Math.abs(Date.parse(value) - Date.now());
-        assert.ok(skewMs < 3000, `${lane.name}: got ${value}, ${skewMs} ms from now`);
+        assert.ok(skewMs < 3000, `${shape.name}: got ${value}, ${skewMs} ms from now`);
       }
     }
   }

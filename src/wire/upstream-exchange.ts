@@ -313,6 +313,9 @@ export class UpstreamExchange implements ConnectionHandler {
       body.off('error', onBodyError);
       this.#bodyQueue = [];
       this.#stopBody = () => {};
+      // What the client still sends of it is read and dropped (flowing without a reader), never
+      // left to stall the client's connection, whose server waits for the body's end.
+      body.resume();
     };
   }
 
@@ -360,9 +363,7 @@ export class UpstreamExchange implements ConnectionHandler {
    * is not stalled while its answer is relayed.
    */
   #ceaseSendingBody(): void {
-    const body = this.#options.body;
     this.#stopBody();
-    body?.resume();
   }
 
   #stopBody: () => void = () => {};

@@ -1217,6 +1217,33 @@ describe('issue 12: one request at a time, body_timeout, early answers, versions
     assert.equal(upstreamConnections, 1, `got ${upstreamConnections} upstream connections for 3 POSTs, want 1 (released once each body was sent)`);
   });
 
+  test('an upstream that answers after the head, then drops its connection while the body is still coming: the rest is read and dropped, and the client connection carries the next request', async (t) => {
+    const backend = await startRawBackend((socket) => {
+      socket.once('data', (chunk: Buffer) => {
+        if (chunk.toString('latin1').startsWith('GET')) {
+          socket.end('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext');
+          return;
+        }
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'); // at once, keep-alive
+        setTimeout(() => socket.destroy(), 10); // then gone, mid-body
+      });
+    });
+    const proxy = await startTestProxy(`[proxy.all]\npath = /\npass = ${backend.url}\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const client = await RawClient.connect(proxy.port);
+    client.write('POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n');
+    const first = await client.readResponse('POST', 3000);
+    assert.equal(statusOf(first), 200, `got ${headOf(first)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the upstream connection is gone by now
+    client.write(`${'b'.repeat(1000)}GET /n HTTP/1.1\r\nHost: h\r\n\r\n`);
+    const second = await client.readResponse('GET', 3000);
+    assert.equal(bodyOf(second), 'next', `got ${JSON.stringify(second.toString('latin1').slice(0, 80))}, want the next request answered on the same connection`);
+    client.destroy();
+  });
+
   test('an early 413 reaches a client still uploading 8 MiB, 10 of 10 tries (lingering close)', async (t) => {
     const backend = await startBackend();
     const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n[proxy.all]\npath = /\npass = ${backend.url}\n`);

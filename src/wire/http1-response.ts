@@ -37,6 +37,8 @@ export interface ResponseConnection {
    * §9.6) instead of announcing a keep-alive the server will not keep.
    */
   readonly isRequestBodyUnread: boolean;
+  /** `100 Continue` was sent: the client will send the body it held back (RFC 9110 §10.1.1). */
+  onContinueSent(): void;
   /** The last byte was handed to the socket; `isLast`: the connection must close now. */
   onResponseFinished(isLast: boolean): void;
   /**
@@ -263,6 +265,7 @@ export class Http1Response implements ClientResponse {
   }
 
   writeContinue(): void {
+    this.#connection.onContinueSent();
     this.#connection.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
   }
 

@@ -84,8 +84,9 @@ export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 /**
  * The most request-body bytes the server reads and drops after a response that did not take them
  * (an answer before the upload ended), to keep the connection for the next request, as Go's server
- * does (`maxPostHandlerReadBytes`, 256 KiB). A longer rest, or a chunked one, closes the connection
- * after the response instead (lingering).
+ * does (`maxPostHandlerReadBytes`, 256 KiB), for at most LINGER_MS in all (nginx caps discarding at
+ * its `lingering_time`). A longer rest, a chunked one, or one whose request asked `Expect:
+ * 100-continue` and got no 100, closes the connection after the response instead (lingering).
  */
 export const DISCARD_MAX_BYTES = 256 * 1024;
 
@@ -235,6 +236,14 @@ export class Http1Connection implements ResponseConnection {
   readonly #clientAddress: string | undefined;
   /** The Content-Length of the body being read, bytes; undefined for a chunked one. */
   #bodyLength: number | undefined;
+  /**
+   * The request in flight asked `Expect: 100-continue` and no 100 was sent: its client may never
+   * send the body, so an answer now must close the connection (Go's server does; reading on would
+   * take the client's next request for the body).
+   */
+  #isAwaitingContinue = false;
+  /** When the rest of a body whose answer went out started to be read (State.Discarding, or `#isBodyAfterResponse`), ms. */
+  #discardStartedAt = 0;
   /** The response of the request in flight finished while its body's reader still takes the rest: when the body ends, the next request. */
   #isBodyAfterResponse = false;
   /** When the last response finished (or the connection opened), ms. */
@@ -276,6 +285,10 @@ export class Http1Connection implements ResponseConnection {
 
   // ---- the response's side (ResponseConnection) ------------------------------------------------
 
+  onContinueSent(): void {
+    this.#isAwaitingContinue = false;
+  }
+
   onResponseFinished(isLast: boolean): void {
     this.#response = undefined;
     const request = this.#request;
@@ -290,11 +303,13 @@ export class Http1Connection implements ResponseConnection {
       if (body !== undefined && body.listenerCount('data') > 0) {
         this.#request = request;
         this.#isBodyAfterResponse = true;
+        this.#discardStartedAt = this.#server.now();
         return;
       }
       body?.abandon();
       this.#state = State.Discarding;
       this.#bodyWaitingSince = this.#server.now();
+      this.#discardStartedAt = this.#bodyWaitingSince;
       if (this.socket.isPaused()) this.socket.resume();
       return;
     }
@@ -352,7 +367,7 @@ export class Http1Connection implements ResponseConnection {
   get isRequestBodyUnread(): boolean {
     if (this.#state === State.Broken) return true;
     if (this.#state !== State.Body) return false;
-    return this.#bodyLength === undefined || this.#bodyLength - this.#decoder!.bytesRead > DISCARD_MAX_BYTES;
+    return this.#isAwaitingContinue || this.#bodyLength === undefined || this.#bodyLength - this.#decoder!.bytesRead > DISCARD_MAX_BYTES;
   }
 
   // ---- the server's side -------------------------------------------------------------------------
@@ -377,15 +392,19 @@ export class Http1Connection implements ResponseConnection {
         }
         return;
       case State.Body:
-        if (requestTimeoutMs > 0 && now - this.#requestStartedAt >= requestTimeoutMs) {
+        if (this.#isBodyAfterResponse && now - this.#discardStartedAt >= LINGER_MS) {
+          this.socket.destroy(); // the rest of a body whose answer went out, for longer than a lingering close may take
+        } else if (requestTimeoutMs > 0 && now - this.#requestStartedAt >= requestTimeoutMs) {
           this.#failBody(new ClientTimeoutError(`the request was not received within request_timeout (${requestTimeoutMs}ms)`, 'request'));
         } else if (bodyTimeoutMs > 0 && this.#bodyWaitingSince !== undefined && now - this.#bodyWaitingSince >= bodyTimeoutMs) {
           this.#failBody(new ClientTimeoutError(`the request body paused for more than body_timeout (${bodyTimeoutMs}ms)`, 'body'));
         }
         return;
       case State.Discarding:
-        // The client stopped sending the rest of a body whose answer it has: close.
-        if (bodyTimeoutMs > 0 && this.#bodyWaitingSince !== undefined && now - this.#bodyWaitingSince >= bodyTimeoutMs) this.#linger();
+        // The client stopped sending the rest of a body whose answer it has, or takes longer in
+        // all than a lingering close may (nginx caps discarding at its lingering_time): close.
+        if (now - this.#discardStartedAt >= LINGER_MS) this.socket.destroy();
+        else if (bodyTimeoutMs > 0 && this.#bodyWaitingSince !== undefined && now - this.#bodyWaitingSince >= bodyTimeoutMs) this.#linger();
         return;
       case State.Lingering:
         if (now - this.#lingerStartedAt >= LINGER_MS) this.socket.destroy();
@@ -469,6 +488,7 @@ export class Http1Connection implements ResponseConnection {
     this.#response = clientRes;
     this.#decoder = decoder;
     this.#bodyLength = head.body.kind === 'length' ? head.body.length : undefined;
+    this.#isAwaitingContinue = head.isExpectingContinue && decoder !== undefined;
     if (decoder === undefined) {
       this.#state = State.Busy;
       if (rest !== undefined) this.#receive(rest);

@@ -517,6 +517,43 @@ describe('Http1Server bodies (fake clock)', () => {
     assert.equal(client.isClosed(), false);
   });
 
+  test('an answer to an Expect: 100-continue request that got no 100 says Connection: close: its client may never send the body (Go)', async () => {
+    const h = await startServer({}, (req, res) => {
+      res.writeHead(401, ['Content-Length', '5']);
+      res.end('nope\n');
+    });
+    const client = await connect(h.port, true);
+    client.socket.write('POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 40\r\nExpect: 100-continue\r\n\r\n');
+    await until(() => client.text().endsWith('nope\n'), 'the 401');
+    assert.match(client.text(), /\r\nConnection: close\r\n/, `got ${JSON.stringify(client.text())}`);
+    assert.doesNotMatch(client.text(), /100 Continue/);
+    client.socket.end();
+    await until(() => client.isClosed(), 'the close');
+  });
+
+  test(`dropping the rest of a body ends after LINGER_MS (${LINGER_MS} ms) in all, however steadily it trickles`, async () => {
+    const h = await startServer({ bodyTimeoutMs: 1000 }, (req, res) => {
+      res.writeHead(401, ['Content-Length', '0']);
+      res.end();
+    });
+    const client = await connect(h.port, true);
+    client.socket.write(`${POST_HEAD(1000)}a`);
+    await until(() => client.text().includes('\r\n\r\n'), 'the 401');
+    assert.match(client.text(), /Connection: keep-alive/);
+    for (let elapsed = 0; elapsed < LINGER_MS - 500; elapsed += 500) {
+      client.socket.write('b'); // a byte every 500 ms: never a body_timeout pause
+      await settle();
+      h.now += 500;
+      h.http1.checkTimeouts();
+      assert.equal(h.http1.size, 1, `got closed after ${elapsed + 500} ms of dropping, want ${LINGER_MS}`);
+    }
+    client.socket.write('b');
+    await settle();
+    h.now += 500;
+    h.http1.checkTimeouts();
+    await until(() => h.http1.size === 0, `the server to let go of the connection at LINGER_MS`);
+  });
+
   test(`an answer before the upload ended with more than DISCARD_MAX_BYTES left says Connection: close (RFC 9112 §9.6), then the connection closes`, async () => {
     const h = await startServer({}, (req, res) => {
       res.writeHead(401, ['Content-Length', '5']); // the handler says nothing about the connection

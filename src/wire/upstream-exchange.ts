@@ -5,18 +5,20 @@
  *
  *   1. take a connection from the pool (reused, or a new one within `connect_timeout`);
  *   2. write the request head as one buffer, then stream the body with backpressure (re-framed as
- *      chunked when the client's was; Content-Length bodies go through byte for byte). Body chunks
- *      are written in batches, each after a poll phase has read whatever the upstream sent (see
- *      "early answers" below);
- *   3. feed every byte the upstream sends to the strict ResponseParser (src/http), which answers
+ *      chunked when the client's was; Content-Length bodies go through byte for byte). Body bytes
+ *      that came with the head leave in the head's write; later ones in batches, each after a poll
+ *      phase has read whatever the upstream sent (see "early answers" below);
+ *   3. feed every byte the upstream sends to the strict ResponseParser (src/wire), which answers
  *      with the head, body chunks, trailers and "complete" — or an error for bad framing;
  *   4. hand the head to the caller (`response`), then the body to the sink the caller attaches
  *      (`streamBodyTo`), pausing the upstream socket while the client cannot keep up;
  *   5. give the connection back to the pool only when the response completed cleanly, the request
- *      was fully sent, keep-alive is allowed and no stray byte followed; otherwise close it.
+ *      was fully sent (after an early keep-alive answer: once the rest of the body was), keep-alive
+ *      is allowed and no stray byte followed; otherwise close it.
  *
  * `read_timeout` is the socket's idle timeout for the whole exchange (waiting for the head, between
- * body bytes). Facts the retry policy needs are kept in `progress`.
+ * body bytes), except while the upstream has every body byte sent so far and only waits for the
+ * client's next ones. Facts the retry policy needs are kept in `progress`.
  *
  * Early answers (SPEC 5: an upstream that answers 413 or 401 before the upload ended has that
  * answer relayed, not a 502). An upstream that closes with part of the body unread makes its kernel

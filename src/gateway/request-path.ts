@@ -138,9 +138,9 @@ async function proxyRequest(
   });
 
   // 0. Requests the proxy refuses before routing (request-checks.ts): a missing or repeated Host,
-  //    repeated Authorization, an Expect other than 100-continue, a transfer coding other than
-  //    chunked; then the target and its host (request-target.ts): a bad Host or absolute-form
-  //    authority, a raw `#`, a bad escape.
+  //    repeated Authorization, an Expect other than 100-continue (the server's parser refused bad
+  //    framing already); then the target and its host (request-target.ts): a bad Host or
+  //    absolute-form authority, a raw `#`, a bad escape.
   const problem = findRequestProblem(clientReq);
   const target = problem === undefined ? readRequestTarget(clientReq) : problem;
   if ('status' in target) {
@@ -177,12 +177,11 @@ async function proxyRequest(
 
   // 2. Body limit, as far as Content-Length tells it (chunked bodies are counted while streaming).
   const maxBodySize = context.server.maxBodySize;
-  const contentLength = Number(clientReq.headers['content-length'] ?? 0);
-  if (maxBodySize > 0 && contentLength > maxBodySize) {
+  if (maxBodySize > 0 && (clientReq.contentLength ?? 0) > maxBodySize) {
     facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
     return;
   }
-  const isChunked = clientReq.headers['transfer-encoding'] !== undefined;
+  const isChunked = clientReq.body !== undefined && clientReq.contentLength === undefined;
   // An upgrade, as the server read the head (a request without a body that asks for one); the 101
   // then hands the connection over (step 6).
   const isUpgrade = clientReq.upgrade !== undefined;

@@ -31,6 +31,12 @@ export interface ClientRequest {
    * chunked framing (400), `body_timeout` or `request_timeout` (408), the client left (499).
    */
   readonly body: Readable | undefined;
+  /**
+   * The body's length when the server framed it by Content-Length (RFC 9112 §6.3), bytes; undefined
+   * for a chunked body or none. The request path reads the framing from here, never again from the
+   * headers: what the server framed is what is forwarded.
+   */
+  readonly contentLength: number | undefined;
   /** The whole request, body included, has been received. */
   readonly complete: boolean;
   /**

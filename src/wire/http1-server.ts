@@ -635,10 +635,12 @@ class Http1Request implements ClientRequest {
   readonly socket: Socket;
   readonly body: RequestBody | undefined;
   readonly upgrade: string | undefined;
+  readonly contentLength: number | undefined;
   #headers: IncomingHttpHeaders | undefined;
 
   constructor(head: RequestHead, socket: Socket, body: RequestBody | undefined, isUpgrade: boolean) {
     this.upgrade = isUpgrade ? head.upgrade : undefined;
+    this.contentLength = head.body.kind === 'length' ? head.body.length : undefined;
     this.method = head.method;
     this.url = head.target;
     this.httpVersion = head.httpVersion;

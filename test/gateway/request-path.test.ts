@@ -127,6 +127,8 @@ class FakeClientRequest implements ClientRequest {
   readonly body: Readable | undefined;
   /** As the server decides it: `Connection: upgrade` with an `Upgrade` value, and no body. */
   readonly upgrade: string | undefined;
+  /** As the server frames it: the Content-Length header's value, undefined for chunked or none. */
+  readonly contentLength: number | undefined;
   complete: boolean;
 
   constructor(
@@ -139,6 +141,8 @@ class FakeClientRequest implements ClientRequest {
     const upgrade = this.headers.upgrade;
     const isUpgrade = body === undefined && typeof upgrade === 'string' && /(^|,)\s*upgrade\s*(,|$)/i.test(String(this.headers.connection ?? ''));
     this.upgrade = isUpgrade ? upgrade : undefined;
+    const length = this.headers['content-length'];
+    this.contentLength = length === undefined ? undefined : Number(length);
     this.complete = body === undefined;
     if (body !== undefined) {
       const stream = new Readable({ read() {} });

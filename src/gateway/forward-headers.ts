@@ -135,3 +135,29 @@ export function headerValue(rawHeaders: readonly string[], lowerName: string): s
 function hasTrailersToken(value: string): boolean {
   return value.split(',').some((token) => token.trim().toLowerCase() === 'trailers');
 }
+
+/**
+ * Fields that may not come as trailers (RFC 9110 §6.5.1: framing, routing, request modifiers,
+ * authentication, response control and how to process the content), lower-cased: Go's
+ * `badTrailer` list. A trailer `Content-Length: 99` must not reach a client that may read it.
+ */
+const FORBIDDEN_TRAILERS: ReadonlySet<string> = new Set([
+  'authorization', 'cache-control', 'connection', 'content-encoding', 'content-length', 'content-range',
+  'content-type', 'expect', 'host', 'keep-alive', 'max-forwards', 'pragma', 'proxy-authenticate',
+  'proxy-authorization', 'proxy-connection', 'range', 'realm', 'te', 'trailer', 'transfer-encoding',
+  'www-authenticate',
+]);
+
+/**
+ * The upstream's trailers that may go on to the client, as `[name, value]` pairs: every field but
+ * those of `FORBIDDEN_TRAILERS` (dropped, as Go's server refuses to write them), in order.
+ * @param rawTrailers `[name, value, …]` as the response parser read them
+ */
+export function forwardableTrailers(rawTrailers: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < rawTrailers.length; i += 2) {
+    const name = rawTrailers[i]!;
+    if (!FORBIDDEN_TRAILERS.has(name.toLowerCase())) out.push([name, rawTrailers[i + 1]!]);
+  }
+  return out;
+}

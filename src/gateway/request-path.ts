@@ -37,7 +37,7 @@ import { sendErrorResponse } from './error-response.js';
 import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
-import { buildClientResponseHeaders, buildUpstreamRequestHeaders, headerValue } from './forward-headers.js';
+import { buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableTrailers, headerValue } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
@@ -395,7 +395,7 @@ function relayResponse(
     onEnd(rawTrailers) {
       isEnded = true;
       onDone();
-      if (rawTrailers.length > 0) clientRes.addTrailers(pairs(rawTrailers));
+      if (rawTrailers.length > 0) clientRes.addTrailers(forwardableTrailers(rawTrailers));
       clientRes.end();
     },
     onError(error) {
@@ -456,13 +456,6 @@ function openTunnel(
   });
   facts.tunnel = tunnel;
   context.tunnels.add(tunnel);
-}
-
-/** `[k, v, k, v]` → `[[k, v], [k, v]]`. */
-function pairs(raw: readonly string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
-  return out;
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */

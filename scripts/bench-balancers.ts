@@ -16,6 +16,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { STRATEGY_NAMES } from '../src/config/config.js';
 import type { RouteConfig, StrategyName, UpstreamConfig } from '../src/config/config.js';
+import { ROUTE_DEFAULTS } from '../src/config/load-config.js';
 import type { Balancer, PickContext, StrategyOptions } from '../src/upstream/balancer/balancer.js';
 import { createBalancer, STRATEGIES } from '../src/upstream/balancer/strategies.js';
 import { HASH_FUNCTIONS } from '../src/upstream/balancer/hash.js';
@@ -38,6 +39,7 @@ function upstreamConfigs(count: number, weighting: (typeof WEIGHTINGS)[number]):
     const host = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
     return {
       url: `http://${host}:8080`,
+      scheme: 'http',
       origin: `http://${host}:8080`,
       host,
       port: 8080,
@@ -74,6 +76,7 @@ function routeFor(strategy: StrategyName, upstreams: readonly UpstreamConfig[]):
     authUsers: [],
     authForward: false,
     trace: false,
+    tls: ROUTE_DEFAULTS.tls,
     place: { file: 'bench', line: 1, column: 1 },
   };
 }

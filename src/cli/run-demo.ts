@@ -50,10 +50,11 @@ export async function runDemo(
 
 /** The config with the demo's listen address: `listen`, else the config's own port on loopback. */
 function demoConfig(config: Config, listen: ListenAddress | undefined, log: (line: string) => void): Config {
-  if (listen === undefined && isLoopbackHost(config.server.listen.host)) return config;
-  const address = listen ?? { host: '127.0.0.1', port: config.server.listen.port };
+  const configured = config.server.listen ?? { host: '0.0.0.0', port: 8080 };
+  if (listen === undefined && isLoopbackHost(configured.host)) return config;
+  const address = listen ?? { host: '127.0.0.1', port: configured.port };
   if (listen === undefined) {
-    log(`demo: the proxy listens on ${formatListenAddress(address)}, not ${formatListenAddress(config.server.listen)} (the demo stays on loopback; --listen ${formatListenAddress(config.server.listen)} widens it)`);
+    log(`demo: the proxy listens on ${formatListenAddress(address)}, not ${formatListenAddress(configured)} (the demo stays on loopback; --listen ${formatListenAddress(configured)} widens it)`);
   } else if (!isLoopbackHost(listen.host)) {
     // `--listen :8081` means every address, as `listen` in env.ini does: say so, the credentials are public.
     log(`demo: warning: the proxy listens on ${formatListenAddress(address)}, reachable from other machines, and web1's credentials are the tutorial's`);

@@ -49,7 +49,7 @@ export async function startProxy(config: Config, log: (line: string) => void): P
   keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
   const port = await proxy.listen();
-  const { host } = config.server.listen;
+  const { host } = config.server.listen ?? { host: '0.0.0.0' };
   log(`proxy listening on ${host.includes(':') ? `[${host}]` : host}:${port} with ${config.routes.length} route(s) from ${config.file}`);
   return { proxy, port, stop: () => proxy.close() };
 }

@@ -26,9 +26,29 @@ export interface Cidr {
 
 export type AccessLogFormat = 'combined' | 'json';
 
+/** The lowest TLS version a listener accepts (`tls_min_version`). */
+export type TlsVersion = 'TLSv1.2' | 'TLSv1.3';
+
+/**
+ * A certificate and its private key, as PEM files: a `tls_cert` line of `[server]` or a route's
+ * `tls_client_cert`. Paths are as written (relative ones are read from the working directory, like
+ * `access_log`); the files are read and checked by src/tls, not by the config loader.
+ */
+export interface CertificateFiles {
+  /** PEM file: the certificate first, then its intermediates (the chain sent to peers). */
+  readonly certFile: string;
+  /** PEM file of the certificate's private key (PKCS#8, PKCS#1 or SEC1). */
+  readonly keyFile: string;
+  /** Where the certificate path is written (errors about the pair point here). */
+  readonly place: SourcePlace;
+  /** Where the key path is written. */
+  readonly keyPlace: SourcePlace;
+}
+
 /** `[server]`. */
 export interface ServerConfig {
-  readonly listen: ListenAddress;
+  /** The plain HTTP listener; undefined for `listen = off` (only allowed with `tls_listen`). */
+  readonly listen: ListenAddress | undefined;
   /** `stdout`, `stderr`, `off`, or a file path (appended). Default `stdout`. */
   readonly accessLog: string;
   /** Where `access_log` was set, for errors about the file (undefined when defaulted). */
@@ -54,6 +74,16 @@ export interface ServerConfig {
   readonly shutdownTimeoutMs: number;
   /** Worker processes; `auto` = one per core. Default 1. */
   readonly workers: number | 'auto';
+  /** The HTTPS listener (HTTP/1.1 over TLS); undefined (default) = none. */
+  readonly tlsListen: ListenAddress | undefined;
+  /** `tls_cert` lines in file order: SNI picks among them, the first is the default. */
+  readonly tlsCertificates: readonly CertificateFiles[];
+  /** Default `TLSv1.2`. */
+  readonly tlsMinVersion: TlsVersion;
+  /** `redirect_https`: the plain listener answers 308 to the https:// URL (ACME challenges excepted). Default false. */
+  readonly redirectHttps: boolean;
+  /** `hsts`: the max-age of `Strict-Transport-Security` on HTTPS responses, seconds; undefined = off (default). */
+  readonly hstsMaxAgeSeconds: number | undefined;
 }
 
 /** `[admin]`; absent (undefined on Config) unless `listen` is set. */
@@ -89,12 +119,18 @@ export type HashKey =
 export interface UpstreamConfig {
   /** The URL as written, e.g. `http://localhost:9001`. */
   readonly url: string;
-  /** `http://host:port`, the upstream's identity (used for logs and to keep state across reloads). */
+  /** `http` or `https` (TLS to the upstream, with the route's `tls_*` settings). */
+  readonly scheme: 'http' | 'https';
+  /**
+   * `http://host:port` or `https://host:port`, the upstream's identity (used for logs and to keep
+   * state across reloads; the scheme is part of it, so the same host:port over TLS is another upstream).
+   */
   readonly origin: string;
   /** Host to connect to, without brackets (`::1`, `localhost`, `10.0.0.2`). */
   readonly host: string;
+  /** 1..65535; default 80 for http, 443 for https. */
   readonly port: number;
-  /** `host:port` as it goes in the Host header when `preserve_host = off` (IPv6 in brackets). */
+  /** `host:port` as it goes in the Host header when `preserve_host = off` (IPv6 in brackets; the scheme's default port omitted). */
   readonly hostHeader: string;
   /** The path of the URL when it has one (even `/`), else undefined: nginx `proxy_pass` semantics. */
   readonly path: string | undefined;
@@ -148,6 +184,23 @@ export interface AuthUser {
   readonly place: SourcePlace;
 }
 
+/** How a route talks TLS to its `https://` upstreams (route keys `tls_*`). */
+export interface UpstreamTlsConfig {
+  /** `tls_verify`: check the chain and the name. Default true (`off` is warned about by `--check`). */
+  readonly isVerified: boolean;
+  /** `tls_ca`: PEM file of the CAs trusted instead of the system store; undefined = system store (default). */
+  readonly caFile: string | undefined;
+  /** Where `tls_ca` is written, for errors about the file. */
+  readonly caPlace: SourcePlace | undefined;
+  /**
+   * `tls_server_name`: the SNI sent and the name verified. Undefined (default) = the URL's host, and
+   * no SNI when that host is an IP address.
+   */
+  readonly serverName: string | undefined;
+  /** `tls_client_cert`: presented to the upstream (mutual TLS); undefined = none (default). */
+  readonly clientCertificate: CertificateFiles | undefined;
+}
+
 /** One `[proxy.NAME]` section, with `[proxy]` defaults already applied. */
 export interface RouteConfig {
   /** NAME of `[proxy.NAME]`. */
@@ -187,6 +240,26 @@ export interface RouteConfig {
   readonly authForward: boolean;
   /** Default false. */
   readonly trace: boolean;
+  readonly tls: UpstreamTlsConfig;
+  readonly place: SourcePlace;
+}
+
+/** Let's Encrypt's production directory, `[acme] directory`'s default. */
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
+/** `[acme]`; absent (undefined on Config) unless `domains` is set. Automatic certificates, RFC 8555. */
+export interface AcmeConfig {
+  /** Lowercased DNS names, one certificate for them all (the first is its subject); no wildcards (HTTP-01 cannot prove them). */
+  readonly domains: readonly string[];
+  /** Account contact (`mailto:` is added); undefined = none. */
+  readonly email: string | undefined;
+  /** The ACME directory URL (https://). Default Let's Encrypt's production directory. */
+  readonly directoryUrl: string;
+  /** PEM file trusted for the directory's own TLS (private or test ACME servers); undefined = system store. */
+  readonly directoryCaFile: string | undefined;
+  /** Directory for the account key, certificates and keys. Default `./acme`. */
+  readonly storageDir: string;
+  /** Where `domains` is written. */
   readonly place: SourcePlace;
 }
 
@@ -195,6 +268,7 @@ export interface Config {
   readonly file: string;
   readonly server: ServerConfig;
   readonly admin: AdminConfig | undefined;
+  readonly acme: AcmeConfig | undefined;
   /** In file order. */
   readonly routes: readonly RouteConfig[];
 }

@@ -28,7 +28,7 @@ export function describeConfig(config: Config): string {
   const { server, admin } = config;
   const workers = server.workers === 'auto' ? 'one worker per core' : `${server.workers} worker${server.workers === 1 ? '' : 's'}`;
   const accessLog = server.accessLog === 'off' ? 'access log off' : `access log ${server.accessLog} (${server.accessLogFormat})`;
-  lines.push(`listen ${formatListenAddress(server.listen)}, ${workers}, ${accessLog}`);
+  lines.push(`listen ${server.listen === undefined ? 'off' : formatListenAddress(server.listen)}, ${workers}, ${accessLog}`);
   const serverSettings = describeServerSettings(server);
   if (serverSettings.length > 0) lines.push(`  ${serverSettings.join(', ')}`);
   if (admin !== undefined) {

@@ -14,20 +14,26 @@ import { readFileSync } from 'node:fs';
 import { isIPv4, isIPv6 } from 'node:net';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, type SourcePlace } from '../errors.js';
 import {
+  LETS_ENCRYPT_DIRECTORY,
   STRATEGY_NAMES,
   type AccessLogFormat,
+  type AcmeConfig,
   type AdminConfig,
+  type CertificateFiles,
   type AuthUser,
   type Config,
   type HashKey,
   type HashName,
   type HostMatcher,
+  type ListenAddress,
   type PathMatcher,
   type RouteConfig,
   type ServerConfig,
   type StatusRange,
   type StrategyName,
+  type TlsVersion,
   type UpstreamConfig,
+  type UpstreamTlsConfig,
 } from './config.js';
 import { suggest } from './did-you-mean.js';
 import { parseIni, placeInValue, type IniEntry, type IniSection } from './ini-parser.js';
@@ -56,7 +62,7 @@ export interface LoadConfigOptions {
 }
 
 /** Keys that may repeat in a section, each line adding one item (SPEC 1.1). */
-export const LIST_KEYS = ['pass', 'auth_user'] as const;
+export const LIST_KEYS = ['pass', 'auth_user', 'tls_cert'] as const;
 
 /** `[server]` defaults (SPEC 1.2). */
 export const SERVER_DEFAULTS: ServerConfig = deepFreeze({
@@ -72,6 +78,11 @@ export const SERVER_DEFAULTS: ServerConfig = deepFreeze({
   maxBodySize: 0,
   shutdownTimeoutMs: 10_000,
   workers: 1,
+  tlsListen: undefined,
+  tlsCertificates: [],
+  tlsMinVersion: 'TLSv1.2',
+  redirectHttps: false,
+  hstsMaxAgeSeconds: undefined,
 });
 
 /** Route defaults (SPEC 1.2), for every key that has one; `retries` defaults to upstreams − 1. */
@@ -103,6 +114,7 @@ export const ROUTE_DEFAULTS: Omit<
   authUsers: [],
   authForward: false,
   trace: false,
+  tls: { isVerified: true, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
 });
 
 /** Upper bounds for whole-number keys, far beyond any sane use but keeping arithmetic exact. */
@@ -110,6 +122,8 @@ const MAX_WORKERS = 1024;
 const MAX_VIRTUAL_NODES = 10_000;
 const MAX_RETRIES = 1000;
 const MAX_COUNT = 1_000_000;
+/** `hsts` up to 10 years (browsers cap max-age lower; preload lists ask for at least one year). */
+const MAX_HSTS_MS = 3650 * 86_400_000;
 
 /**
  * Reads and validates a config file (SPEC 1).
@@ -148,12 +162,14 @@ export function parseConfig(text: string, file: string, options: LoadConfigOptio
 
   let server = SERVER_DEFAULTS;
   let admin: AdminConfig | undefined;
+  let acme: AcmeConfig | undefined;
   let inherited: RouteFields = {};
   const routeSections: { readonly name: string; readonly section: IniSection }[] = [];
   for (const section of document.sections) {
     const name = section.name;
     if (name === 'server') server = readServerSection(section);
     else if (name === 'admin') admin = readAdminSection(section);
+    else if (name === 'acme') acme = readAcmeSection(section);
     else if (name === 'proxy') inherited = readRouteFields(section, options);
     else if (name.startsWith('proxy.')) routeSections.push({ name: readRouteName(section), section });
     else rejectSection(section);
@@ -164,9 +180,10 @@ export function parseConfig(text: string, file: string, options: LoadConfigOptio
   }
   const routes = routeSections.map(({ name, section }) => buildRoute(name, section, inherited, options));
   rejectShadowedRoutes(routes);
+  checkListeners(server, acme, document.sections, file);
   if (admin !== undefined) rejectListenCollision(admin, server, document.sections);
 
-  return deepFreeze({ file, server, admin, routes });
+  return deepFreeze({ file, server, admin, acme, routes });
 }
 
 // ---- sections ------------------------------------------------------------------------------------
@@ -175,7 +192,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type KeyReader<T> = (target: T, entry: IniEntry) => void;
 
 const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = {
-  listen: (s, e) => (s.listen = read(e, parseListenAddress)),
+  listen: (s, e) => (s.listen = read(e, (t) => (t === 'off' ? undefined : parseListenAddress(t)))),
   access_log: (s, e) => {
     s.accessLog = read(e, parseAccessLog);
     s.accessLogPlace = e.valuePlace;
@@ -191,6 +208,12 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
   max_body_size: (s, e) => (s.maxBodySize = read(e, (t) => parseSize(t, 0))), // 0 = no limit
   shutdown_timeout: (s, e) => (s.shutdownTimeoutMs = read(e, (t) => parseDuration(t, 0))),
   workers: (s, e) => (s.workers = read(e, (t) => (t === 'auto' ? 'auto' : parseInteger(t, 1, MAX_WORKERS)))),
+  tls_listen: (s, e) => (s.tlsListen = read(e, (t) => (t === 'off' ? undefined : parseListenAddress(t)))),
+  tls_cert: (s, e) => (s.tlsCertificates = [...s.tlsCertificates, readCertificateFiles(e)]),
+  tls_min_version: (s, e) =>
+    (s.tlsMinVersion = read(e, (t) => parseChoice<TlsVersion>(t, ['TLSv1.2', 'TLSv1.3'], 'TLS version'))),
+  redirect_https: (s, e) => (s.redirectHttps = read(e, parseBoolean)),
+  hsts: (s, e) => (s.hstsMaxAgeSeconds = read(e, (t) => (t === 'off' ? undefined : Math.floor(parseDuration(t, 0, MAX_HSTS_MS) / 1000)))),
 };
 
 function readServerSection(section: IniSection): ServerConfig {
@@ -216,6 +239,36 @@ function readAdminSection(section: IniSection): AdminConfig | undefined {
   return { listen: admin.listen, token: admin.token };
 }
 
+const ACME_KEYS: Readonly<Record<string, KeyReader<Partial<Mutable<AcmeConfig>>>>> = {
+  domains: (a, e) => {
+    a.domains = read(e, parseDomainList);
+    a.place = e.valuePlace;
+  },
+  email: (a, e) => (a.email = read(e, parseEmail)),
+  directory: (a, e) => (a.directoryUrl = read(e, parseDirectoryUrl)),
+  directory_ca: (a, e) => (a.directoryCaFile = read(e, (t) => parseFilePath(t, 'PEM file'))),
+  storage: (a, e) => (a.storageDir = read(e, (t) => parseFilePath(t, 'directory'))),
+};
+
+/** `[acme]`: undefined unless `domains` is set; other keys without `domains` are an error. */
+function readAcmeSection(section: IniSection): AcmeConfig | undefined {
+  const acme: Partial<Mutable<AcmeConfig>> = {};
+  for (const entry of section.entries) readKey(ACME_KEYS, acme, entry, section);
+  if (acme.domains === undefined || acme.place === undefined) {
+    const [first] = section.entries;
+    if (first !== undefined) fail(first.place, `'${first.key}' needs 'domains' in [acme] (ACME is off without it)`);
+    return undefined;
+  }
+  return {
+    domains: acme.domains,
+    email: acme.email,
+    directoryUrl: acme.directoryUrl ?? LETS_ENCRYPT_DIRECTORY,
+    directoryCaFile: acme.directoryCaFile,
+    storageDir: acme.storageDir ?? './acme',
+    place: acme.place,
+  };
+}
+
 /** `[proxy.NAME]` → NAME, which may not contain a further dot. */
 function readRouteName(section: IniSection): string {
   const name = section.name.slice('proxy.'.length);
@@ -227,7 +280,7 @@ function readRouteName(section: IniSection): string {
   return name;
 }
 
-const TOP_SECTIONS = ['server', 'admin', 'proxy'];
+const TOP_SECTIONS = ['server', 'admin', 'acme', 'proxy'];
 
 function rejectSection(section: IniSection): never {
   const [head = '', ...rest] = section.name.split('.');
@@ -238,7 +291,7 @@ function rejectSection(section: IniSection): never {
   const suggestion = suggest(head, TOP_SECTIONS);
   const wanted = suggestion === undefined ? undefined : [suggestion, ...rest].join('.');
   const note =
-    wanted === undefined ? 'expected [server], [admin], [proxy] or [proxy.NAME]' : `did you mean [${wanted}]?`;
+    wanted === undefined ? 'expected [server], [admin], [acme], [proxy] or [proxy.NAME]' : `did you mean [${wanted}]?`;
   fail(nameColumn, `unknown section [${section.name}] (${note})`);
 }
 
@@ -253,6 +306,7 @@ function readKey<T>(keys: Readonly<Record<string, KeyReader<T>>>, target: T, ent
   const homes = [
     ...(Object.hasOwn(SERVER_KEYS, entry.key) ? ['[server]'] : []),
     ...(Object.hasOwn(ADMIN_KEYS, entry.key) ? ['[admin]'] : []),
+    ...(Object.hasOwn(ACME_KEYS, entry.key) ? ['[acme]'] : []),
     ...(Object.hasOwn(ROUTE_KEYS, entry.key) ? ['[proxy] or a [proxy.NAME] route'] : []),
   ];
   const note =
@@ -297,6 +351,10 @@ interface RouteFields {
   authUsers?: AuthUser[];
   authForward?: boolean;
   trace?: boolean;
+  tlsVerify?: boolean;
+  tlsCa?: { readonly file: string; readonly place: SourcePlace };
+  tlsServerName?: string;
+  tlsClientCertificate?: CertificateFiles | null;
 }
 
 const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
@@ -326,6 +384,10 @@ const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
   auth_user: (r, e) => (r.authUsers ??= []).push(readAuthUser(e)),
   auth_forward: (r, e) => (r.authForward = read(e, parseBoolean)),
   trace: (r, e) => (r.trace = read(e, parseBoolean)),
+  tls_verify: (r, e) => (r.tlsVerify = read(e, parseBoolean)),
+  tls_ca: (r, e) => (r.tlsCa = { file: read(e, (t) => parseFilePath(t, 'PEM file')), place: e.valuePlace }),
+  tls_server_name: (r, e) => (r.tlsServerName = read(e, parseServerName)),
+  tls_client_cert: (r, e) => (r.tlsClientCertificate = e.value === 'off' ? null : readCertificateFiles(e)),
 };
 
 /** Reads the route keys of `[proxy]` or `[proxy.NAME]`, checking each list where it is written. */
@@ -398,7 +460,19 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
     authUsers,
     authForward: fields.authForward ?? defaults.authForward,
     trace: fields.trace ?? defaults.trace,
+    tls: buildUpstreamTls(fields),
     place: section.place,
+  };
+}
+
+function buildUpstreamTls(fields: RouteFields): UpstreamTlsConfig {
+  const defaults = ROUTE_DEFAULTS.tls;
+  return {
+    isVerified: fields.tlsVerify ?? defaults.isVerified,
+    caFile: fields.tlsCa?.file ?? defaults.caFile,
+    caPlace: fields.tlsCa?.place ?? defaults.caPlace,
+    serverName: fields.tlsServerName ?? defaults.serverName,
+    clientCertificate: fields.tlsClientCertificate ?? defaults.clientCertificate,
   };
 }
 
@@ -464,14 +538,53 @@ function rejectShadowedRoutes(routes: readonly RouteConfig[]): void {
   }
 }
 
-/** The admin server cannot bind where the proxy listens (a non-zero port on an overlapping host). */
-function rejectListenCollision(admin: AdminConfig, server: ServerConfig, sections: readonly IniSection[]): void {
-  const a = admin.listen;
-  const s = server.listen;
+/**
+ * The listeners and what needs them: at least one listener; `tls_listen` has certificates (`tls_cert`
+ * or `[acme]`) and `tls_cert` has a `tls_listen`; `redirect_https` needs both listeners; `hsts` needs
+ * `tls_listen`; `[acme]` needs both (the HTTP-01 challenge is answered on the plain listener, RFC 8555
+ * section 8.3, and the certificate is served on the TLS one); the two listeners do not collide.
+ */
+function checkListeners(server: ServerConfig, acme: AcmeConfig | undefined, sections: readonly IniSection[], file: string): void {
+  const serverSection = sections.find((section) => section.name === 'server');
+  const entryOf = (key: string): IniEntry | undefined => serverSection?.entries.find((entry) => entry.key === key);
+  const placeOf = (key: string): SourcePlace => entryOf(key)?.place ?? serverSection?.place ?? { file, line: 1, column: 1 };
+  if (server.listen === undefined && server.tlsListen === undefined) {
+    fail(placeOf('listen'), "'listen = off' needs 'tls_listen' in [server] (the proxy would have no listener)");
+  }
+  const [firstCertificate] = server.tlsCertificates;
+  if (server.tlsListen === undefined) {
+    if (firstCertificate !== undefined) fail(placeOf('tls_cert'), "'tls_cert' needs 'tls_listen' in [server] (the HTTPS listener)");
+    if (server.redirectHttps) fail(placeOf('redirect_https'), "'redirect_https' needs 'tls_listen' in [server] (there is no HTTPS listener to redirect to)");
+    if (server.hstsMaxAgeSeconds !== undefined) fail(placeOf('hsts'), "'hsts' needs 'tls_listen' in [server] (HSTS is sent on HTTPS responses only)");
+    if (acme !== undefined) fail(acme.place, "[acme] needs 'tls_listen' in [server] (where its certificate is served)");
+    return;
+  }
+  if (firstCertificate === undefined && acme === undefined) {
+    fail(placeOf('tls_listen'), "'tls_listen' needs certificates: 'tls_cert = CERT.pem KEY.pem' lines in [server], or an [acme] section");
+  }
+  if (server.listen === undefined) {
+    if (server.redirectHttps) fail(placeOf('redirect_https'), "'redirect_https' needs the plain 'listen' in [server] (it is 'off')");
+    if (acme !== undefined) fail(acme.place, "[acme] needs the plain 'listen' in [server]: the HTTP-01 challenge is answered there (port 80 for a public ACME server)");
+    return;
+  }
+  if (collides(server.listen, server.tlsListen)) {
+    fail(entryOf('tls_listen')?.valuePlace ?? placeOf('tls_listen'), `'tls_listen' collides with 'listen' on port ${server.tlsListen.port}`);
+  }
+}
+
+/** Two listen addresses that cannot both be bound: the same non-zero port on an overlapping host. */
+function collides(a: ListenAddress, b: ListenAddress): boolean {
   const isWildcard = (host: string): boolean => host === '0.0.0.0' || host === '::';
-  if (a.port === 0 || a.port !== s.port || !(a.host === s.host || isWildcard(a.host) || isWildcard(s.host))) return;
+  return a.port !== 0 && a.port === b.port && (a.host === b.host || isWildcard(a.host) || isWildcard(b.host));
+}
+
+/** The admin server cannot bind where the proxy listens (plain or TLS). */
+function rejectListenCollision(admin: AdminConfig, server: ServerConfig, sections: readonly IniSection[]): void {
+  const listener = [server.listen, server.tlsListen].find((address) => address !== undefined && collides(admin.listen, address));
+  if (listener === undefined) return;
+  const which = listener === server.listen ? 'listen' : 'tls_listen';
   const entry = sections.find((section) => section.name === 'admin')?.entries.find((e) => e.key === 'listen');
-  if (entry !== undefined) fail(entry.valuePlace, `admin 'listen' collides with [server] listen on port ${a.port}`);
+  if (entry !== undefined) fail(entry.valuePlace, `admin 'listen' collides with [server] ${which} on port ${listener.port}`);
 }
 
 // ---- route value parsers (each throws InvalidValueError, like values.ts) -------------------------------
@@ -566,6 +679,77 @@ function parseToken(text: string): string {
   if (text === '' || /[^\x21-\x7e]/.test(text)) {
     throw new InvalidValueError('invalid token', 'expected visible ASCII characters without spaces');
   }
+  return text;
+}
+
+/** `CERT.pem KEY.pem` (`tls_cert`, `tls_client_cert`): two paths separated by blanks. */
+function readCertificateFiles(entry: IniEntry): CertificateFiles {
+  const paths = Array.from(entry.value.matchAll(/[^ \t]+/g));
+  const [cert, key, extra] = paths;
+  if (cert === undefined || key === undefined || extra !== undefined) {
+    const offset = extra?.index ?? entry.value.length;
+    fail(placeInValue(entry, offset), `invalid '${entry.key}' (expected two paths: CERT.pem KEY.pem)`);
+  }
+  return {
+    certFile: cert[0],
+    keyFile: key[0],
+    place: placeInValue(entry, cert.index ?? 0),
+    keyPlace: placeInValue(entry, key.index ?? 0),
+  };
+}
+
+/** A file or directory path: not empty. The file itself is read where it is used. */
+function parseFilePath(text: string, what: string): string {
+  if (text === '') throw new InvalidValueError(`empty ${what} path`, `expected the path of a ${what}`);
+  return text;
+}
+
+/** `tls_server_name`: a DNS name or an IP address (lowercased); the name the upstream's certificate must show. */
+function parseServerName(text: string): string {
+  const name = text.toLowerCase();
+  if (!isHostName(name) && !isIPv4(name) && !isIPv6(name)) {
+    throw new InvalidValueError(`invalid server name '${text}'`, 'expected a DNS name like api.example.com, or an IP address');
+  }
+  return name;
+}
+
+/** `[acme] domains`: comma-separated DNS names, lowercased, no duplicates, no wildcards. */
+function parseDomainList(text: string): string[] {
+  const domains: string[] = [];
+  let offset = 0;
+  for (const item of text.split(',')) {
+    const name = item.trim().toLowerCase();
+    const at = offset + item.length - item.trimStart().length;
+    offset += item.length + 1;
+    if (name.startsWith('*.')) {
+      throw new InvalidValueError(`wildcard domain '${name}'`, 'the HTTP-01 challenge cannot prove a wildcard name (RFC 8555 section 8.3); list each name', at);
+    }
+    if (!isHostName(name) || !name.includes('.')) {
+      throw new InvalidValueError(`invalid domain '${item.trim()}'`, 'expected DNS names separated by commas, e.g. example.com, www.example.com', at);
+    }
+    if (domains.includes(name)) throw new InvalidValueError(`domain '${name}' is listed twice`, undefined, at);
+    domains.push(name);
+  }
+  return domains;
+}
+
+/** `[acme] email`: one address, `local@domain`, no spaces or commas. */
+function parseEmail(text: string): string {
+  if (!/^[^\s@,<>]+@[^\s@,<>]+\.[^\s@,<>]+$/.test(text)) {
+    throw new InvalidValueError(`invalid email '${text}'`, 'expected an address like admin@example.com');
+  }
+  return text;
+}
+
+/** `[acme] directory`: an https:// URL (RFC 8555 section 6.1: ACME runs over HTTPS only). */
+function parseDirectoryUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidValueError(`invalid directory URL '${text}'`, 'expected e.g. https://acme-v02.api.letsencrypt.org/directory');
+  }
+  if (url.protocol !== 'https:') throw new InvalidValueError(`invalid directory URL '${text}'`, 'ACME directories are https:// URLs (RFC 8555 section 6.1)');
   return text;
 }
 

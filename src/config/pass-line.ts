@@ -5,7 +5,7 @@
  * `%41` and `A` become equal) and could not say which column is wrong. Grammar (RFC 3986 section 3,
  * narrowed to what a proxy can connect to):
  *
- *     http://host[:port][/path]      host = name | IPv4 | [IPv6];  port 1..65535, default 80
+ *     http[s]://host[:port][/path]   host = name | IPv4 | [IPv6];  port 1..65535, default 80 (443 for https)
  *
  * No user info, query or fragment: they cannot mean anything for an upstream.
  */
@@ -20,16 +20,15 @@ import { isHostName } from './values.js';
 export const MAX_WEIGHT = 1_000_000;
 
 const FLAG_NAMES = ['weight=', 'backup', 'down'] as const;
-const URL_HINT = 'expected http://host[:port][/path]';
+const URL_HINT = 'expected http://host[:port][/path] or https://host[:port][/path]';
 
 /**
  * Parses one `pass` line.
  *
- * @returns the upstream: `origin` is always `http://host:port`; `hostHeader` omits `:80` as clients
- *   do (RFC 9110 section 7.2); `path` is the URL's path when written (even `/`), else undefined;
- *   `place` is where the URL starts.
- * @throws ConfigValueError at the offending column: not `http://` (https is named as unsupported),
- *   bad host or port, user info, query or fragment, non-ASCII path, unknown or repeated flag (with a
+ * @returns the upstream: `origin` is always `scheme://host:port`; `hostHeader` omits the scheme's
+ *   default port (80, 443) as clients do (RFC 9110 section 7.2); `path` is the URL's path when
+ *   written (even `/`), else undefined; `place` is where the URL starts.
+ * @throws ConfigValueError at the offending column: not `http://` or `https://`, bad host or port, user info, query or fragment, non-ASCII path, unknown or repeated flag (with a
  *   did-you-mean), weight outside 1..1 000 000.
  */
 export function parsePassLine(entry: IniEntry): UpstreamConfig {
@@ -73,16 +72,14 @@ export function parsePassLine(entry: IniEntry): UpstreamConfig {
   return { url: urlToken.text, ...url, weight: weight ?? 1, isBackup, isDown, place: placeInValue(entry, urlToken.offset) };
 }
 
-type UpstreamAddress = Pick<UpstreamConfig, 'origin' | 'host' | 'port' | 'hostHeader' | 'path'>;
+type UpstreamAddress = Pick<UpstreamConfig, 'scheme' | 'origin' | 'host' | 'port' | 'hostHeader' | 'path'>;
 
-/** `http://host[:port][/path]` → its parts; `fail(offset, reason)` with the offset in `text`. */
+/** `http[s]://host[:port][/path]` → its parts; `fail(offset, reason)` with the offset in `text`. */
 function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) => never): UpstreamAddress {
   const schemeEnd = text.indexOf('://');
   const scheme = schemeEnd < 0 ? '' : text.slice(0, schemeEnd).toLowerCase();
-  if (scheme === 'https') {
-    fail(0, `https upstreams are not supported yet: '${text}' (use http://, e.g. a TLS-terminating sidecar next to the upstream)`);
-  }
-  if (scheme !== 'http') fail(0, `invalid upstream URL '${text}' for 'pass' (${URL_HINT})`);
+  if (scheme !== 'http' && scheme !== 'https') fail(0, `invalid upstream URL '${text}' for 'pass' (${URL_HINT})`);
+  const defaultPort = scheme === 'https' ? 443 : 80;
   const authorityStart = schemeEnd + 3;
 
   const queryOrFragment = text.search(/[?#]/);
@@ -116,7 +113,7 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     portOffset = authorityStart + colon + 1;
   }
 
-  const port = portText === undefined ? 80 : /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
+  const port = portText === undefined ? defaultPort : /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
   if (!(port >= 1 && port <= 65_535)) fail(portOffset, `invalid port '${portText}' in pass URL (expected 1 to 65535)`);
 
   const path = pathStart < 0 ? undefined : text.slice(pathStart);
@@ -127,10 +124,11 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
 
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
   return {
-    origin: `http://${hostInUrl}:${port}`,
+    scheme,
+    origin: `${scheme}://${hostInUrl}:${port}`,
     host,
     port,
-    hostHeader: port === 80 ? hostInUrl : `${hostInUrl}:${port}`,
+    hostHeader: port === defaultPort ? hostInUrl : `${hostInUrl}:${port}`,
     path,
   };
 }

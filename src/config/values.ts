@@ -35,23 +35,26 @@ export class InvalidValueError extends Error {
  */
 export const MAX_DURATION_MS = 2_147_483_647;
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
-const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
+const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
- * Parses a duration: a number with unit `ms`, `s`, `m` or `h`; a bare number is seconds (nginx).
+ * Parses a duration: a number with unit `ms`, `s`, `m`, `h` or `d`; a bare number is seconds (nginx).
  * Decimals are allowed (`1.5s`); the result is rounded to whole milliseconds.
  *
  * @param minMs the smallest acceptable result, default 0 (timeouts where 0 means nothing pass 1).
- * @returns milliseconds, minMs..MAX_DURATION_MS. `parseDuration('500ms')` = 500, `parseDuration('3')` = 3000.
- * @throws InvalidValueError for other spellings (`5x`, `-1s`, `1 s`, `1S`), below minMs or above MAX_DURATION_MS.
+ * @param maxMs the largest, default MAX_DURATION_MS (what a timer can wait); a duration that is never
+ *   a timer (`hsts`'s max-age) passes a larger one.
+ * @returns milliseconds, minMs..maxMs. `parseDuration('500ms')` = 500, `parseDuration('3')` = 3000.
+ * @throws InvalidValueError for other spellings (`5x`, `-1s`, `1 s`, `1S`), below minMs or above maxMs.
  */
-export function parseDuration(text: string, minMs = 0): number {
+export function parseDuration(text: string, minMs = 0, maxMs = MAX_DURATION_MS): number {
   const match = DURATION.exec(text);
   if (match === null) throw new InvalidValueError(`invalid duration '${text}'`, 'expected e.g. 500ms, 3s, 1m');
   const ms = Math.round(Number(match[1]) * (MS_PER_UNIT[match[2] ?? 's'] ?? 1_000));
-  if (!(ms <= MAX_DURATION_MS)) {
-    throw new InvalidValueError(`invalid duration '${text}'`, "expected at most 596h, the limit of Node's timers");
+  if (!(ms <= maxMs)) {
+    const limit = maxMs === MAX_DURATION_MS ? "596h, the limit of Node's timers" : formatDuration(maxMs);
+    throw new InvalidValueError(`invalid duration '${text}'`, `expected at most ${limit}`);
   }
   if (ms < minMs) throw new InvalidValueError(`invalid duration '${text}'`, `expected at least ${formatDuration(minMs)}`);
   return ms;
@@ -304,9 +307,10 @@ export function parseStatusRanges(text: string): StatusRange[] {
 
 // ---- formatting back, for --check ------------------------------------------------------------------
 
-/** 500 → `500ms`, 3000 → `3s`, 90 000 → `90s`, 60 000 → `1m`, 3 600 000 → `1h`, 0 → `0s`. */
+/** 500 → `500ms`, 3000 → `3s`, 90 000 → `90s`, 60 000 → `1m`, 3 600 000 → `1h`, 86 400 000 → `1d`, 0 → `0s`. */
 export function formatDuration(ms: number): string {
   if (ms === 0) return '0s';
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000}d`;
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1_000 === 0) return `${ms / 1_000}s`;

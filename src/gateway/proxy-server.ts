@@ -197,7 +197,7 @@ export class ProxyServer {
   reload(config: Config): ReloadSummary {
     const warnings: string[] = [];
     const before = this.#table.config;
-    if (before.server.listen.host !== config.server.listen.host || before.server.listen.port !== config.server.listen.port) {
+    if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
     // What needs a restart, compared without the parts a reload does apply or that are only places.
@@ -235,7 +235,7 @@ export class ProxyServer {
   }
 
   /** Starts listening on `[server] listen` (or `port` when given, e.g. 0 in tests). Resolves with the bound port. */
-  async listen(port = this.config.server.listen.port, host = this.config.server.listen.host): Promise<number> {
+  async listen(port = this.config.server.listen?.port ?? 0, host = this.config.server.listen?.host ?? '0.0.0.0'): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {

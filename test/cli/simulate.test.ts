@@ -7,7 +7,7 @@ import { UsageError } from '../../src/errors.js';
 import { routeConfig, seededRandom, weights } from '../upstream/balancer/helpers.js';
 
 function configOf(...routes: RouteConfig[]): Config {
-  return { file: 'env.ini', server: {} as Config['server'], admin: undefined, routes };
+  return { file: 'env.ini', server: {} as Config['server'], admin: undefined, acme: undefined, routes };
 }
 
 test("smooth weighted round robin {5,1,1}: the SPEC's sequence a a b a c a a with its current weights", () => {

@@ -100,6 +100,11 @@ describe('defaults', () => {
       maxBodySize: 0,
       shutdownTimeoutMs: 10_000,
       workers: 1,
+      tlsListen: undefined,
+      tlsCertificates: [],
+      tlsMinVersion: 'TLSv1.2',
+      redirectHttps: false,
+      hstsMaxAgeSeconds: undefined,
     });
   });
 
@@ -137,6 +142,7 @@ describe('defaults', () => {
       authUsers: [],
       authForward: false,
       trace: false,
+      tls: { isVerified: true, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
     });
     assert.equal(ROUTE_DEFAULTS.virtualNodes, 160);
   });
@@ -166,6 +172,12 @@ max_header_size = 8k
 max_body_size = 1m
 shutdown_timeout = 1m
 workers = auto
+tls_listen = 127.0.0.1:8443
+tls_cert = certs/a.pem certs/a.key
+tls_cert = "certs/b.pem	certs/b.key"
+tls_min_version = TLSv1.3
+redirect_https = on
+hsts = 365d
 
 [admin]
 listen = [::1]:9090
@@ -201,6 +213,10 @@ auth_user = tom:HASH1
 auth_user = ann:HASH2
 auth_forward = yes
 trace = true
+tls_verify = off
+tls_ca = ca.pem
+tls_server_name = API.internal
+tls_client_cert = me.pem me.key
 `;
 
   it('reads [server] and [admin]', () => {
@@ -219,6 +235,14 @@ trace = true
       maxBodySize: 1_048_576,
       shutdownTimeoutMs: 60_000,
       workers: 'auto',
+      tlsListen: { host: '127.0.0.1', port: 8443 },
+      tlsCertificates: [
+        { certFile: 'certs/a.pem', keyFile: 'certs/a.key', place: { file: 'env.ini', line: 16, column: 12 }, keyPlace: { file: 'env.ini', line: 16, column: 24 } },
+        { certFile: 'certs/b.pem', keyFile: 'certs/b.key', place: { file: 'env.ini', line: 17, column: 13 }, keyPlace: { file: 'env.ini', line: 17, column: 25 } },
+      ],
+      tlsMinVersion: 'TLSv1.3',
+      redirectHttps: true,
+      hstsMaxAgeSeconds: 31_536_000,
     });
     assert.deepEqual(trustedProxies.map((n) => n.source), ['10.0.0.0/8', '::1']);
     assert.deepEqual(config.admin, { listen: { host: '::1', port: 9090 }, token: 's3cret-token' });
@@ -238,6 +262,7 @@ trace = true
         ['http://web3.internal:8080', 'web3.internal', 8080, 'web3.internal:8080', undefined, 1, false, true],
       ],
     );
+    const lineOf = (text: string): number => FULL.split('\n').indexOf(text) + 1;
     const { upstreams, path, host, passPath, place, health, authUsers, ...rest } = api;
     assert.deepEqual(rest, {
       name: 'api',
@@ -255,6 +280,18 @@ trace = true
       authBasic: 'Staff only',
       authForward: true,
       trace: true,
+      tls: {
+        isVerified: false,
+        caFile: 'ca.pem',
+        caPlace: { file: 'env.ini', line: lineOf('tls_ca = ca.pem'), column: 10 },
+        serverName: 'api.internal',
+        clientCertificate: {
+          certFile: 'me.pem',
+          keyFile: 'me.key',
+          place: { file: 'env.ini', line: lineOf('tls_client_cert = me.pem me.key'), column: 19 },
+          keyPlace: { file: 'env.ini', line: lineOf('tls_client_cert = me.pem me.key'), column: 26 },
+        },
+      },
     });
     assert.deepEqual(health, {
       isEnabled: true,
@@ -270,7 +307,6 @@ trace = true
         { from: 300, to: 399 },
       ],
     });
-    const lineOf = (text: string): number => FULL.split('\n').indexOf(text) + 1;
     assert.deepEqual(authUsers.map((u) => [u.name, u.hash, u.place.line, u.place.column]), [
       ['tom', 'HASH1', lineOf('auth_user = tom:HASH1'), 13],
       ['ann', 'HASH2', lineOf('auth_user = ann:HASH2'), 13],
@@ -344,6 +380,7 @@ describe('pass lines', () => {
   it('reads host, port (default 80), path and flags', () => {
     assert.deepEqual(pass('http://LocalHost'), {
       url: 'http://LocalHost',
+      scheme: 'http',
       origin: 'http://localhost:80',
       host: 'localhost',
       port: 80,
@@ -375,15 +412,14 @@ describe('pass lines', () => {
   });
 
   const bad: [string, string, string][] = [
-    ['https', 'https://a:443', "env.ini:3:8: https upstreams are not supported yet: 'https://a:443' (use http://, e.g. a TLS-terminating sidecar next to the upstream)"],
-    ['other scheme', 'ftp://a', "env.ini:3:8: invalid upstream URL 'ftp://a' for 'pass' (expected http://host[:port][/path])"],
-    ['no scheme', 'localhost:9001', "env.ini:3:8: invalid upstream URL 'localhost:9001' for 'pass' (expected http://host[:port][/path])"],
+    ['other scheme', 'ftp://a', "env.ini:3:8: invalid upstream URL 'ftp://a' for 'pass' (expected http://host[:port][/path] or https://host[:port][/path])"],
+    ['no scheme', 'localhost:9001', "env.ini:3:8: invalid upstream URL 'localhost:9001' for 'pass' (expected http://host[:port][/path] or https://host[:port][/path])"],
     ['query', 'http://a/x?y=1', "env.ini:3:18: a pass URL cannot have a query or fragment: 'http://a/x?y=1'"],
     ['fragment', 'http://a#top', "env.ini:3:16: a pass URL cannot have a query or fragment: 'http://a#top'"],
     ['user info', 'http://u:p@a', "env.ini:3:15: user info in a pass URL is not supported: 'http://u:p@a'"],
-    ['no host', 'http://:80', "env.ini:3:15: missing host in pass URL 'http://:80' (expected http://host[:port][/path])"],
-    ['bad host', 'http://a_b!c', "env.ini:3:15: invalid host 'a_b!c' in pass URL (expected http://host[:port][/path])"],
-    ['bad IPv6', 'http://[::g]:80', "env.ini:3:16: invalid IPv6 address in pass URL 'http://[::g]:80' (expected http://host[:port][/path])"],
+    ['no host', 'http://:80', "env.ini:3:15: missing host in pass URL 'http://:80' (expected http://host[:port][/path] or https://host[:port][/path])"],
+    ['bad host', 'http://a_b!c', "env.ini:3:15: invalid host 'a_b!c' in pass URL (expected http://host[:port][/path] or https://host[:port][/path])"],
+    ['bad IPv6', 'http://[::g]:80', "env.ini:3:16: invalid IPv6 address in pass URL 'http://[::g]:80' (expected http://host[:port][/path] or https://host[:port][/path])"],
     ['port 0', 'http://a:0', "env.ini:3:17: invalid port '0' in pass URL (expected 1 to 65535)"],
     ['port too big', 'http://a:65536/', "env.ini:3:17: invalid port '65536' in pass URL (expected 1 to 65535)"],
     ['empty port', 'http://[::1]:', "env.ini:3:21: invalid port '' in pass URL (expected 1 to 65535)"],
@@ -401,6 +437,19 @@ describe('pass lines', () => {
   for (const [name, line, message] of bad) {
     it(`rejects: ${name}`, () => assertError(`[proxy.a]\npath=/a\npass = ${line}\n`, message));
   }
+
+  it('reads https:// URLs: port 443 by default, omitted from the Host header, and a scheme of their own in the origin', () => {
+    assert.deepEqual(
+      [pass('https://API.example.com'), pass('https://a:8443/v1'), pass('https://[::1]')].map((u) => [u?.scheme, u?.origin, u?.port, u?.hostHeader, u?.path]),
+      [
+        ['https', 'https://api.example.com:443', 443, 'api.example.com', undefined],
+        ['https', 'https://a:8443', 8443, 'a:8443', '/v1'],
+        ['https', 'https://[::1]:443', 443, '[::1]', undefined],
+      ],
+    );
+    const both = parseConfig('[proxy.a]\npath=/a\npass=http://a:443\npass=https://a\n', 'env.ini');
+    assert.deepEqual(route(both, 'a').upstreams.map((u) => u.origin), ['http://a:443', 'https://a:443'], 'got one upstream, want two: the scheme is part of the identity');
+  });
 
   it('rejects the same upstream twice in one route', () => {
     assertError(
@@ -422,7 +471,7 @@ describe('sections and keys', () => {
     ['a key named like an Object.prototype member', '[proxy.a]\nconstructor=1\n', "env.ini:2:1: unknown key 'constructor' in [proxy.a]"],
     ['misspelt section', '[sever]\n', 'env.ini:1:2: unknown section [sever] (did you mean [server]?)'],
     ['misspelt route section', '\n[proxi.api]\n', 'env.ini:2:2: unknown section [proxi.api] (did you mean [proxy.api]?)'],
-    ['unknown section', '[upstream]\n', 'env.ini:1:2: unknown section [upstream] (expected [server], [admin], [proxy] or [proxy.NAME])'],
+    ['unknown section', '[upstream]\n', 'env.ini:1:2: unknown section [upstream] (expected [server], [admin], [acme], [proxy] or [proxy.NAME])'],
     ['child of [server]', '[server.x]\n', 'env.ini:1:2: unknown section [server.x] ([server] has no children; only [proxy.NAME] names a route)'],
     ['deeper route', '[proxy.a.b]\n', "env.ini:1:9: route names cannot contain '.': [proxy.a.b] (use e.g. [proxy.a-b])"],
     ['key outside any section', 'listen = :80\n[server]\n', "env.ini:1:1: key 'listen' is outside any section (put it under [server], [admin], [proxy] or a [proxy.NAME] route)"],
@@ -543,5 +592,60 @@ describe('loadConfig', () => {
     const firstLine = join(directory, 'first-line.ini');
     writeFileSync(firstLine, Buffer.concat([Buffer.from('\uFEFFab'), Buffer.from([0xff])]));
     assert.throws(() => loadConfig(firstLine), { message: `${firstLine}:1:3: invalid UTF-8 byte 0xFF (the config file must be UTF-8)` });
+  });
+});
+
+describe('TLS and ACME keys (SPEC 1.2): what needs what', () => {
+  const CERT = 'tls_cert = site.pem site.key\n';
+  const cases: [string, string, string][] = [
+    ['listen = off without tls_listen', '[server]\nlisten = off\n', "env.ini:2:1: 'listen = off' needs 'tls_listen' in [server] (the proxy would have no listener)"],
+    ['tls_listen without certificates', '[server]\ntls_listen = :8443\n', "env.ini:2:1: 'tls_listen' needs certificates: 'tls_cert = CERT.pem KEY.pem' lines in [server], or an [acme] section"],
+    ['tls_cert without tls_listen', `[server]\n${CERT}`, "env.ini:2:1: 'tls_cert' needs 'tls_listen' in [server] (the HTTPS listener)"],
+    ['tls_cert with one path', '[server]\ntls_listen = :8443\ntls_cert = site.pem\n', "env.ini:3:20: invalid 'tls_cert' (expected two paths: CERT.pem KEY.pem)"],
+    ['tls_cert with three paths', '[server]\ntls_listen = :8443\ntls_cert = a b c\n', "env.ini:3:16: invalid 'tls_cert' (expected two paths: CERT.pem KEY.pem)"],
+    ['redirect_https without tls_listen', '[server]\nredirect_https = on\n', "env.ini:2:1: 'redirect_https' needs 'tls_listen' in [server] (there is no HTTPS listener to redirect to)"],
+    ['redirect_https with listen = off', `[server]\nlisten = off\ntls_listen = :8443\n${CERT}redirect_https = on\n`, "env.ini:5:1: 'redirect_https' needs the plain 'listen' in [server] (it is 'off')"],
+    ['hsts without tls_listen', '[server]\nhsts = 1d\n', "env.ini:2:1: 'hsts' needs 'tls_listen' in [server] (HSTS is sent on HTTPS responses only)"],
+    ['hsts that is not a duration', '[server]\nhsts = forever\n', "env.ini:2:8: invalid duration 'forever' for 'hsts' (expected e.g. 500ms, 3s, 1m)"],
+    ['tls_listen on the plain port', `[server]\nlisten = :8080\ntls_listen = 127.0.0.1:8080\n${CERT}`, "env.ini:3:14: 'tls_listen' collides with 'listen' on port 8080"],
+    ['admin on the TLS port', `[server]\ntls_listen = :8443\n${CERT}[admin]\nlisten = 127.0.0.1:8443\n`, "env.ini:5:10: admin 'listen' collides with [server] tls_listen on port 8443"],
+    ['an unknown TLS version', '[server]\ntls_min_version = TLSv1.1\n', "env.ini:2:19: unknown TLS version 'TLSv1.1' for 'tls_min_version' (did you mean 'TLSv1.2'?)"],
+    ['[acme] without tls_listen', '[acme]\ndomains = example.com\n', "env.ini:2:11: [acme] needs 'tls_listen' in [server] (where its certificate is served)"],
+    ['[acme] with listen = off', '[server]\nlisten = off\ntls_listen = :8443\n[acme]\ndomains = example.com\n', "env.ini:5:11: [acme] needs the plain 'listen' in [server]: the HTTP-01 challenge is answered there (port 80 for a public ACME server)"],
+    ['[acme] keys without domains', '[acme]\nemail = a@example.com\n', "env.ini:2:1: 'email' needs 'domains' in [acme] (ACME is off without it)"],
+    ['a wildcard ACME domain', '[acme]\ndomains = example.com, *.example.com\n', "env.ini:2:24: wildcard domain '*.example.com' for 'domains' (the HTTP-01 challenge cannot prove a wildcard name (RFC 8555 section 8.3); list each name)"],
+    ['a repeated ACME domain', '[acme]\ndomains = a.example.com,A.example.com\n', "env.ini:2:25: domain 'a.example.com' is listed twice for 'domains'"],
+    ['an ACME domain without a dot', '[acme]\ndomains = localhost\n', "env.ini:2:11: invalid domain 'localhost' for 'domains' (expected DNS names separated by commas, e.g. example.com, www.example.com)"],
+    ['a plain-http directory', '[acme]\ndomains = example.com\ndirectory = http://acme.test/dir\n', "env.ini:3:13: invalid directory URL 'http://acme.test/dir' for 'directory' (ACME directories are https:// URLs (RFC 8555 section 6.1))"],
+    ['a bad email', '[acme]\ndomains = example.com\nemail = admin\n', "env.ini:3:9: invalid email 'admin' for 'email' (expected an address like admin@example.com)"],
+    ['a bad tls_server_name', '[proxy]\ntls_server_name = a b\n', "env.ini:2:19: invalid server name 'a b' for 'tls_server_name' (expected a DNS name like api.example.com, or an IP address)"],
+  ];
+  for (const [name, text, message] of cases) {
+    it(`rejects: ${name}`, () => assertError(text + ROUTE, message));
+  }
+
+  it('reads listen = off with a TLS listener alone, and [acme] with its defaults', () => {
+    const alone = parseConfig(`[server]\nlisten = off\ntls_listen = [::]:443\n${CERT}` + ROUTE, 'env.ini');
+    assert.equal(alone.server.listen, undefined);
+    assert.deepEqual(alone.server.tlsListen, { host: '::', port: 443 });
+    const acme = parseConfig('[server]\nlisten = :80\ntls_listen = :443\n[acme]\ndomains = Example.com, www.example.com\n' + ROUTE, 'env.ini');
+    assert.deepEqual(acme.acme, {
+      domains: ['example.com', 'www.example.com'],
+      email: undefined,
+      directoryUrl: 'https://acme-v02.api.letsencrypt.org/directory',
+      directoryCaFile: undefined,
+      storageDir: './acme',
+      place: { file: 'env.ini', line: 5, column: 11 },
+    });
+  });
+
+  it('inherits tls_* route keys from [proxy]; tls_client_cert = off drops an inherited one', () => {
+    const config = parseConfig(
+      '[proxy]\ntls_ca = ca.pem\ntls_client_cert = me.pem me.key\n[proxy.a]\npath=/a\npass=https://a\n[proxy.b]\npath=/b\npass=https://b\ntls_client_cert = off\n',
+      'env.ini',
+    );
+    assert.deepEqual([route(config, 'a').tls.caFile, route(config, 'b').tls.caFile], ['ca.pem', 'ca.pem']);
+    assert.equal(route(config, 'a').tls.clientCertificate?.certFile, 'me.pem');
+    assert.equal(route(config, 'b').tls.clientCertificate, undefined);
   });
 });

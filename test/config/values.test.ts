@@ -47,7 +47,7 @@ describe('parseDuration', () => {
   for (const [text, ms] of good) {
     it(`${text} → ${ms} ms`, () => assert.equal(parseDuration(text), ms, `got ${parseDuration(text)}, want ${ms}`));
   }
-  for (const text of ['5x', '', ' 1s', '1 s', '1S', '-1s', '1.s', '.5s', '1e3', 's', '1d', '1sec', '0x10']) {
+  for (const text of ['5x', '', ' 1s', '1 s', '1S', '-1s', '1.s', '.5s', '1e3', 's', '1w', '1sec', '0x10']) {
     it(`rejects '${text}'`, () => {
       assert.equal(errorOf(() => parseDuration(text)).message, `invalid duration '${text}' (expected e.g. 500ms, 3s, 1m)`);
     });
@@ -238,13 +238,13 @@ describe('parseStatusRanges', () => {
 
 describe('formatDuration and formatSize', () => {
   it('write the shortest exact unit', () => {
-    const durations: [number, string][] = [[0, '0s'], [500, '500ms'], [1_500, '1500ms'], [3_000, '3s'], [90_000, '90s'], [60_000, '1m'], [7_200_000, '2h']];
+    const durations: [number, string][] = [[0, '0s'], [500, '500ms'], [1_500, '1500ms'], [3_000, '3s'], [90_000, '90s'], [60_000, '1m'], [7_200_000, '2h'], [172_800_000, '2d']];
     for (const [ms, text] of durations) assert.equal(formatDuration(ms), text, `got ${formatDuration(ms)} for ${ms}, want ${text}`);
     const sizes: [number, string][] = [[0, '0'], [1000, '1000'], [16_384, '16k'], [1_048_576, '1m'], [1_073_741_824, '1g']];
     for (const [bytes, text] of sizes) assert.equal(formatSize(bytes), text, `got ${formatSize(bytes)} for ${bytes}, want ${text}`);
   });
   it('round-trip through the parsers', () => {
-    for (const ms of [0, 1, 999, 1_000, 61_000, 3_600_000]) assert.equal(parseDuration(formatDuration(ms)), ms);
+    for (const ms of [0, 1, 999, 1_000, 61_000, 3_600_000, 86_400_000]) assert.equal(parseDuration(formatDuration(ms)), ms);
     for (const bytes of [0, 1, 1024, 3 * 1024 ** 2]) assert.equal(parseSize(formatSize(bytes)), bytes);
   });
 });

@@ -15,6 +15,7 @@ export function upstreamConfig(overrides: Partial<UpstreamConfig> = {}): Upstrea
   const hostHeader = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return {
     url: `http://${hostHeader}`,
+    scheme: 'http',
     origin: `http://${hostHeader}`,
     host,
     port,

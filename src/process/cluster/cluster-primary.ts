@@ -40,6 +40,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Config } from '../../config/config.js';
+import { formatListenAddress } from '../../config/values.js';
 import { ProxyServer } from '../../gateway/proxy-server.js';
 import { checkAccessLogPath } from '../../gateway/access-log.js';
 import { AdminServer } from '../../admin/admin-server.js';
@@ -315,7 +316,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     };
   };
   for (const slot of slots) startWorker(slot);
-  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${config.server.listen.host}:${config.server.listen.port}`);
+  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${config.server.listen === undefined ? 'no plain listener' : formatListenAddress(config.server.listen)}`);
 
   const onSignal = (signal: string): void => {
     if (isStopping) {

@@ -210,3 +210,35 @@ test('ACME certificate: before one exists handshakes fail with an alert (logged 
     assert.equal(certificate.subject.CN, c.want, `SNI ${c.sni}: got ${certificate.subject.CN}, want ${c.want}`);
   }
 });
+
+test('session tickets: two proxies given the same ticketKeys resume each other tickets; with their own keys they do not', async (t) => {
+  const backend = await backendFor(t);
+  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const start = async (ticketKeys: Buffer | undefined): Promise<number> => {
+    const proxy = new ProxyServer(parseConfig(ini, 'test.ini'), { ticketKeys });
+    t.after(() => proxy.close(1000));
+    return proxy.listenTls(0, '127.0.0.1');
+  };
+  /** A request on a new connection: whether it resumed, and the ticket it got. */
+  const connect = (port: number, session?: Buffer): Promise<{ isReused: boolean; ticket: Buffer | undefined }> =>
+    new Promise((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port, servername: 'exact.test', ca: readFileSync(join(TLS_FIXTURES, 'ca.pem')), session });
+      let ticket: Buffer | undefined;
+      let isReused = false;
+      socket.on('session', (next: Buffer) => (ticket = next));
+      socket.once('secureConnect', () => {
+        isReused = socket.isSessionReused();
+        socket.write('GET / HTTP/1.1\r\nHost: exact.test\r\nConnection: close\r\n\r\n');
+      });
+      socket.on('data', () => {});
+      socket.on('end', () => socket.destroy());
+      socket.on('close', () => resolve({ isReused, ticket }));
+      socket.on('error', reject);
+    });
+  const shared = Buffer.alloc(48, 7);
+  const [a, b, own] = [await start(shared), await start(shared), await start(undefined)];
+  const { ticket } = await connect(a);
+  assert.ok(ticket !== undefined, 'the first connection got a ticket');
+  assert.equal((await connect(b, ticket)).isReused, true, 'a ticket from A resumes on B (same key)');
+  assert.equal((await connect(own, ticket)).isReused, false, 'a proxy with its own key does a full handshake');
+});

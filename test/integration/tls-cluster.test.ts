@@ -1,0 +1,98 @@
+/**
+ * The HTTPS listener with `workers = 2` (real processes from a private build): both workers listen
+ * on `tls_listen`, one session ticket key serves them all (the primary makes it), so a client that
+ * resumes with a ticket resumes on whichever worker takes its connection; and the primary's admin
+ * shows the certificates (`/status.json`, `/metrics`). Processes are stopped by pid.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import tls from 'node:tls';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
+import { startBackend } from '../helpers/proxy-harness.js';
+import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
+import { CA, tlsCertLine } from '../tls/https-client.js';
+
+before(async () => {
+  await buildCli();
+});
+after(removeBuild);
+
+/** One GET / over a new TLS connection (resuming `session` when given); resolves with what the handshake did and the new session. */
+function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReused: boolean; session: Buffer; status: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port, servername: 'exact.test', ca: CA, session });
+    let ticket: Buffer | undefined;
+    let response = '';
+    let isReused = false;
+    socket.on('session', (next: Buffer) => (ticket = next));
+    socket.once('secureConnect', () => {
+      isReused = socket.isSessionReused();
+      socket.write('GET / HTTP/1.1\r\nHost: exact.test\r\nConnection: close\r\n\r\n');
+    });
+    socket.on('data', (chunk: Buffer) => (response += chunk.toString('latin1')));
+    socket.on('end', () => {
+      socket.destroy();
+      resolve({ isReused, session: ticket ?? session!, status: response.split('\r\n')[0]! });
+    });
+    socket.on('error', reject);
+  });
+}
+
+test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate', { timeout: 30_000 }, async (t) => {
+  const backend = await startBackend();
+  const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-cluster-'));
+  const configFile = join(dir, 'env.ini');
+  writeFileSync(
+    configFile,
+    [
+      '[server]',
+      `listen = 127.0.0.1:${port}`,
+      `tls_listen = 127.0.0.1:${tlsPort}`,
+      tlsCertLine('exact'),
+      'access_log = off',
+      'workers = 2',
+      '[admin]',
+      `listen = 127.0.0.1:${adminPort}`,
+      '[proxy.all]',
+      'path = /',
+      `pass = ${backend.url}`,
+      '',
+    ].join('\n'),
+  );
+  const primary = await spawnCli(configFile);
+  t.after(async () => {
+    killAll([primary.pid]);
+    await backend.close();
+  });
+  const status = async (): Promise<StatusSnapshot> => JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot;
+  await waitFor('two workers reporting', async () => ((await status()).workers.length === 2 ? true : undefined), 15_000);
+  await waitFor('the TLS listener', () => resumingGet(tlsPort, undefined).then((r) => (r.status === 'HTTP/1.1 200 OK' ? r : undefined)), 10_000);
+
+  const first = await resumingGet(tlsPort, undefined);
+  assert.equal(first.isReused, false);
+  const resumptions = 8;
+  for (let i = 0; i < resumptions; i++) {
+    const next = await resumingGet(tlsPort, first.session);
+    assert.equal(next.status, 'HTTP/1.1 200 OK');
+    assert.equal(next.isReused, true, `connection ${i + 1}: got a full handshake, want the ticket resumed (whichever worker took it)`);
+  }
+  const snapshot = await status();
+  const perWorker = snapshot.workers.map((worker) => worker.requestsTotal);
+  assert.ok(perWorker.every((count) => count > 0), `got requests per worker ${JSON.stringify(perWorker)}, want both workers to have served resumed connections`);
+
+  assert.deepEqual(
+    snapshot.certificates.map((c) => ({ source: c.source, names: c.names, notAfter: c.notAfter, isDefault: c.isDefault })),
+    [{ source: 'tls_cert', names: ['exact.test'], notAfter: '2126-11-07T13:45:08.000Z', isDefault: true }],
+  );
+  const metrics = (await get(adminPort, '/metrics')).body;
+  const certFile = tlsCertLine('exact').split(' ')[2]!;
+  assert.ok(
+    metrics.includes(`proxy_tls_certificate_expiry_seconds{cert="${certFile}",names="exact.test"} ${Date.parse('2126-11-07T13:45:08Z') / 1000}\n`),
+    `got /metrics without the certificate's expiry:\n${metrics.split('\n').filter((line) => line.includes('tls')).join('\n')}`,
+  );
+});

@@ -83,3 +83,10 @@ test('a certificate expiring within 14 days is a warning: line, and the check st
   assert.deepEqual(result.messages, [`warning: ${file}:4:12: tls_cert '${fixture('exact.pem')}' expires in 10 day(s), on 2126-11-07 13:45:08 UTC`]);
   assert.match(result.output, /is valid\n$/);
 });
+
+test('the proxy does not start with a broken pair: exit 1 with the same message as --check', () => {
+  const file = configWith('start.ini', [[fixture('exact.pem'), fixture('mismatch.key')]]);
+  const result = spawnSync(process.execPath, [mainJs, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(result.status, 1, `got exit ${result.status}, want 1; stderr: ${result.stderr}`);
+  assert.equal(result.stderr, `${file}:4:${12 + fixture('exact.pem').length + 1}: tls_cert key '${fixture('mismatch.key')}' does not match the certificate\n`);
+});

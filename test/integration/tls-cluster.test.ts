@@ -2,19 +2,20 @@
  * The HTTPS listener with `workers = 2` (real processes from a private build): both workers listen
  * on `tls_listen`, one session ticket key serves them all (the primary makes it), so a client that
  * resumes with a ticket resumes on whichever worker takes its connection; and the primary's admin
- * shows the certificates (`/status.json`, `/metrics`). Processes are stopped by pid.
+ * shows the certificates (`/status.json`, `/metrics`); SIGHUP on the primary serves a renewed
+ * certificate from every worker. Processes are stopped by pid.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { startBackend } from '../helpers/proxy-harness.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
-import { CA, tlsCertLine } from '../tls/https-client.js';
+import { CA, TLS_FIXTURES, handshake, tlsCertLine } from '../tls/https-client.js';
 
 before(async () => {
   await buildCli();
@@ -42,18 +43,21 @@ function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReu
   });
 }
 
-test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate', { timeout: 30_000 }, async (t) => {
+test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate; SIGHUP renews it in both', { timeout: 30_000 }, async (t) => {
   const backend = await startBackend();
   const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-cluster-'));
   const configFile = join(dir, 'env.ini');
+  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
+  copy('exact.pem', 'exact.pem');
+  copy('exact.key', 'exact.key');
   writeFileSync(
     configFile,
     [
       '[server]',
       `listen = 127.0.0.1:${port}`,
       `tls_listen = 127.0.0.1:${tlsPort}`,
-      tlsCertLine('exact'),
+      tlsCertLine('exact', dir),
       'access_log = off',
       'workers = 2',
       '[admin]',
@@ -90,9 +94,24 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
     [{ source: 'tls_cert', names: ['exact.test'], notAfter: '2126-11-07T13:45:08.000Z', isDefault: true }],
   );
   const metrics = (await get(adminPort, '/metrics')).body;
-  const certFile = tlsCertLine('exact').split(' ')[2]!;
+  const certFile = join(dir, 'exact.pem');
   assert.ok(
     metrics.includes(`proxy_tls_certificate_expiry_seconds{cert="${certFile}",names="exact.test"} ${Date.parse('2126-11-07T13:45:08Z') / 1000}\n`),
     `got /metrics without the certificate's expiry:\n${metrics.split('\n').filter((line) => line.includes('tls')).join('\n')}`,
   );
+
+  // Renewed on disk, then SIGHUP on the primary: new connections on both workers get the new serial.
+  copy('exact-renewed.pem', 'exact.pem');
+  copy('exact-renewed.key', 'exact.key');
+  process.kill(primary.pid, 'SIGHUP');
+  await primary.line(/reloaded .* \(in 2 workers\)/);
+  await waitFor('the renewed certificate from both workers', async () => {
+    const serials = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const { certificate, socket } = await handshake(tlsPort, { servername: 'exact.test' });
+      socket.destroy();
+      serials.add(certificate.serialNumber);
+    }
+    return serials.size === 1 && serials.has('6F8E170FBBEFFA72EF7EF010A0AD03CA') ? true : undefined;
+  });
 });

@@ -183,11 +183,6 @@ export class ProxyServer {
     return readCertificatePairs(server.tlsCertificates, { minVersion: server.tlsMinVersion, nowMs: this.#epochNow() });
   }
 
-  /** The HTTPS listener's socket (node:tls); undefined without `tls_listen`. */
-  get tlsServer(): Server | undefined {
-    return this.#tls?.server;
-  }
-
   /** The certificates served now: `tls_cert` pairs in file order, then the ACME one (for /status and /metrics). */
   get certificates(): readonly CertificatePair[] {
     return this.#tls?.store.pairs ?? [];

@@ -20,7 +20,8 @@ export interface RunningProxy {
 /**
  * SIGHUP: reload the config file (nginx `-s reload`). A file that fails to load is rejected with its
  * file:line:column and the running config keeps serving; a good one goes to `apply` (a ProxyServer's
- * `reload`, or the cluster primary's, which also tells the workers). Returns the function that stops listening.
+ * `reload`, or the cluster primary's, which also tells the workers), which rejects it the same way
+ * when a file it names does not load (a route's `tls_ca`). Returns the function that stops listening.
  */
 export function reloadOnHangup(
   configFile: string,
@@ -30,13 +31,14 @@ export function reloadOnHangup(
 ): () => void {
   const onHangup = (): void => {
     let config: Config;
+    let summary: ReloadSummary;
     try {
       config = loadConfigFile(configFile);
+      summary = apply(config);
     } catch (error) {
       log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
       return;
     }
-    const summary = apply(config);
     log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
     for (const warning of summary.warnings) log(`reload: ${warning}`);
   };

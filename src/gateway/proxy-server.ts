@@ -54,7 +54,7 @@ export type RecordObserver = (record: AccessLogRecord) => void;
 export class ProxyServer {
   /** The listening socket (node:net); every connection is served by `#http1`. */
   readonly server: Server;
-  /** The routes and their upstreams' runtime state; reload and the registry change it. */
+  /** The routes and their upstreams' runtime state (TLS settings included); reload and the registry change it. */
   readonly #table: RouteTable;
   /**
    * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
@@ -192,7 +192,10 @@ export class ProxyServer {
    * checker: rise/fall streaks, next probe time, probe in flight (HealthChecker.update says what a
    * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
    * aborted. Requests in flight finish on the objects they started with. `[server]` limits and
-   * `listen` need a restart.
+   * `listen` need a restart. The routes' TLS files are read again (new contents are used by new
+   * upstream connections).
+   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load; the
+   *   running config is left as it was
    */
   reload(config: Config): ReloadSummary {
     const warnings: string[] = [];
@@ -223,7 +226,7 @@ export class ProxyServer {
 
   /** What the health checker watches: every route now in force with its runtime upstreams. */
   #healthTargets(): HealthCheckTarget[] {
-    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
+    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams, tls: route.upstreamTls }));
   }
 
   /**

@@ -28,7 +28,7 @@ import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -230,6 +230,7 @@ async function proxyRequest(
         current = new UpstreamExchange({
           pool: context.pool,
           upstream: upstream.config,
+          tls: upstream.config.scheme === 'https' ? route.upstreamTls : undefined,
           method,
           target: match.upstreamTarget,
           headers: headersFor(upstream),
@@ -246,7 +247,9 @@ async function proxyRequest(
     } catch (error) {
       endActiveRequest();
       const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
-      attemptLog.error = failure.code;
+      // A TLS failure says why in the log (`PRX_UPSTREAM_TLS: certificate has expired`): the code
+      // alone would leave the operator guessing which of a dozen checks failed.
+      attemptLog.error = failure instanceof UpstreamTlsError ? `${failure.code}: ${failure.reason}` : failure.code;
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
         facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });

@@ -42,8 +42,9 @@
  */
 import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
-import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
+import { isTlsAlert, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { serializeRequestHead } from './request-head.js';
 import { ResponseParser, type ResponseHead } from './response-parser.js';
 
@@ -59,6 +60,8 @@ export interface UpstreamAddress {
 export interface ExchangeOptions {
   readonly pool: UpstreamTransport;
   readonly upstream: UpstreamAddress;
+  /** For an `https://` upstream: the route's TLS settings (src/wire/tls-client.ts); undefined = plain TCP. */
+  readonly tls?: TlsClientSettings | undefined;
   readonly method: string;
   /** Path and query, as it goes on the request line. */
   readonly target: string;
@@ -227,7 +230,8 @@ export class UpstreamExchange implements ConnectionHandler {
     let connection: UpstreamConnection;
     try {
       const isUpgrade = this.#options.upgrade !== undefined;
-      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port);
+      const tls = this.#options.tls;
+      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, tls);
       if (idle !== undefined) {
         connection = idle;
       } else {
@@ -237,6 +241,7 @@ export class UpstreamExchange implements ConnectionHandler {
           signal: this.#connectAbort.signal,
           isNewRequired: true,
           isForUpgrade: isUpgrade,
+          tls,
         });
       }
     } catch (error) {
@@ -570,6 +575,9 @@ export class UpstreamExchange implements ConnectionHandler {
 
   #classify(error: NodeJS.ErrnoException): RequestError {
     if (error instanceof RequestError) return error;
+    // An alert on an established TLS connection: with TLS 1.3 a server that wants a client
+    // certificate refuses a missing one only now, after our handshake was done.
+    if (isTlsAlert(error)) return new UpstreamTlsError(tlsFailureReason(error), 'after-handshake', this.#options.upstream.origin);
     return new UpstreamResetError(`${this.#options.upstream.origin} closed the connection (${error.code === 'ECONNRESET' ? 'reset' : (error.code ?? error.message)})`);
   }
 }

@@ -92,7 +92,12 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           applyUpstreamState(proxy, typed);
           break;
         case 'reload':
-          proxy.reload(typed.config);
+          try {
+            proxy.reload(typed.config);
+          } catch (error) {
+            // The primary loaded these files a moment ago; one that changed since is this worker's to report.
+            log(`worker ${process.pid}: reload rejected, still serving the previous config: ${(error as Error).message}`);
+          }
           break;
         case 'report-request':
           void send(report(typed.id));

@@ -435,23 +435,15 @@ export class ConnectionPool {
 
   /**
    * A new socket: plain TCP with `connectFunction`, or `tls.connect` with the settings' options and
-   * the last session of `key` to resume. The session a TLS connection receives (TLS 1.3 sends its
-   * tickets after the handshake, TLS 1.2 during it) is kept for the next one once the connection
-   * was accepted, never from a connection whose certificate was refused.
+   * the last session of `key` to resume. Every session the connection receives (TLS 1.3 sends its
+   * tickets after the handshake, TLS 1.2 during it) replaces the kept one. Node emits `session` only
+   * once the certificate was accepted (it holds back one that came earlier), so a connection that
+   * was refused leaves none behind.
    */
   private openSocket(options: net.TcpNetConnectOpts, key: string, settings: TlsClientSettings | undefined): net.Socket {
     if (settings === undefined) return this.connectFunction(options);
     const socket = tls.connect({ ...options, ...tlsConnectOptions(settings, options.host ?? ''), session: this.sessions.get(key) });
-    let received: Buffer | undefined; // a session that arrived before `secureConnect`
-    let isAccepted = false;
-    socket.on('session', (session: Buffer) => {
-      if (isAccepted) this.keepSession(key, session);
-      else received = session;
-    });
-    socket.once('secureConnect', () => {
-      isAccepted = true;
-      if (received !== undefined) this.keepSession(key, received);
-    });
+    socket.on('session', (session: Buffer) => this.keepSession(key, session));
     return socket;
   }
 

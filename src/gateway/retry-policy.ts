@@ -27,7 +27,10 @@ export type RetryErrorKind =
   | 'connect-timeout'
   /** The upstream went quiet for `read_timeout` after the request was (maybe) sent. */
   | 'read-timeout'
-  /** The upstream closed or reset the connection before the response head. */
+  /**
+   * The upstream closed or reset the connection before the response head (or ended an established
+   * TLS connection with an alert).
+   */
   | 'reset'
   /** The upstream's response was malformed. */
   | 'protocol';

@@ -1,5 +1,6 @@
 /**
- * One request/response exchange with one upstream over a pooled raw `node:net` connection — the
+ * One request/response exchange with one upstream over a pooled raw `node:net` connection (a
+ * `node:tls` one for an `https://` upstream, the same in every other respect) — the
  * proxy's "round trip" (Go's `Transport.RoundTrip`), written without node:http's client (Step 4:
  * ClientRequest, IncomingMessage and the Agent are where a node:http proxy spends its time).
  *

@@ -38,6 +38,7 @@ test('--check warns about tls_verify = off, naming the route and its place, and 
     result.stderr.includes(`warning: ${file}:4:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified`),
     `got stderr ${JSON.stringify(result.stderr)}, want the tls_verify warning`,
   );
+  assert.match(result.stdout, /^ {6}tls_verify off$/m, 'want the summary to show the setting');
 });
 
 test('--check and the start fail with exit 1 at the tls_ca value when the file cannot be read', () => {
@@ -47,6 +48,17 @@ test('--check and the start fail with exit 1 at the tls_ca value when the file c
     assert.equal(result.status, 1, `${args.join(' ')}: got exit ${result.status}, want 1 (${result.stderr})`);
     assert.ok(result.stderr.includes(`${file}:7:10: tls_ca '${FIXTURES}missing.pem' cannot be read: ENOENT`), `${args.join(' ')}: got ${result.stderr}`);
   }
+});
+
+test('--check lists the tls_* settings of a route in its summary', () => {
+  const file = writeConfig(route(`tls_ca = ${FIXTURES}ca.pem\ntls_server_name = api.test\ntls_client_cert = ${FIXTURES}client.pem ${FIXTURES}client.key`));
+  const result = run(['--check', '--config', file]);
+  assert.equal(result.status, 0, result.stderr);
+  assert.ok(
+    result.stdout.includes(`      tls_ca ${FIXTURES}ca.pem, tls_server_name api.test, tls_client_cert ${FIXTURES}client.pem ${FIXTURES}client.key\n`),
+    `got ${result.stdout}`,
+  );
+  assert.equal(result.stderr, '', 'want no warning while tls_verify is on');
 });
 
 test('--check fails at the key of a tls_client_cert whose key belongs to another certificate', () => {

@@ -247,9 +247,7 @@ async function proxyRequest(
     } catch (error) {
       endActiveRequest();
       const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
-      // A TLS failure says why in the log (`PRX_UPSTREAM_TLS: certificate has expired`): the code
-      // alone would leave the operator guessing which of a dozen checks failed.
-      attemptLog.error = failure instanceof UpstreamTlsError ? `${failure.code}: ${failure.reason}` : failure.code;
+      attemptLog.error = loggedError(failure);
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
         facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
@@ -403,7 +401,7 @@ function relayResponse(
     },
     onError(error) {
       onDone();
-      attemptLog.error = error.code; // the log keeps the status sent, and says how the body ended (nginx)
+      attemptLog.error = loggedError(error); // the log keeps the status sent, and says how the body ended (nginx)
       // Past the commit point the client must not see a complete-looking response: cut the
       // connection, after what was written this tick has left (node's ServerResponse sends its
       // corked output on the next tick; nginx, too, sends what it has before closing).
@@ -459,6 +457,15 @@ function openTunnel(
   });
   facts.tunnel = tunnel;
   context.tunnels.add(tunnel);
+}
+
+/**
+ * How an attempt's error is logged: its code, and for a TLS failure the reason too
+ * (`PRX_UPSTREAM_TLS: certificate has expired`): the code alone would leave the operator guessing
+ * which of a dozen checks failed.
+ */
+function loggedError(error: RequestError): string {
+  return error instanceof UpstreamTlsError ? `${error.code}: ${error.reason}` : error.code;
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */

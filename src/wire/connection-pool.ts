@@ -27,9 +27,9 @@
  * `https://` upstreams (`AcquireOptions.tls`): the same pool, the same rules, over `tls.connect`
  * sockets (which read into the same reused buffer). A connection is handed out once its TLS
  * handshake is done and the certificate verified (src/wire/tls-client.ts); `connect_timeout` covers
- * the TCP connect and the handshake together, as Go's `DialContext` deadline covers both (nginx's
- * `proxy_connect_timeout` is the TCP connect only, and Go's separate `TLSHandshakeTimeout` is 10 s):
- * one limit for "no usable connection yet". The idle lists are keyed by origin and the settings'
+ * the TCP connect and the handshake together, one limit for "no usable connection yet", as Go's
+ * `tls.DialWithDialer` applies a dialer's timeout to both (nginx's `proxy_connect_timeout` is the
+ * TCP connect only, and Go's `http.Transport` gives the handshake a `TLSHandshakeTimeout` of its own). The idle lists are keyed by origin and the settings'
  * identity, so routes with different `tls_*` settings never share a connection. The last TLS session
  * per key is kept and offered to the next new connection (RFC 8446 section 2.2 tickets, RFC 5077 for
  * TLS 1.2), so only the first connection pays the full handshake; a session is kept only from a
@@ -392,6 +392,7 @@ export class ConnectionPool {
       // A TLS socket emits `connect` when TCP is up and `secureConnect` once the handshake is done
       // and the certificate accepted: an error in between is the handshake's.
       let isTcpConnected = false;
+      const readyEvent = tlsSettings === undefined ? 'connect' : 'secureConnect';
       const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);
       const timer = hasTimeout
         ? this.timers.setTimeout(() => {
@@ -427,7 +428,6 @@ export class ConnectionPool {
       signal?.addEventListener('abort', onAbort, { once: true });
       socket.once('error', onError);
       socket.once('close', onClose); // destroyed by close() while connecting
-      const readyEvent = tlsSettings === undefined ? 'connect' : 'secureConnect';
       socket.once(readyEvent, onConnect);
       if (tlsSettings !== undefined) socket.once('connect', onTcpConnect);
     });

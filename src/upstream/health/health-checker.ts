@@ -35,7 +35,7 @@ import { systemTimers, type Timers } from '../../timers.js';
 export interface HealthCheckTarget {
   readonly route: RouteConfig;
   readonly upstreams: readonly Upstream[];
-  /** The route's TLS settings, for its `https://` upstreams (probed as requests are sent); default: node's (verified, system store). */
+  /** The route's TLS settings: its `https://` upstreams are probed with them, as requests reach them; default node's (verified, system store). */
   readonly tls?: TlsClientSettings | undefined;
 }
 

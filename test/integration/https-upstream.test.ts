@@ -136,6 +136,14 @@ describe('https upstreams', () => {
     assert.equal(withoutCert.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_TLS: tlsv13 alert certificate required');
   });
 
+  it('reports a TLS 1.2 upstream refusing a missing client certificate during the handshake', async (t) => {
+    const backend = await startHttpsBackend(t, 'localhost', { requestCert: true, rejectUnauthorized: true, ca: pem('ca.pem'), maxVersion: 'TLSv1.2' });
+    const proxy = await proxyFor(t, oneRoute(`https://localhost:${backend.port}`));
+    assert.equal((await request(proxy.port)).status, 502);
+    await waitFor(() => proxy.logs.length === 1, 2000, 'the log record');
+    assert.equal(proxy.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_TLS: sslv3 alert handshake failure');
+  });
+
   it('carries 20 sequential requests on one TLS connection', async (t) => {
     const backend = await startHttpsBackend(t, 'localhost');
     const proxy = await proxyFor(t, oneRoute(`https://localhost:${backend.port}`));

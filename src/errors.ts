@@ -84,13 +84,41 @@ export class UpstreamConnectError extends RequestError {
   readonly status = 502;
 }
 
+/**
+ * TLS to an `https://` upstream failed (src/wire/connection-pool.ts): its certificate did not
+ * verify (`certificate has expired`, `unable to verify the first certificate`, `Hostname/IP does
+ * not match certificate's altnames: …`), the handshake failed (an alert, a peer that does not speak
+ * TLS), or the upstream ended an established connection with an alert (with TLS 1.3 a server that
+ * requires a client certificate says so only after the client finished its handshake:
+ * `tlsv13 alert certificate required`). `reason` is those words, logged as
+ * `PRX_UPSTREAM_TLS: certificate has expired`. Becomes 502 and counts as an upstream failure for
+ * passive health. In the `handshake` phase no request byte reached the upstream, so it is retried
+ * on another upstream like a connect error; `after-handshake` is retried like a reset.
+ */
+export class UpstreamTlsError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_TLS';
+  readonly status = 502;
+  constructor(
+    /** OpenSSL's or node's words, one line: `certificate has expired`. */
+    readonly reason: string,
+    readonly phase: 'handshake' | 'after-handshake',
+    /** `127.0.0.1:8443`, for the message. */
+    origin: string,
+  ) {
+    super(`TLS with ${origin}: ${reason}`);
+  }
+}
+
 /** `connect_timeout` or `read_timeout` elapsed. Becomes 504. */
 export class UpstreamTimeoutError extends RequestError {
   readonly code = 'PRX_UPSTREAM_TIMEOUT';
   readonly status = 504;
   constructor(
     message: string,
-    /** `connect`: no TCP connection within connect_timeout (retryable like a connect error); `read`: upstream idle. */
+    /**
+     * `connect`: no connection within connect_timeout, which covers the TCP connect and, for an
+     * `https://` upstream, the TLS handshake (retryable like a connect error); `read`: upstream idle.
+     */
     readonly phase: 'connect' | 'read',
   ) {
     super(message);

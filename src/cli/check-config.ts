@@ -1,6 +1,7 @@
 /**
  * `--check` (SPEC 2, like `nginx -t`): the config file loaded and validated, the `access_log`
- * path opened, and every `tls_cert` pair read (certificates are configuration: a missing file, a
+ * path opened, the routes' `tls_ca` and `tls_client_cert` files read as start-up reads them (and a
+ * warning for each route with `tls_verify = off`), and every `tls_cert` pair read (certificates are configuration: a missing file, a
  * key that does not match, an expired certificate are errors at the pair's file:line:column; one
  * expiring within 14 days is a warning). Then the summary of describe-config.ts, with each pair's
  * names and expiry.
@@ -9,6 +10,7 @@ import { loadConfigFile } from './load-config-file.js';
 import { checkAccessLogPath } from '../gateway/access-log.js';
 import { describeConfig } from '../config/describe-config.js';
 import { checkCertificates } from '../tls/certificate-pair.js';
+import { buildRouteTls, upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 
 /** What `--check` prints and how it exits. */
 export interface CheckResult {
@@ -23,13 +25,15 @@ export interface CheckResult {
 /**
  * Checks `configFile` as `--check` does.
  * @param nowMs wall clock, ms since the epoch, for certificate validity (tests choose it)
- * @throws ConfigFileError, ConfigSyntaxError, ConfigValueError for the config itself and its access_log path
+ * @throws ConfigFileError, ConfigSyntaxError, ConfigValueError for the config itself, its access_log
+ *   path and the routes' TLS files
  */
 export function runCheck(configFile: string, nowMs: number): CheckResult {
   const config = loadConfigFile(configFile);
   checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
+  buildRouteTls(config.routes);
   const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs });
-  const warnings = checks.flatMap((check) => check.warnings.map((warning) => `warning: ${warning}`));
+  const warnings = [...upstreamTlsWarnings(config), ...checks.flatMap((check) => check.warnings)].map((warning) => `warning: ${warning}`);
   const errors = checks.flatMap((check) => check.errors.map((error) => error.message));
   if (errors.length > 0) return { exitCode: 1, output: '', messages: [...warnings, ...errors] };
   const summary = describeConfig(config, checks.map((check) => check.pair!));

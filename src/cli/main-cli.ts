@@ -19,6 +19,7 @@ import { runPasswd, readPasswordFromTerminal } from './passwd.js';
 import { runHeartbeat } from './heartbeat.js';
 import { startLocalAdmin } from '../admin/local-admin.js';
 import { resolveWorkerCount, runClusterPrimary } from '../process/cluster/cluster-primary.js';
+import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -52,6 +53,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         // hands it, never the file on disk.
         if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);
+        for (const warning of upstreamTlsWarnings(config)) log(`warning: ${warning}`);
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);

@@ -25,8 +25,9 @@ export interface RunningProxy {
  * SIGHUP: reload the config file (nginx `-s reload`). A file that fails to load is rejected with its
  * file:line:column and the running config keeps serving; a good one goes to `apply` (a ProxyServer's
  * `reload`, or the cluster primary's, which also tells the workers), which reads the `tls_cert`
- * files and rejects the reload the same way when a pair is broken (the old certificates keep
- * serving). Returns the function that stops listening.
+ * files and a route's `tls_ca` and `tls_client_cert` files, and rejects the reload the same way
+ * when one does not load (the old config and certificates keep serving). Returns the function that
+ * stops listening.
  */
 export function reloadOnHangup(
   configFile: string,
@@ -36,14 +37,9 @@ export function reloadOnHangup(
 ): () => void {
   const onHangup = (): void => {
     let config: Config;
-    try {
-      config = loadConfigFile(configFile);
-    } catch (error) {
-      log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
-      return;
-    }
     let summary: ReloadSummary;
     try {
+      config = loadConfigFile(configFile);
       summary = apply(config);
     } catch (error) {
       log(`reload rejected, still serving the previous config: ${(error as Error).message}`);

@@ -156,6 +156,11 @@ function describeRouteSettings(route: RouteConfig): string[] {
     settings.push(`auth_basic "${route.authBasic}" (users: ${users}${route.authForward ? '; auth_forward on' : ''})`);
   }
   add('trace', route.trace ? 'on' : 'off', 'off');
+  const { tls } = route;
+  add('tls_verify', tls.isVerified ? 'on' : 'off', 'on');
+  if (tls.caFile !== undefined) settings.push(`tls_ca ${tls.caFile}`);
+  if (tls.serverName !== undefined) settings.push(`tls_server_name ${tls.serverName}`);
+  if (tls.clientCertificate !== undefined) settings.push(`tls_client_cert ${tls.clientCertificate.certFile} ${tls.clientCertificate.keyFile}`);
   return settings;
 }
 

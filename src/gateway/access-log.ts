@@ -172,13 +172,14 @@ function escapeField(value: string | undefined): string {
 export function formatCombined(r: AccessLogRecord): string {
   const upstreams = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.upstream).join(', ');
   // A status with an error is a response whose body failed after its head: `200 PRX_UPSTREAM_RESET`.
+  // An error may carry words from the upstream (a TLS reason names its certificate's altnames): escaped.
   const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => (a.status !== undefined && a.error !== undefined ? `${a.status} ${a.error}` : (a.status ?? a.error ?? '-'))).join(', ');
   const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
   return (
     `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
     `"${escapeField(`${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
     `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
-    `upstream_status="${statuses}" duration_ms=${r.durationMs.toFixed(2)}${tunnel}`
+    `upstream_status="${escapeField(statuses)}" duration_ms=${r.durationMs.toFixed(2)}${tunnel}`
   );
 }
 

@@ -67,7 +67,7 @@ export type RecordObserver = (record: AccessLogRecord) => void;
 export class ProxyServer {
   /** The listening socket (node:net); every connection is served by `#http1`. */
   readonly server: Server;
-  /** The routes and their upstreams' runtime state; reload and the registry change it. */
+  /** The routes and their upstreams' runtime state (TLS settings included); reload and the registry change it. */
   readonly #table: RouteTable;
   /**
    * Active health checks of the routes that have `health_check = on` (SPEC 4). Started by listen();
@@ -261,10 +261,12 @@ export class ProxyServer {
    * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
    * aborted. Requests in flight finish on the objects they started with. The `tls_cert` files
    * are read again and served from the next handshake on (connections keep theirs), with
-   * `tls_min_version`, `redirect_https` and `hsts`; other `[server]` limits, `listen` and
+   * `tls_min_version`, `redirect_https` and `hsts`; the routes' TLS files are read again too (new
+   * upstream connections use their new contents). Other `[server]` limits, `listen` and
    * `tls_listen` need a restart.
    * @throws ConfigValueError when a `tls_cert` pair is broken (missing, not PEM, a key that does
-   *   not match, expired): nothing changed, the old config and certificates keep serving
+   *   not match, expired) or a route's `tls_ca` / `tls_client_cert` file does not load: nothing
+   *   changed, the old config and certificates keep serving
    */
   reload(config: Config): ReloadSummary {
     const certificates = this.#readCertificates(config.server);
@@ -315,7 +317,7 @@ export class ProxyServer {
 
   /** What the health checker watches: every route now in force with its runtime upstreams. */
   #healthTargets(): HealthCheckTarget[] {
-    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams }));
+    return this.#table.routes.map((route) => ({ route: route.config, upstreams: route.upstreams, tls: route.upstreamTls }));
   }
 
   /**

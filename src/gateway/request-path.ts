@@ -29,7 +29,7 @@ import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -252,6 +252,7 @@ async function proxyRequest(
         current = new UpstreamExchange({
           pool: context.pool,
           upstream: upstream.config,
+          tls: upstream.config.scheme === 'https' ? route.upstreamTls : undefined,
           method,
           target: match.upstreamTarget,
           headers: headersFor(upstream),
@@ -268,7 +269,7 @@ async function proxyRequest(
     } catch (error) {
       endActiveRequest();
       const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
-      attemptLog.error = failure.code;
+      attemptLog.error = loggedError(failure);
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
         facts.bytesSent = sendErrorResponse(clientRes, { status: 413, shouldClose: true });
@@ -422,7 +423,7 @@ function relayResponse(
     },
     onError(error) {
       onDone();
-      attemptLog.error = error.code; // the log keeps the status sent, and says how the body ended (nginx)
+      attemptLog.error = loggedError(error); // the log keeps the status sent, and says how the body ended (nginx)
       // Past the commit point the client must not see a complete-looking response: cut the
       // connection, after what was written this tick has left (node's ServerResponse sends its
       // corked output on the next tick; nginx, too, sends what it has before closing).
@@ -478,6 +479,15 @@ function openTunnel(
   });
   facts.tunnel = tunnel;
   context.tunnels.add(tunnel);
+}
+
+/**
+ * How an attempt's error is logged: its code, and for a TLS failure the reason too
+ * (`PRX_UPSTREAM_TLS: certificate has expired`): the code alone would leave the operator guessing
+ * which of a dozen checks failed.
+ */
+function loggedError(error: RequestError): string {
+  return error instanceof UpstreamTlsError ? `${error.code}: ${error.reason}` : error.code;
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */

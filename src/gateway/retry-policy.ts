@@ -13,17 +13,24 @@ import {
   UpstreamProtocolError,
   UpstreamResetError,
   UpstreamTimeoutError,
+  UpstreamTlsError,
 } from '../errors.js';
 
 /** How an attempt failed, as far as retrying is concerned. */
 export type RetryErrorKind =
-  /** TCP connect failed (refused, unreachable, DNS): the upstream never saw a byte. */
+  /**
+   * TCP connect failed (refused, unreachable, DNS), or the TLS handshake did (a certificate that
+   * does not verify, an alert): the upstream never saw a byte of the request.
+   */
   | 'connect'
   /** No connection within `connect_timeout`: likewise nothing reached the upstream. */
   | 'connect-timeout'
   /** The upstream went quiet for `read_timeout` after the request was (maybe) sent. */
   | 'read-timeout'
-  /** The upstream closed or reset the connection before the response head. */
+  /**
+   * The upstream closed or reset the connection before the response head (or ended an established
+   * TLS connection with an alert).
+   */
   | 'reset'
   /** The upstream's response was malformed. */
   | 'protocol';
@@ -87,6 +94,7 @@ export function canRetry(question: RetryQuestion): boolean {
  */
 export function retryErrorKind(error: unknown): RetryErrorKind | undefined {
   if (error instanceof UpstreamConnectError) return 'connect';
+  if (error instanceof UpstreamTlsError) return error.phase === 'handshake' ? 'connect' : 'reset';
   if (error instanceof UpstreamTimeoutError) return error.phase === 'connect' ? 'connect-timeout' : 'read-timeout';
   if (error instanceof UpstreamResetError) return 'reset';
   if (error instanceof UpstreamProtocolError) return 'protocol';

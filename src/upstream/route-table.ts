@@ -11,6 +11,8 @@
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { Upstream } from './upstream.js';
 import { Route, type RuntimeDeps } from './route.js';
+import { buildRouteTls } from './upstream-tls.js';
+import type { TlsClientSettings } from '../wire/tls-client.js';
 
 /** What a change did to the store, for the reload log line. */
 export interface StoreChange {
@@ -27,10 +29,14 @@ export class RouteTable {
   readonly #registered = new Map<string, readonly UpstreamConfig[]>();
   /** Every runtime upstream now in a route, by `storeKey`. */
   #upstreams = new Map<string, Upstream>();
+  /** Each route's TLS client settings, by route name, read from the files of `#config`. */
+  #tls: ReadonlyMap<string, TlsClientSettings>;
   readonly #deps: RuntimeDeps;
 
+  /** @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load (upstream-tls.ts) */
   constructor(config: Config, deps: RuntimeDeps) {
     this.#config = config;
+    this.#tls = buildRouteTls(config.routes);
     this.#deps = deps;
     this.#routes = [];
     this.#rebuild(config, () => true);
@@ -64,8 +70,13 @@ export class RouteTable {
     return true;
   }
 
-  /** Swaps in `config`'s routes; every route is rebuilt, upstream objects are kept by key. */
+  /**
+   * Swaps in `config`'s routes; every route is rebuilt, upstream objects are kept by key. The TLS
+   * files are read first: when one does not load, nothing changes.
+   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load
+   */
   reload(config: Config): StoreChange {
+    this.#tls = buildRouteTls(config.routes);
     this.#config = config;
     return this.#rebuild(config, () => true);
   }
@@ -97,7 +108,7 @@ export class RouteTable {
         current.set(key, upstream);
         return upstream;
       });
-      return new Route(withRegistered, this.#deps, upstreams);
+      return new Route(withRegistered, this.#deps, upstreams, this.#tls.get(routeConfig.name));
     });
     this.#upstreams = current;
     let removed = 0;

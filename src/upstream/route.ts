@@ -1,6 +1,6 @@
 /**
  * A route at run time: its config, its upstreams' runtime state, its balancer, its passive-health
- * group and its authenticator — the third layer (config → runtime), built from a RouteConfig and
+ * group, its authenticator and the TLS settings of its `https://` upstreams — the third layer (config → runtime), built from a RouteConfig and
  * pointing at it, never the reverse. The request path talks to a route in nginx's get/free pair:
  * `pick()` an upstream, then `recordFailure()` or `recordSuccess()` for how the attempt went.
  */
@@ -10,6 +10,8 @@ import { createBalancer } from './balancer/strategies.js';
 import { BasicAuthenticator } from '../auth/basic-auth.js';
 import { Upstream } from './upstream.js';
 import { UpstreamGroup } from './upstream-group.js';
+import { buildUpstreamTls } from './upstream-tls.js';
+import type { TlsClientSettings } from '../wire/tls-client.js';
 
 /** Injected clock and randomness (tests make them exact). */
 export interface RuntimeDeps {
@@ -28,11 +30,19 @@ export class Route {
   readonly group: UpstreamGroup;
   /** Set when `auth_basic` is: the proxy demands credentials itself (SPEC 1.2, RFC 7617). */
   readonly authenticator: BasicAuthenticator | undefined;
+  /** How connections to its `https://` upstreams are made (`tls_*` keys, files read: upstream-tls.ts). */
+  readonly upstreamTls: TlsClientSettings;
   readonly #deps: RuntimeDeps;
 
-  /** @param upstreams runtime state to keep (a reload passes the old objects of unchanged addresses) */
-  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[]) {
+  /**
+   * @param upstreams runtime state to keep (a reload passes the old objects of unchanged addresses)
+   * @param upstreamTls the settings built for the whole config (RouteTable); default: built from
+   *   `config.tls` now
+   * @throws ConfigValueError when `upstreamTls` is not given and a `tls_*` file does not load
+   */
+  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[], upstreamTls?: TlsClientSettings) {
     this.config = config;
+    this.upstreamTls = upstreamTls ?? buildUpstreamTls(config.tls);
     this.#deps = deps;
     this.upstreams = upstreams ?? config.upstreams.map((u) => new Upstream(u, config.name));
     this.balancer = createBalancer(config, this.upstreams, deps);

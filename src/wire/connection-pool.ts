@@ -23,10 +23,24 @@
  * received, provided the request can be replayed (its body was not streamed away; for a
  * non-idempotent method only if the upstream cannot have seen it). The default idle timeout (4 s)
  * stays below node:http's server `keepAliveTimeout` (5 s) to make the race rare with Node upstreams.
+ *
+ * `https://` upstreams (`AcquireOptions.tls`): the same pool, the same rules, over `tls.connect`
+ * sockets (which read into the same reused buffer). A connection is handed out once its TLS
+ * handshake is done and the certificate verified (src/wire/tls-client.ts); `connect_timeout` covers
+ * the TCP connect and the handshake together, one limit for "no usable connection yet", as Go's
+ * `tls.DialWithDialer` applies a dialer's timeout to both (nginx's `proxy_connect_timeout` is the
+ * TCP connect only, and Go's `http.Transport` gives the handshake a `TLSHandshakeTimeout` of its own). The idle lists are keyed by origin and the settings'
+ * identity, so routes with different `tls_*` settings never share a connection. The last TLS session
+ * per key is kept and offered to the next new connection (RFC 8446 section 2.2 tickets, RFC 5077 for
+ * TLS 1.2), so only the first connection pays the full handshake; a session is kept only from a
+ * connection whose certificate was accepted, since node does not check the name again on a
+ * resumed session.
  */
 import net from 'node:net';
-import { UpstreamConnectError, UpstreamTimeoutError } from '../errors.js';
+import tls from 'node:tls';
+import { UpstreamConnectError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import { unrefTimers, type Timers } from '../timers.js';
+import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 
 /** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
 
@@ -41,11 +55,18 @@ export interface ConnectionPoolOptions {
   readonly connect?: ConnectFunction;
   /** Default: the global timers, unref'ed. */
   readonly timers?: Timers;
+  /** TLS sessions kept for resumption, one per origin and settings; the oldest goes first. Default 1024. */
+  readonly maxSessions?: number;
 }
 
 export interface AcquireOptions {
-  /** Time allowed for the TCP connect, ms (SPEC `connect_timeout`). 0 or Infinity: no limit. */
+  /**
+   * Time allowed for the TCP connect and, with `tls`, the TLS handshake, ms (SPEC `connect_timeout`).
+   * 0 or Infinity: no limit.
+   */
   readonly connectTimeoutMs: number;
+  /** TLS settings for an `https://` upstream; undefined (default) = plain TCP. */
+  readonly tls?: TlsClientSettings | undefined;
   /** Aborts a pending connect (the client went away); the promise rejects with `signal.reason`. */
   readonly signal?: AbortSignal;
   /** Open a new connection even when an idle one is there (the retry after a stale one). */
@@ -105,7 +126,7 @@ export class UpstreamConnection {
    */
   wasReused = false;
 
-  /** `host:port`, the key of the origin's idle list. */
+  /** `host:port` (plus the TLS settings' identity), the key of the origin's idle list. */
   readonly originKey: string;
   /** The holder's event handler; undefined while idle (or before the holder sets it). */
   handler: ConnectionHandler | undefined = undefined;
@@ -114,11 +135,12 @@ export class UpstreamConnection {
   /** The socket's idle timeout now in force, ms (0 = none). */
   #timeoutMs = 0;
 
-  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false) {
+  /** @param tls the settings of a TLS connection (its socket is a `tls.TLSSocket`); undefined for plain TCP */
+  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false, tls?: TlsClientSettings) {
     this.socket = socket;
     this.host = host;
     this.port = port;
-    this.originKey = originKey(host, port);
+    this.originKey = originKey(host, port, tls);
     this.isForUpgrade = isForUpgrade;
   }
 
@@ -137,7 +159,7 @@ export class UpstreamConnection {
 export const READ_BUFFER_BYTES = 64 * 1024;
 
 /**
- * Keep-alive pool of upstream sockets, keyed by origin.
+ * Keep-alive pool of upstream sockets, keyed by origin (and TLS settings).
  *
  * Contract for callers: after `acquire` resolves, set `connection.handler` before writing; the
  * socket is in flowing mode and its events reach the handler. Release only after a complete
@@ -149,7 +171,10 @@ export class ConnectionPool {
   private readonly idleTimeoutMs: number;
   private readonly connectFunction: ConnectFunction;
   private readonly timers: Timers;
+  private readonly maxSessions: number;
 
+  /** The last TLS session per origin key (see the file comment), oldest first. */
+  private readonly sessions = new Map<string, Buffer>();
   /** Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). */
   private readonly idle = new Map<string, UpstreamConnection[]>();
   /** Connections handed out and neither released nor destroyed. */
@@ -167,31 +192,36 @@ export class ConnectionPool {
     this.idleTimeoutMs = options.idleTimeoutMs ?? 4000;
     this.connectFunction = options.connect ?? net.connect;
     this.timers = options.timers ?? unrefTimers;
+    this.maxSessions = options.maxSessions ?? 1024;
+  }
+
+  /**
+   * The most recently released live idle connection to `host:port` (over TLS with `tls`, made with
+   * those settings), or undefined: the synchronous half of `acquire`, for callers that set up
+   * cancellation only when they must wait for a connect.
+   */
+  acquireIdle(host: string, port: number, tls?: TlsClientSettings): UpstreamConnection | undefined {
+    return this.isClosed ? undefined : this.takeIdle(originKey(host, port, tls));
   }
 
   /**
    * Hands out a connected socket to `host:port`: the most recently released live idle one, or a
    * new connection (`autoSelectFamily`, so `localhost` works whether it resolves to 127.0.0.1 or
-   * ::1; Nagle off).
+   * ::1; Nagle off). With `options.tls`, a TLS connection whose handshake is done and whose
+   * certificate was accepted.
    *
    * @throws UpstreamConnectError when the connect fails (`connect ECONNREFUSED 127.0.0.1:9001`) or
    *   the pool is closed.
+   * @throws UpstreamTlsError (phase `handshake`) when the TLS handshake fails or the certificate
+   *   does not verify (`certificate has expired`).
    * @throws UpstreamTimeoutError (phase `connect`) after `connectTimeoutMs`.
    * @throws `signal.reason` when the signal aborts first.
    */
-  /**
-   * The most recently released live idle connection to `host:port`, or undefined: the synchronous
-   * half of `acquire`, for callers that set up cancellation only when they must wait for a connect.
-   */
-  acquireIdle(host: string, port: number): UpstreamConnection | undefined {
-    return this.isClosed ? undefined : this.takeIdle(originKey(host, port));
-  }
-
   acquire(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
     const isNewRequired = options.isNewRequired === true || options.isForUpgrade === true;
-    const reused = isNewRequired ? undefined : this.takeIdle(originKey(host, port));
+    const reused = isNewRequired ? undefined : this.takeIdle(originKey(host, port, options.tls));
     if (reused !== undefined) return Promise.resolve(reused);
     return this.connect(host, port, options);
   }
@@ -309,9 +339,11 @@ export class ConnectionPool {
   private connect(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     return new Promise((resolve, reject) => {
       const isForUpgrade = options.isForUpgrade === true;
+      const tlsSettings = options.tls;
+      const key = originKey(host, port, tlsSettings);
       let socket: net.Socket;
       if (isForUpgrade) {
-        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true });
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings);
       } else {
         // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
         // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
@@ -324,9 +356,9 @@ export class ConnectionPool {
           else connection.handler.onData(chunk);
           return true; // a handler that must stop reading pauses the socket itself
         };
-        socket = this.connectFunction({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } });
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings);
       }
-      const connection = new UpstreamConnection(socket, host, port, isForUpgrade);
+      const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings);
       this.open.add(connection);
       this.active.add(connection);
       // The connection's one set of listeners (and `onRead` above), for its whole life: to the
@@ -357,15 +389,23 @@ export class ConnectionPool {
       }
 
       const { connectTimeoutMs, signal } = options;
+      // A TLS socket emits `connect` when TCP is up and `secureConnect` once the handshake is done
+      // and the certificate accepted: an error in between is the handshake's.
+      let isTcpConnected = false;
+      const readyEvent = tlsSettings === undefined ? 'connect' : 'secureConnect';
       const hasTimeout = connectTimeoutMs > 0 && Number.isFinite(connectTimeoutMs);
       const timer = hasTimeout
-        ? this.timers.setTimeout(
-            () => fail(new UpstreamTimeoutError(`connect timeout after ${connectTimeoutMs} ms to ${formatOrigin(host, port)}`, 'connect')),
-            connectTimeoutMs,
-          )
+        ? this.timers.setTimeout(() => {
+            const during = isTcpConnected ? ' (during the TLS handshake)' : '';
+            fail(new UpstreamTimeoutError(`connect timeout after ${connectTimeoutMs} ms to ${formatOrigin(host, port)}${during}`, 'connect'));
+          }, connectTimeoutMs)
         : undefined;
       const onAbort = (): void => fail(signal?.reason);
-      const onError = (error: Error): void => fail(toConnectError(error, host, port));
+      const onError = (error: Error): void =>
+        fail(isTcpConnected ? new UpstreamTlsError(tlsFailureReason(error), 'handshake', formatOrigin(host, port)) : toConnectError(error, host, port));
+      const onTcpConnect = (): void => {
+        isTcpConnected = true;
+      };
       const onClose = (): void => fail(new UpstreamConnectError(`connect to ${formatOrigin(host, port)} aborted: the pool was closed`));
       const onConnect = (): void => {
         cleanup();
@@ -377,7 +417,8 @@ export class ConnectionPool {
         signal?.removeEventListener('abort', onAbort);
         socket.off('error', onError);
         socket.off('close', onClose);
-        socket.off('connect', onConnect);
+        socket.off(readyEvent, onConnect);
+        if (tlsSettings !== undefined) socket.off('connect', onTcpConnect);
       };
       const fail = (error: unknown): void => {
         cleanup();
@@ -387,8 +428,29 @@ export class ConnectionPool {
       signal?.addEventListener('abort', onAbort, { once: true });
       socket.once('error', onError);
       socket.once('close', onClose); // destroyed by close() while connecting
-      socket.once('connect', onConnect);
+      socket.once(readyEvent, onConnect);
+      if (tlsSettings !== undefined) socket.once('connect', onTcpConnect);
     });
+  }
+
+  /**
+   * A new socket: plain TCP with `connectFunction`, or `tls.connect` with the settings' options and
+   * the last session of `key` to resume. Every session the connection receives (TLS 1.3 sends its
+   * tickets after the handshake, TLS 1.2 during it) replaces the kept one. Node emits `session` only
+   * once the certificate was accepted (it holds back one that came earlier), so a connection that
+   * was refused leaves none behind.
+   */
+  private openSocket(options: net.TcpNetConnectOpts, key: string, settings: TlsClientSettings | undefined): net.Socket {
+    if (settings === undefined) return this.connectFunction(options);
+    const socket = tls.connect({ ...options, ...tlsConnectOptions(settings, options.host ?? ''), session: this.sessions.get(key) });
+    socket.on('session', (session: Buffer) => this.keepSession(key, session));
+    return socket;
+  }
+
+  private keepSession(key: string, session: Buffer): void {
+    this.sessions.delete(key); // re-inserted last: the map's order is the age
+    this.sessions.set(key, session);
+    if (this.sessions.size > this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
   }
 }
 
@@ -397,8 +459,9 @@ function isUsable(socket: net.Socket): boolean {
   return !socket.destroyed && socket.readyState === 'open' && !socket.readableEnded && !socket.writableEnded;
 }
 
-function originKey(host: string, port: number): string {
-  return `${host}:${port}`;
+/** `host:port`, and for TLS the settings' identity after a space (never part of a host). */
+function originKey(host: string, port: number, tls: TlsClientSettings | undefined): string {
+  return tls === undefined ? `${host}:${port}` : `${host}:${port} ${tls.identity}`;
 }
 
 function formatOrigin(host: string, port: number): string {

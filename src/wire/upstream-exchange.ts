@@ -1,5 +1,6 @@
 /**
- * One request/response exchange with one upstream over a pooled raw `node:net` connection — the
+ * One request/response exchange with one upstream over a pooled raw `node:net` connection (a
+ * `node:tls` one for an `https://` upstream, the same in every other respect) — the
  * proxy's "round trip" (Go's `Transport.RoundTrip`), written without node:http's client (Step 4:
  * ClientRequest, IncomingMessage and the Agent are where a node:http proxy spends its time).
  *
@@ -42,8 +43,9 @@
  */
 import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
-import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError } from '../errors.js';
+import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
+import { isTlsAlert, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { serializeRequestHead } from './request-head.js';
 import { ResponseParser, type ResponseHead } from './response-parser.js';
 
@@ -59,6 +61,8 @@ export interface UpstreamAddress {
 export interface ExchangeOptions {
   readonly pool: UpstreamTransport;
   readonly upstream: UpstreamAddress;
+  /** For an `https://` upstream: the route's TLS settings (src/wire/tls-client.ts); undefined = plain TCP. */
+  readonly tls?: TlsClientSettings | undefined;
   readonly method: string;
   /** Path and query, as it goes on the request line. */
   readonly target: string;
@@ -227,7 +231,8 @@ export class UpstreamExchange implements ConnectionHandler {
     let connection: UpstreamConnection;
     try {
       const isUpgrade = this.#options.upgrade !== undefined;
-      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port);
+      const tls = this.#options.tls;
+      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, tls);
       if (idle !== undefined) {
         connection = idle;
       } else {
@@ -237,6 +242,7 @@ export class UpstreamExchange implements ConnectionHandler {
           signal: this.#connectAbort.signal,
           isNewRequired: true,
           isForUpgrade: isUpgrade,
+          tls,
         });
       }
     } catch (error) {
@@ -570,6 +576,9 @@ export class UpstreamExchange implements ConnectionHandler {
 
   #classify(error: NodeJS.ErrnoException): RequestError {
     if (error instanceof RequestError) return error;
+    // An alert on an established TLS connection: with TLS 1.3 a server that wants a client
+    // certificate refuses a missing one only now, after our handshake was done.
+    if (isTlsAlert(error)) return new UpstreamTlsError(tlsFailureReason(error), 'after-handshake', this.#options.upstream.origin);
     return new UpstreamResetError(`${this.#options.upstream.origin} closed the connection (${error.code === 'ECONNRESET' ? 'reset' : (error.code ?? error.message)})`);
   }
 }

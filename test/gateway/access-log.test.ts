@@ -43,3 +43,12 @@ test('fields are escaped as nginx escapes them: quotes, backslashes, control byt
   const line = formatCombined({ ...record([]), userAgent: utf8Agent });
   assert.match(line, / "caf\\xC3\\xA9 \\x22x\\x22\\x5C\\x0A\\xC3\\xBF" route=a /, `got ${line}`);
 });
+
+test('upstream_status keeps a TLS reason on the line and inside its quotes, whatever the certificate says', () => {
+  const reason = `PRX_UPSTREAM_TLS: Hostname/IP does not match certificate's altnames: Host: a. is not in the cert's altnames: DNS:x" evil="1`;
+  const line = formatCombined(record([{ upstream: 'h:443', error: reason }]));
+  assert.ok(
+    line.includes(`upstream_status="PRX_UPSTREAM_TLS: Hostname/IP does not match certificate's altnames: Host: a. is not in the cert's altnames: DNS:x\\x22 evil=\\x221"`),
+    `got ${line}`,
+  );
+});

@@ -10,6 +10,7 @@ import {
   UpstreamResetError,
   UpstreamTimeoutError,
   ClientAbortError,
+  UpstreamTlsError,
 } from '../../src/errors.js';
 import { canRetry, retryErrorKind, type RetryQuestion } from '../../src/gateway/retry-policy.js';
 
@@ -73,6 +74,9 @@ describe('retryErrorKind', () => {
       [new UpstreamTimeoutError('slow', 'read'), 'read-timeout'],
       [new UpstreamResetError('reset'), 'reset'],
       [new UpstreamProtocolError('bad'), 'protocol'],
+      // A handshake that failed sent nothing; an alert on an established connection is a reset.
+      [new UpstreamTlsError('certificate has expired', 'handshake', '127.0.0.1:8443'), 'connect'],
+      [new UpstreamTlsError('tlsv13 alert certificate required', 'after-handshake', '127.0.0.1:8443'), 'reset'],
       [new ClientAbortError('gone'), undefined],
       [new Error('bug'), undefined],
     ];

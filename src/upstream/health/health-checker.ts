@@ -24,6 +24,7 @@
  */
 import type { HealthCheckConfig, RouteConfig } from '../../config/config.js';
 import type { Upstream } from '../upstream.js';
+import type { TlsClientSettings } from '../../wire/tls-client.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from './probe.js';
 import { initialHealth, nextHealth, type RiseFallState } from './rise-fall.js';
 import { systemTimers, type Timers } from '../../timers.js';
@@ -34,6 +35,8 @@ import { systemTimers, type Timers } from '../../timers.js';
 export interface HealthCheckTarget {
   readonly route: RouteConfig;
   readonly upstreams: readonly Upstream[];
+  /** The route's TLS settings: its `https://` upstreams are probed with them, as requests reach them; default node's (verified, system store). */
+  readonly tls?: TlsClientSettings | undefined;
 }
 
 export interface HealthCheckerOptions {
@@ -56,6 +59,8 @@ export interface HealthCheckerOptions {
 interface Watch {
   /** The route as last given to `update` (its `health` settings are the ones in force). */
   route: RouteConfig;
+  /** The route's TLS settings as last given to `update` (a reload may bring new files). */
+  tls: TlsClientSettings | undefined;
   readonly upstream: Upstream;
   riseFall: RiseFallState;
   timer: unknown;
@@ -124,18 +129,22 @@ export class HealthChecker {
    *   it any more it is set UP (logged if it was DOWN) and its `lastProbe` cleared (when running).
    */
   update(routes: readonly HealthCheckTarget[]): void {
-    const listed = new Map<Upstream, RouteConfig>();
-    for (const { route, upstreams } of routes) for (const upstream of upstreams) listed.set(upstream, route);
+    const listed = new Map<Upstream, HealthCheckTarget>();
+    for (const target of routes) for (const upstream of target.upstreams) listed.set(upstream, target);
     for (const watch of [...this.#watches.values()]) {
-      const route = listed.get(watch.upstream);
-      if (route === undefined) this.#unwatch(watch);
-      else if (!route.health.isEnabled) this.#unwatchChecksOff(watch, route);
-      else this.#reconfigure(watch, route);
+      const target = listed.get(watch.upstream);
+      if (target === undefined) this.#unwatch(watch);
+      else if (!target.route.health.isEnabled) this.#unwatchChecksOff(watch, target.route);
+      else {
+        watch.tls = target.tls;
+        this.#reconfigure(watch, target.route);
+      }
     }
-    for (const [upstream, route] of listed) {
+    for (const [upstream, { route, tls }] of listed) {
       if (!route.health.isEnabled || this.#watches.has(upstream)) continue;
       const watch: Watch = {
         route,
+        tls,
         upstream,
         riseFall: initialHealth(upstream.healthState),
         timer: undefined,
@@ -210,7 +219,7 @@ export class HealthChecker {
     watch.inFlight = controller;
     let probing: Promise<ProbeResult>;
     try {
-      probing = this.#probe(watch.upstream.config, check, { timeoutMs: check.timeoutMs, signal: controller.signal });
+      probing = this.#probe(watch.upstream.config, check, { timeoutMs: check.timeoutMs, signal: controller.signal, tls: watch.tls });
     } catch (error) {
       probing = Promise.reject(error);
     }

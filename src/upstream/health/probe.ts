@@ -13,10 +13,15 @@
  * - The promise settles only after the socket has closed, so nothing is left open behind it.
  * - `localhost` works whether it resolves to 127.0.0.1 or ::1: `autoSelectFamily` (RFC 8305 "happy
  *   eyeballs") tries every address of the name.
+ * - An `https://` upstream is probed over TLS with its route's settings, verification included
+ *   (src/wire/tls-client.ts), so an upstream whose certificate requests would refuse is DOWN, and
+ *   the reason says why: `tls: certificate has expired`.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type net from 'node:net';
 import type { HealthCheckConfig, StatusRange, UpstreamConfig } from '../../config/config.js';
+import { isTlsAlert, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../wire/tls-client.js';
 
 /** What one probe found. `ok` is the verdict the rise/fall state machine consumes. */
 export interface ProbeResult {
@@ -38,6 +43,8 @@ export interface ProbeOptions {
   readonly maxBodyBytes?: number;
   /** Name resolution; default `dns.lookup`. Tests pass one that answers `::1` before `127.0.0.1`. */
   readonly lookup?: net.LookupFunction;
+  /** For an `https://` upstream: the route's TLS settings; default node's (verified against the system store). */
+  readonly tls?: TlsClientSettings | undefined;
 }
 
 /** The probe's shape, so the scheduler can be given a fake one in tests. */
@@ -71,6 +78,8 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
     let result: ProbeResult | undefined; // set once: the verdict
     let headResult: ProbeResult | undefined; // the verdict the response head implies
     let isConnected = false;
+    const isTls = upstream.scheme === 'https';
+    let isSecured = false; // the TLS handshake is done and the certificate accepted
 
     const requestOptions: http.RequestOptions & Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'lookup'> = {
       host: upstream.host,
@@ -81,8 +90,9 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
       agent: false,
       autoSelectFamily: true,
       ...(options.lookup ? { lookup: options.lookup } : {}),
+      ...(isTls && options.tls !== undefined ? tlsConnectOptions(options.tls, upstream.host) : {}),
     };
-    const upstreamReq = http.request(requestOptions);
+    const upstreamReq = isTls ? https.request(requestOptions) : http.request(requestOptions);
 
     // 1. Decide once, then tear down; resolve when the request (and its socket) has closed.
     const finish = (verdict: ProbeResult): void => {
@@ -106,9 +116,14 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
     else options.signal?.addEventListener('abort', onAbort, { once: true });
 
     // 3. Connection errors (refused, unreachable, reset, malformed response).
-    upstreamReq.on('socket', (socket) => socket.once('connect', () => (isConnected = true)));
+    upstreamReq.on('socket', (socket) => {
+      socket.once('connect', () => (isConnected = true));
+      if (isTls) socket.once('secureConnect', () => (isSecured = true));
+    });
     upstreamReq.on('error', (error) => {
-      finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: summarizeProbeError(error, isConnected) });
+      const isTlsFailure = isTls && isConnected && (!isSecured || isTlsAlert(error));
+      const reason = isTlsFailure ? `tls: ${tlsFailureReason(error)}` : summarizeProbeError(error, isConnected);
+      finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: reason });
     });
 
     // 4. The response head decides; the body is drained up to the cap.

@@ -8,7 +8,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
+import { freePort } from './cli-process.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,15 +29,6 @@ export interface Pebble {
   /** GET on the management interface, e.g. `/roots/0` (Pebble's issuing root, new at every start). */
   management(path: string): Promise<string>;
   stop(): Promise<void>;
-}
-
-/** A port that was free a moment ago on 127.0.0.1 (Pebble cannot be told port 0). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function get(url: string, ca: string): Promise<{ status: number; body: string }> {

@@ -73,7 +73,8 @@ async function advance(timers: FakeTimers, manager: AcmeManager, ms: number): Pr
 test('from an empty storage: one order, the chain handed over, account key and certificate key stored 0600, atomically', { skip }, async (t) => {
   const { server, timers, storageDir, certificates, challenges, logs, manager: make } = rig(t);
   const manager = make();
-  await manager.start();
+  await manager.load();
+  manager.start();
   assert.equal(certificates.length, 0, 'nothing to serve before the order');
   await advance(timers, manager, 0);
   assert.equal(server.orders, 1, `got ${server.orders} orders, want 1`);
@@ -94,13 +95,15 @@ test('from an empty storage: one order, the chain handed over, account key and c
 test('restart with the same storage: the stored certificate is served at once, without a single ACME request; renewal is due when a third of the lifetime is left', { skip }, async (t) => {
   const { server, timers, certificates, manager: make } = rig(t);
   const first = make();
-  await first.start();
+  await first.load();
+  first.start();
   await advance(timers, first, 0);
   first.stop();
   const requestsBefore = server.requests.length;
 
   const second = make();
-  await second.start();
+  await second.load();
+  second.start();
   assert.equal(certificates.length, 2, 'the restart handed over a certificate before any timer ran');
   assert.equal(certificates[1], certificates[0], 'the stored one');
   assert.equal(server.requests.length, requestsBefore, `got ${server.requests.length - requestsBefore} ACME requests at restart, want 0`);
@@ -122,7 +125,8 @@ test('failed attempts back off 1 min doubling to 1 h, each logged once with the 
   const { server, timers, certificates, logs, manager: make } = rig(t);
   server.orderProblem = { type: 'urn:ietf:params:acme:error:rateLimited', detail: 'too many orders', status: 429 };
   const manager = make();
-  await manager.start();
+  await manager.load();
+  manager.start();
   const delays: number[] = [];
   await advance(timers, manager, 0);
   for (let attempt = 0; attempt < 8; attempt++) {
@@ -147,7 +151,8 @@ test('a stored certificate that is expired, for other names, or not its key is n
   for (const what of cases) {
     const { server, timers, storageDir, certificates, logs, manager: make } = rig(t);
     const first = make();
-    await first.start();
+    await first.load();
+    first.start();
     await advance(timers, first, 0);
     first.stop();
     let second: AcmeManager;
@@ -160,7 +165,8 @@ test('a stored certificate that is expired, for other names, or not its key is n
       writeFileSync(join(storageDir, 'certificate.key'), spawnSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256']).stdout);
       second = make();
     }
-    await second.start();
+    await second.load();
+    second.start();
     assert.equal(certificates.length, 1, `${what}: got ${certificates.length - 1} stored certificates served, want none`);
     assert.match(logs.at(-1)!, /stored certificate is not usable/, `${what}: got log ${logs.at(-1)}`);
     await advance(timers, second, 0);

@@ -2,9 +2,11 @@
  * Automatic certificates for `[acme]` (SPEC 1.2): the lifecycle around the ACME client
  * (acme-client.ts), the way Caddy's certmagic and certbot's renewal timer run it.
  *
- *   start     read the storage (acme-storage.ts): the account key (made the first time), and the
+ *   load      read the storage (acme-storage.ts): the account key (made the first time), and the
  *             stored certificate. One that parses, matches its key, covers every domain and has
- *             not expired is handed over at once (`onCertificate`) — no new order.
+ *             not expired is handed over at once (`onCertificate`) — no new order. This happens
+ *             before the listeners accept, so the first handshake gets it.
+ *   start     once the plain listener answers challenges: the first check is scheduled.
  *   schedule  the next check is when a third of the lifetime is left:
  *               renewAt = notAfter − (notAfter − notBefore) × renewalFraction
  *             e.g. a 90-day certificate is renewed 60 days after its notBefore, 30 days before
@@ -39,8 +41,13 @@ export const BACKOFF_MAX_MS = 3_600_000;
 /** node's timers hold at most 2^31 − 1 ms (24.8 days); a later check is reached in steps of this. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Where the served certificate goes: the TLS listener (ProxyServer's setAcmeCertificate, or the cluster primary's hand-off). */
-export interface CertificateSink {
+/**
+ * Where the manager's results go: a ProxyServer in a single process (its plain listener answers
+ * the challenges, its TLS listener serves the certificate), or a cluster primary that hands both
+ * to its workers.
+ */
+export interface AcmeTarget {
+  setAcmeChallenge(token: string, keyAuthorization: string | undefined): void;
   setAcmeCertificate(certPem: string, keyPem: string): void;
 }
 
@@ -91,11 +98,12 @@ export class AcmeManager {
   }
 
   /**
-   * Reads the storage, hands over a usable stored certificate, and schedules the first check
-   * (at once when there is none). Resolves when that is done, not when a certificate is issued.
-   * @throws what the file system throws for an unusable storage directory or account key
+   * Reads the storage and hands over a usable stored certificate (`onCertificate`), before the
+   * listeners accept anything, so the first handshake already gets it. Call once, before `start`.
+   * @throws what the file system throws for an unusable storage directory or account key, or the
+   *   `directory_ca` file
    */
-  async start(): Promise<void> {
+  async load(): Promise<void> {
     const accountKey = await this.#storage.loadAccountKey();
     const { config } = this.#options;
     const transport = this.#options.transport ?? httpsTransport(config.directoryCaFile === undefined ? undefined : readFileSync(config.directoryCaFile, 'utf8'));
@@ -109,6 +117,15 @@ export class AcmeManager {
     } else if (stored !== undefined) {
       this.#options.log(`acme: the stored certificate is not usable for ${config.domains.join(', ')} (expired, other names, or not its key): ordering a new one`);
     }
+  }
+
+  /**
+   * Schedules the first check: at once without a usable certificate, else at its renewal time.
+   * Call once the plain listener answers challenges (an order needs it).
+   * @throws Error before `load`
+   */
+  start(): void {
+    if (this.#client === undefined) throw new Error('AcmeManager.start: load() first');
     this.#schedule(this.#msUntilRenewal());
   }
 

@@ -105,13 +105,13 @@ export class AcmeClient {
     await this.#ensureAccount(directory);
     const created = await this.#post(directory.newOrder, { identifiers: domains.map((value) => ({ type: 'dns', value })) });
     const orderUrl = requireLocation(created, directory.newOrder);
-    let order = parseOrder(created, orderUrl);
+    let order = parseOrder(created.json, orderUrl);
     if (order.status === 'pending') {
       for (const authorizationUrl of order.authorizations) await this.#authorize(authorizationUrl, publish);
       order = await this.#pollOrder(orderUrl, ['pending']);
     }
     if (order.status === 'ready') {
-      order = parseOrder(await this.#post(order.finalize, { csr: base64url(csrDer) }), orderUrl);
+      await this.#post(order.finalize, { csr: base64url(csrDer) });
       order = await this.#pollOrder(orderUrl, ['ready', 'processing']);
     }
     if (order.status !== 'valid' || order.certificate === undefined) {
@@ -172,8 +172,7 @@ export class AcmeClient {
   }
 
   async #pollOrder(orderUrl: string, waitWhile: readonly string[]): Promise<Order> {
-    const json = await this.#poll(orderUrl, (body) => waitWhile.includes(body.status as string));
-    return parseOrder({ json, location: orderUrl, response: { status: 200, headers: {}, body: Buffer.alloc(0) } }, orderUrl);
+    return parseOrder(await this.#poll(orderUrl, (body) => waitWhile.includes(body.status as string)), orderUrl);
   }
 
   /** POST-as-GET `url` until `isPending` says no; waits Retry-After or the doubling delay, within pollTimeoutMs. */
@@ -253,9 +252,8 @@ function requireLocation(answer: AcmeAnswer, url: string): string {
   return new URL(answer.location, url).href;
 }
 
-function parseOrder(answer: AcmeAnswer, orderUrl: string): Order {
-  const json = answer.json ?? {};
-  const { status, authorizations, finalize, certificate, error } = json;
+function parseOrder(json: Record<string, unknown> | undefined, orderUrl: string): Order {
+  const { status, authorizations, finalize, certificate, error } = json ?? {};
   if (typeof status !== 'string' || !Array.isArray(authorizations) || !authorizations.every((a) => typeof a === 'string') || typeof finalize !== 'string') {
     throw new AcmeError(`ACME order ${orderUrl}: not an order (status, authorizations, finalize)`);
   }

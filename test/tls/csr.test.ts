@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { certificationRequestInfo, createCsr, csrPem } from '../../src/tls/acme/csr.js';
-import { integer, objectIdentifier, setOf, tlv } from '../../src/tls/acme/der.js';
+import { boolean, integer, objectIdentifier, setOf, tlv } from '../../src/tls/acme/der.js';
 
 const fixedKey = createPrivateKey(readFileSync(new URL('../fixtures/tls/localhost.key', import.meta.url)));
 const fixedSpki = createPublicKey(fixedKey).export({ type: 'spki', format: 'der' });
@@ -19,6 +19,7 @@ const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
 
 test('DER primitives: the X.690 examples', () => {
   const cases: [string, Buffer, string][] = [
+    ['BOOLEAN TRUE', boolean(true), '0101ff'],
     ['INTEGER 0', integer(0), '020100'],
     ['INTEGER 127', integer(127), '02017f'],
     ['INTEGER 128 gets a leading zero', integer(128), '02020080'],
@@ -83,4 +84,11 @@ test('openssl reads the request, verifies its signature and sees the names', { s
   assert.match(text, /DNS:acme\.test, DNS:www\.acme\.test/, `got ${text}, want both names in the subjectAltName`);
   assert.match(text, /ecdsa-with-SHA256/, 'signed ecdsa-with-SHA256');
   assert.match(text, /NIST CURVE: P-256|prime256v1/, 'a P-256 key');
+
+  // A first name longer than ub-common-name (64): no CN, and the subjectAltName is critical.
+  const long = `${'a'.repeat(60)}.acme.test`;
+  writeFileSync(file, csrPem(createCsr([long], privateKey)));
+  const longText = execFileSync('openssl', ['req', '-in', file, '-noout', '-verify', '-text'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.doesNotMatch(longText, /CN\s*=/, `got ${longText}, want an empty subject`);
+  assert.match(longText, /X509v3 Subject Alternative Name: critical\s+DNS:a{60}\.acme\.test/, `got ${longText}, want a critical SAN`);
 });

@@ -16,6 +16,7 @@
  *         SEQUENCE { OID 1.2.840.113549.1.9.14,                 -- extensionRequest (PKCS#9, RFC 2985 §5.4.2)
  *                    SET { SEQUENCE OF {                        -- Extensions (RFC 5280 §4.1)
  *                      SEQUENCE { OID 2.5.29.17,                -- subjectAltName (RFC 5280 §4.2.1.6)
+ *                                 [BOOLEAN TRUE,]               -- critical, only with an empty subject
  *                                 OCTET STRING { SEQUENCE {     -- GeneralNames
  *                                   [2] IMPLICIT IA5String domain, ... } } } } } } } },  -- dNSName, 0x82
  *     signatureAlgorithm SEQUENCE { OID 1.2.840.10045.4.3.2 }, -- ecdsa-with-SHA256, no parameters (RFC 5758 §3.2)
@@ -25,7 +26,7 @@
  * clients look there first); the commonName is kept for old clients, as certbot and Caddy do.
  */
 import { createPublicKey, sign, type KeyObject } from 'node:crypto';
-import { bitString, contextConstructed, contextPrimitive, integer, objectIdentifier, octetString, sequence, setOf, utf8String } from './der.js';
+import { bitString, boolean, contextConstructed, contextPrimitive, integer, objectIdentifier, octetString, sequence, setOf, utf8String } from './der.js';
 
 const OID_COMMON_NAME = '2.5.4.3';
 const OID_EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
@@ -47,7 +48,9 @@ export function certificationRequestInfo(domains: readonly string[], spkiDer: Ui
   const first = domains[0]!;
   const subject = first.length <= MAX_COMMON_NAME_LENGTH ? sequence(setOf(sequence(objectIdentifier(OID_COMMON_NAME), utf8String(first)))) : sequence();
   const generalNames = sequence(...domains.map((domain) => contextPrimitive(2, Buffer.from(domain, 'ascii'))));
-  const extensions = sequence(sequence(objectIdentifier(OID_SUBJECT_ALT_NAME), octetString(generalNames)));
+  // With an empty subject the subjectAltName must be critical (RFC 5280 §4.2.1.6); DER leaves out a FALSE default.
+  const critical = first.length <= MAX_COMMON_NAME_LENGTH ? [] : [boolean(true)];
+  const extensions = sequence(sequence(objectIdentifier(OID_SUBJECT_ALT_NAME), ...critical, octetString(generalNames)));
   const extensionRequest = sequence(objectIdentifier(OID_EXTENSION_REQUEST), setOf(extensions));
   return sequence(integer(0), subject, spkiDer, contextConstructed(0, extensionRequest));
 }

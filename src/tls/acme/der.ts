@@ -6,7 +6,7 @@
  * (X.690 §8.1.3, DER's definite shortest form, §10.1). For example `INTEGER 0` is `02 01 00`, and a
  * SEQUENCE of it is `30 03 02 01 00`.
  *
- * The universal tags written here (X.690 §8, X.680 §8.6): INTEGER 0x02, BIT STRING 0x03,
+ * The universal tags written here (X.690 §8, X.680 §8.6): BOOLEAN 0x01, INTEGER 0x02, BIT STRING 0x03,
  * OCTET STRING 0x04, OBJECT IDENTIFIER 0x06, UTF8String 0x0c, SEQUENCE 0x30, SET 0x31.
  */
 
@@ -30,6 +30,11 @@ export function sequence(...items: Uint8Array[]): Buffer {
  */
 export function setOf(...items: Uint8Array[]): Buffer {
   return tlv(0x31, Buffer.concat([...items].sort(Buffer.compare)));
+}
+
+/** BOOLEAN (0x01): DER writes TRUE as 0xff (X.690 §11.1). */
+export function boolean(value: boolean): Buffer {
+  return tlv(0x01, Buffer.from([value ? 0xff : 0x00]));
 }
 
 /**

@@ -98,7 +98,7 @@ export async function startProxy(config: Config, log: (line: string) => void): P
  * read and a usable stored certificate already handed over; its `start()` begins ordering and
  * renewing. `target` is a ProxyServer in a single process, the cluster primary's hand-off to its
  * workers otherwise.
- * @throws what AcmeManager.load throws (an unusable storage directory, account key or directory_ca)
+ * @throws AcmeError from AcmeManager.load (an unusable storage directory or account key, an unreadable directory_ca)
  */
 export async function loadAcme(acme: AcmeConfig, target: AcmeTarget, log: (line: string) => void): Promise<AcmeManager> {
   const manager = new AcmeManager({

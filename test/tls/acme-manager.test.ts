@@ -173,3 +173,18 @@ test('a stored certificate that is expired, for other names, or not its key is n
     assert.equal(server.orders, 2, `${what}: got ${server.orders} orders, want a new one at once`);
   }
 });
+
+test('an unusable storage or an unreadable directory_ca stops load() with an AcmeError at the [acme] place', async (t) => {
+  const directory = mkdtempSync(join(tmpdir(), 'acme-manager-'));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  writeFileSync(join(directory, 'a-file'), '');
+  const config: AcmeConfig = { domains: ['acme.test'], email: undefined, directoryUrl: 'https://acme.fake/directory', directoryCaFile: undefined, storageDir: join(directory, 'a-file', 'storage'), place: { file: 'env.ini', line: 7, column: 11 } };
+  const options = { onCertificate: () => {}, onChallenge: () => {}, log: () => {} };
+  await assert.rejects(new AcmeManager({ ...options, config }).load(), (error: Error) => {
+    assert.match(error.message, /^env\.ini:7:11: \[acme\] storage '.*a-file\/storage' is not usable: ENOTDIR/, `got ${error.message}`);
+    assert.equal((error as { code?: string }).code, 'PRX_ACME');
+    return true;
+  });
+  const missingCa = { ...config, storageDir: join(directory, 'storage'), directoryCaFile: join(directory, 'missing.pem') };
+  await assert.rejects(new AcmeManager({ ...options, config: missingCa }).load(), /^AcmeError: env\.ini:7:11: \[acme\] directory_ca '.*missing\.pem' cannot be read: ENOENT/);
+});

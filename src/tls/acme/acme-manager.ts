@@ -23,10 +23,10 @@
  * The clock, the timers and the renewal fraction are injected, so a test can force a renewal
  * window without waiting (and never sleeps).
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AcmeConfig } from '../../config/config.js';
-import { AcmeError } from '../../errors.js';
+import { AcmeError, formatPlace } from '../../errors.js';
 import { unrefTimers, type Timers } from '../../timers.js';
 import { AcmeClient, type ChallengePublisher } from './acme-client.js';
 import { httpsTransport, type AcmeTransport } from './acme-transport.js';
@@ -100,15 +100,31 @@ export class AcmeManager {
   /**
    * Reads the storage and hands over a usable stored certificate (`onCertificate`), before the
    * listeners accept anything, so the first handshake already gets it. Call once, before `start`.
-   * @throws what the file system throws for an unusable storage directory or account key, or the
-   *   `directory_ca` file
+   * @throws AcmeError `FILE:LINE:COL: [acme] storage 'DIR' is not usable: EACCES…` (the directory
+   *   cannot be made or read, the account key is not a key), or `… directory_ca 'F' cannot be read: …`
    */
   async load(): Promise<void> {
-    const accountKey = await this.#storage.loadAccountKey();
     const { config } = this.#options;
-    const transport = this.#options.transport ?? httpsTransport(config.directoryCaFile === undefined ? undefined : readFileSync(config.directoryCaFile, 'utf8'));
+    const failAt = (what: string, error: unknown): AcmeError => new AcmeError(`${formatPlace(config.place)}: [acme] ${what}: ${(error as Error)?.message ?? String(error)}`);
+    let accountKey: KeyObject;
+    let stored: StoredCertificate | undefined;
+    try {
+      accountKey = await this.#storage.loadAccountKey();
+      stored = await this.#storage.readCertificate();
+    } catch (error) {
+      throw failAt(`storage '${config.storageDir}' is not usable`, error);
+    }
+    let transport = this.#options.transport;
+    if (transport === undefined) {
+      let ca: string | undefined;
+      try {
+        ca = config.directoryCaFile === undefined ? undefined : readFileSync(config.directoryCaFile, 'utf8');
+      } catch (error) {
+        throw failAt(`directory_ca '${config.directoryCaFile}' cannot be read`, error);
+      }
+      transport = httpsTransport(ca);
+    }
     this.#client = new AcmeClient({ directoryUrl: config.directoryUrl, accountKey, email: config.email, transport, timers: this.#timers, now: this.#now });
-    const stored = await this.#storage.readCertificate();
     const usable = stored === undefined ? undefined : this.#judge(stored);
     if (usable !== undefined) {
       this.#current = usable;

@@ -231,3 +231,25 @@ export class AdminRequestError extends ProxyError {
     super(message);
   }
 }
+
+// ---- ACME ---------------------------------------------------------------------------------------
+
+/**
+ * An ACME exchange that did not give what was asked (src/tls/acme): the server answered with an
+ * RFC 7807 problem document (`type` e.g. `urn:ietf:params:acme:error:badNonce`, RFC 8555 §6.7), a
+ * challenge or order became `invalid`, an answer was not what RFC 8555 says, polling ran out of
+ * time, or the directory could not be reached. Never reaches a client: the certificate manager logs
+ * it and tries again later (backoff). Message: `ACME POST https://…/new-order: urn:…:rejectedIdentifier: detail`.
+ */
+export class AcmeError extends ProxyError {
+  readonly code = 'PRX_ACME';
+  constructor(
+    message: string,
+    /** The problem document's `type` (RFC 7807 §3.1), when the server sent one. */
+    readonly problemType: string | undefined = undefined,
+    /** The HTTP status of the answer, when there was one. */
+    readonly status: number | undefined = undefined,
+  ) {
+    super(message);
+  }
+}

@@ -2,9 +2,12 @@
  * `node dist/main.js [--config F]`: load the config, start the proxy, and shut down gracefully on
  * SIGTERM/SIGINT (SPEC 2): stop accepting, let in-flight requests finish up to `shutdown_timeout`,
  * exit 0. A second signal exits at once. The signals come from a `SignalSource`: in `run`, the
- * latch that holds them from the first moment (process-signals.ts).
+ * latch that holds them from the first moment (process-signals.ts). With `[acme]`, the
+ * certificate manager runs beside the proxy (`loadAcme`): challenges on the plain listener, its
+ * certificate on the TLS one.
  */
-import type { Config } from '../config/config.js';
+import type { AcmeConfig, Config } from '../config/config.js';
+import { AcmeManager, type AcmeTarget } from '../tls/acme/acme-manager.js';
 import { formatListenAddress } from '../config/values.js';
 import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
@@ -61,7 +64,11 @@ export async function startProxy(config: Config, log: (line: string) => void): P
   keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
   const { listen, tlsListen } = config.server;
+  let acme: AcmeManager | undefined;
   try {
+    // [acme]: the stored certificate is in place before the first handshake; orders start once the
+    // plain listener answers the challenges.
+    acme = config.acme === undefined ? undefined : await loadAcme(config.acme, proxy, log);
     const port = listen === undefined ? undefined : await proxy.listen();
     const tlsPort = tlsListen === undefined ? undefined : await proxy.listenTls();
     const addresses = [
@@ -69,11 +76,36 @@ export async function startProxy(config: Config, log: (line: string) => void): P
       ...(tlsListen === undefined ? [] : [`${formatListenAddress({ host: tlsListen.host, port: tlsPort! })} (https)`]),
     ];
     log(`proxy listening on ${addresses.join(' and ')} with ${config.routes.length} route(s) from ${config.file}`);
-    return { proxy, port, tlsPort, stop: () => proxy.close() };
+    acme?.start();
+    const stop = (): Promise<boolean> => {
+      acme?.stop();
+      return proxy.close();
+    };
+    return { proxy, port, tlsPort, stop };
   } catch (error) {
+    acme?.stop();
     await proxy.close(0);
     throw error;
   }
+}
+
+/**
+ * The certificate manager of `[acme]` (src/tls/acme/acme-manager.ts) for `target`, with its storage
+ * read and a usable stored certificate already handed over; its `start()` begins ordering and
+ * renewing. `target` is a ProxyServer in a single process, the cluster primary's hand-off to its
+ * workers otherwise.
+ * @throws AcmeError from AcmeManager.load (an unusable storage directory or account key, an unreadable directory_ca)
+ */
+export async function loadAcme(acme: AcmeConfig, target: AcmeTarget, log: (line: string) => void): Promise<AcmeManager> {
+  const manager = new AcmeManager({
+    config: acme,
+    onChallenge: (token, keyAuthorization) => target.setAcmeChallenge(token, keyAuthorization),
+    onCertificate: (certPem, keyPem) => target.setAcmeCertificate(certPem, keyPem),
+    log,
+  });
+  await manager.load();
+  log(`acme: certificates for ${acme.domains.join(', ')} from ${acme.directoryUrl}, stored in ${acme.storageDir}`);
+  return manager;
 }
 
 /**

@@ -15,9 +15,7 @@
  * - a request with no host to redirect to (HTTP/1.0 without Host) gets 400.
  */
 import type { RequestTarget } from './request-target.js';
-
-/** Where HTTP-01 challenge answers live (RFC 8555 §8.3): never redirected. */
-export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+import { ACME_CHALLENGE_PREFIX } from './acme-challenge.js';
 
 /**
  * The `Location` of the redirect for `target`, `'exempt'` for an ACME challenge path, or

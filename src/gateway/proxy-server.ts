@@ -22,6 +22,7 @@ import { ConnectionPool } from '../wire/connection-pool.js';
 import { HealthChecker, type HealthCheckTarget } from '../upstream/health/health-checker.js';
 import type { Timers } from '../timers.js';
 import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
+import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
 
 export interface ProxyServerOptions {
@@ -138,6 +139,7 @@ export class ProxyServer {
       tunnels: new Set(),
       isDraining: false,
       isCutting: false,
+      acmeChallenges: config.acme === undefined ? undefined : new AcmeChallengeStore(),
     };
 
     const { server: s } = config;
@@ -207,6 +209,20 @@ export class ProxyServer {
 
   get config(): Config {
     return this.#table.config;
+  }
+
+  /**
+   * Publishes the key authorization of an HTTP-01 challenge `token` (RFC 8555 §8.3), or withdraws it
+   * when `keyAuthorization` is undefined: `GET /.well-known/acme-challenge/TOKEN` answers it until
+   * then. Without `[acme]` in the config the call does nothing (such paths route as usual).
+   */
+  setAcmeChallenge(token: string, keyAuthorization: string | undefined): void {
+    this.#context.acmeChallenges?.set(token, keyAuthorization);
+  }
+
+  /** The published HTTP-01 tokens and key authorizations (a cluster primary replays them to a new worker). */
+  get acmeChallenges(): [string, string][] {
+    return this.#context.acmeChallenges?.entries() ?? [];
   }
 
   /** The routes now in force, in file order. */
@@ -296,6 +312,9 @@ export class ProxyServer {
     }
     if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');
+    }
+    if (JSON.stringify(before.acme) !== JSON.stringify(config.acme)) {
+      warnings.push('[acme] changes take effect only after a restart');
     }
     const change = this.#table.reload(config);
     this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };

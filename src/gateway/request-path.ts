@@ -3,7 +3,8 @@
  * (the shape of Go's `ReverseProxy.ServeHTTP`). Each numbered step calls a named helper:
  *
  *   0. refuse what cannot be proxied (request-checks.ts), read the target and its host
- *      (request-target.ts, authority.ts)                              → 400 / 417 / 501
+ *      (request-target.ts, authority.ts)                              → 400 / 417 / 501;
+ *      with `[acme]`, answer an HTTP-01 challenge request (acme-challenge.ts) → 200 / 404;
  *      and, with `redirect_https`, send a plain request to its https:// URL (https-redirect.ts) → 308
  *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
  *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
@@ -48,6 +49,7 @@ import type { UpstreamTransport } from '../wire/connection-pool.js';
 import type { ResponseHead } from '../wire/response-parser.js';
 import { formatTrace } from '../upstream/balancer/trace.js';
 import type { ServerConfig } from '../config/config.js';
+import { isChallengeRequest, writeKeyAuthorization, type AcmeChallengeStore } from './acme-challenge.js';
 
 /** What the request path needs from the running proxy. */
 export interface ProxyContext {
@@ -77,10 +79,14 @@ export interface ProxyContext {
    * shutdown that runs out of time closes them itself, and waits for their log records (`closed`).
    */
   readonly tunnels: Set<Tunnel>;
+  /** The HTTP-01 tokens being validated now (acme-challenge.ts); undefined without `[acme]`: such paths route as usual. */
+  readonly acmeChallenges: AcmeChallengeStore | undefined;
 }
 
 /** The one-line body of the 400 for a path whose two readings select different routes (router.ts). */
 const AMBIGUOUS_PATH_TEXT = 'bad request: the path selects different routes read literally and decoded';
+/** The one-line body of the 404 for an HTTP-01 challenge token that is not being validated now. */
+const UNKNOWN_TOKEN_TEXT = 'not found: no ACME challenge with this token is being validated';
 /** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
 const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
 
@@ -155,7 +161,15 @@ async function proxyRequest(
     return;
   }
 
-  // 0b. `redirect_https`: a request on the plain listener goes to its https:// URL (https-redirect.ts),
+  // 0b. An HTTP-01 challenge request (acme-challenge.ts), answered here while [acme] is configured,
+  //     before routing: the ACME server asks the proxy itself, never an upstream.
+  if (context.acmeChallenges !== undefined && isChallengeRequest(clientReq.method, target.path.literal)) {
+    const keyAuthorization = context.acmeChallenges.keyAuthorizationFor(target.path.literal);
+    facts.bytesSent = keyAuthorization === undefined ? sendErrorResponse(clientRes, { status: 404, text: UNKNOWN_TOKEN_TEXT }) : writeKeyAuthorization(clientRes, keyAuthorization);
+    return;
+  }
+
+  // 0c. `redirect_https`: a request on the plain listener goes to its https:// URL (https-redirect.ts),
   //     except an ACME challenge; nothing of it is routed or forwarded.
   if (context.httpsRedirectPort !== undefined && !clientReq.isTls) {
     const location = httpsRedirectLocation(target, context.httpsRedirectPort);

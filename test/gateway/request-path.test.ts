@@ -11,6 +11,7 @@
  * body; a failure after the commit point destroys the client response; a client that goes away
  * aborts the upstream connection; a 101 to an upgrade request → `switchProtocols` and a tunnel.
  */
+import { AcmeChallengeStore } from '../../src/gateway/acme-challenge.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
@@ -260,7 +261,7 @@ const INI = [
 ].join('');
 
 /** A context over the fake transport, with routes from INI, and the access-log records collected. */
-function fakeProxy(): { context: ProxyContext; transport: FakeTransport; logs: AccessLogRecord[] } {
+function fakeProxy(acmeChallenges?: AcmeChallengeStore): { context: ProxyContext; transport: FakeTransport; logs: AccessLogRecord[] } {
   const config = parseConfig(INI, 'test.ini', { validateAuthHash: validatePasswordHash, validateAuthUserName: checkUserName });
   let clock = 0;
   const deps = { now: () => (clock += 1), random: () => 0, log: () => {} };
@@ -276,6 +277,7 @@ function fakeProxy(): { context: ProxyContext; transport: FakeTransport; logs: A
     isDraining: false,
     isCutting: false,
     tunnels: new Set(),
+    acmeChallenges,
   };
   return { context, transport, logs };
 }
@@ -443,4 +445,27 @@ test('a request body sent whole and a keep-alive answer: the upstream connection
   const connection = transport.connections[0]!;
   assert.equal(transport.released.has(connection), true, 'got the connection closed, want it released for the next request');
   assert.equal(transport.destroyed.has(connection), false);
+});
+
+test('with [acme], GET/HEAD /.well-known/acme-challenge/TOKEN is answered before routing: the key authorization exactly, 404 for any other token', async () => {
+  const store = new AcmeChallengeStore();
+  store.set('tok_1-A', 'tok_1-A.thumbprint');
+  const { context, transport } = fakeProxy(store);
+  const cases = [
+    { what: 'a published token', res: send(context, 'GET', '/.well-known/acme-challenge/tok_1-A'), want: 'head 200 tok_1-A.thumbprint' },
+    { what: 'HEAD of it', res: send(context, 'HEAD', '/.well-known/acme-challenge/tok_1-A'), want: 'head 200 ' },
+    { what: 'an unknown token', res: send(context, 'GET', '/.well-known/acme-challenge/other'), want: 'head 404 not found: no ACME challenge with this token is being validated\n' },
+    { what: 'a token with a slash', res: send(context, 'GET', '/.well-known/acme-challenge/tok_1-A/x'), want: 'head 404 not found: no ACME challenge with this token is being validated\n' },
+  ];
+  for (const { what, res, want } of cases) {
+    await res.done;
+    const got = `${res.events[0]} ${res.body}`;
+    assert.equal(got, want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  }
+  assert.equal(cases[0]!.res.header('content-type'), 'text/plain');
+  store.set('tok_1-A', undefined);
+  const withdrawn = send(context, 'GET', '/.well-known/acme-challenge/tok_1-A');
+  await withdrawn.done;
+  assert.equal(withdrawn.events[0], 'head 404', `a withdrawn token: got ${withdrawn.events[0]}, want head 404`);
+  assert.deepEqual(transport.acquired, [], 'no challenge request reaches an upstream');
 });

@@ -2,13 +2,13 @@
  * The IPC messages between the cluster primary and its workers (node:cluster, with the `advanced`
  * serialization, i.e. the structured clone algorithm, so a Config with its RegExps and byte arrays
  * travels as it is). Primary → worker: the config to start with, upstream state, a reloaded config,
- * a report request, shutdown, reopen the log files. Worker → primary: a start request, a failed
- * start, its report.
+ * a report request, shutdown, reopen the log files, an ACME challenge token or certificate.
+ * Worker → primary: a start request, a failed start, its report.
  *
  * A worker's life: it sends `start-request` as soon as it can hear the answer; the primary answers
  * `start` with the config it serves (a worker never reads the config file); the
  * worker listens, or sends `start-failed` and exits. Messages that come before `start` are dropped:
- * `start` carries the newest config and upstream state.
+ * `start` carries the newest config, upstream state and ACME state.
  */
 import type { Config, UpstreamConfig } from '../../config/config.js';
 import type { ProbeRecord } from '../../upstream/upstream.js';
@@ -38,6 +38,29 @@ export interface StartMessage {
    * primary), so a ticket one worker issued resumes on any other (RFC 8446 §4.6.1).
    */
   readonly ticketKeys: Uint8Array;
+  /** `[acme]`: the challenges being validated and the certificate, as the primary has them now; undefined without `[acme]`. */
+  readonly acme: AcmeState | undefined;
+}
+
+/** What a worker needs of the primary's ACME manager (src/tls/acme): its published tokens and its certificate. */
+export interface AcmeState {
+  /** `[token, keyAuthorization]` of every HTTP-01 challenge being validated now. */
+  readonly challenges: readonly (readonly [string, string])[];
+  readonly certificate: { readonly certPem: string; readonly keyPem: string } | undefined;
+}
+
+/** Primary → workers: publish an HTTP-01 token's key authorization, or withdraw it (undefined), RFC 8555 §8.3. */
+export interface AcmeChallengeMessage {
+  readonly type: 'acme-challenge';
+  readonly token: string;
+  readonly keyAuthorization: string | undefined;
+}
+
+/** Primary → workers: serve this certificate (ACME issued or renewed it, or read it from the storage). */
+export interface AcmeCertificateMessage {
+  readonly type: 'acme-certificate';
+  readonly certPem: string;
+  readonly keyPem: string;
 }
 
 /** Primary → workers: SIGHUP loaded this config (already validated by the primary). */
@@ -85,7 +108,15 @@ export interface ReportMessage {
   readonly report: WorkerReport;
 }
 
-export type PrimaryMessage = StartMessage | UpstreamStateMessage | ReloadMessage | ReportRequestMessage | ShutdownMessage | ReopenLogsMessage;
+export type PrimaryMessage =
+  | StartMessage
+  | UpstreamStateMessage
+  | ReloadMessage
+  | ReportRequestMessage
+  | ShutdownMessage
+  | ReopenLogsMessage
+  | AcmeChallengeMessage
+  | AcmeCertificateMessage;
 export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage;
 
 /** True for an object with a string `type` (anything else on the channel is ignored). */

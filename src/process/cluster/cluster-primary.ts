@@ -18,6 +18,10 @@
  * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them (a worker still starting
  *   just exits), then exits 0. Signals that came during start-up are handled once it is done.
  * - log rotation: SIGUSR1 tells every worker to reopen its log files.
+ * - `[acme]`: the certificate manager (src/tls/acme) runs here and nowhere else, so one account
+ *   orders one certificate; every challenge token and certificate goes to every worker, and a
+ *   worker that starts later gets the current ones in its `start` message. Orders begin once a
+ *   worker listens (the challenges are answered on the plain listener).
  *
  * When the primary itself dies (SIGKILL, a crash), the listening socket dies with it (node:cluster's
  * round-robin scheduling: the primary accepts and hands connections to the workers), so nothing
@@ -49,10 +53,11 @@ import { AdminServer } from '../../admin/admin-server.js';
 import { MetricsCollector, mergeMetrics } from '../../admin/metrics-collector.js';
 import type { WorkerReport, WorkerStartFailure } from '../../admin/status-snapshot.js';
 import { UpstreamRegistry } from '../../admin/upstream-registry.js';
-import { reloadOnHangup } from '../../cli/run-proxy.js';
+import { loadAcme, reloadOnHangup } from '../../cli/run-proxy.js';
+import type { AcmeManager } from '../../tls/acme/acme-manager.js';
 import type { ProcessSignals } from '../process-signals.js';
 import { whenWorkerGone } from './worker-gone.js';
-import { isMessage, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
+import { isMessage, type AcmeState, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 import { CounterLedger } from './counter-ledger.js';
 import { restartDelayMs } from './restart-backoff.js';
 
@@ -136,6 +141,35 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
 
   const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
 
+  // [acme]: the model keeps the published tokens (for workers that start later), this the certificate.
+  let acmeCertificate: AcmeState['certificate'];
+  const acmeState = (): AcmeState | undefined => (config.acme === undefined ? undefined : { challenges: model.acmeChallenges, certificate: acmeCertificate });
+  let acme: AcmeManager | undefined;
+  try {
+    acme =
+      config.acme === undefined
+        ? undefined
+        : await loadAcme(
+            config.acme,
+            {
+              setAcmeChallenge: (token, keyAuthorization) => {
+                model.setAcmeChallenge(token, keyAuthorization);
+                broadcast({ type: 'acme-challenge', token, keyAuthorization });
+              },
+              setAcmeCertificate: (certPem, keyPem) => {
+                acmeCertificate = { certPem, keyPem };
+                broadcast({ type: 'acme-certificate', certPem, keyPem });
+              },
+            },
+            log,
+          );
+  } catch (error) {
+    clearInterval(pushTimer);
+    registry.close();
+    await model.close(0);
+    throw error;
+  }
+
   let nextReportId = 1;
   const pendingReports = new Map<number, (report: WorkerReport) => void>();
 
@@ -193,6 +227,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const port = await admin.listen();
       log(`admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`);
     } catch (error) {
+      acme?.stop();
       clearInterval(pushTimer);
       registry.close();
       await model.close(0);
@@ -246,6 +281,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     const deadline = setTimeout(() => {
       for (const { worker } of running) worker.process.kill('SIGKILL');
     }, config.server.shutdownTimeoutMs + 2_000);
+    acme?.stop();
     void Promise.all(exited).then(async () => {
       clearTimeout(deadline);
       clearInterval(pushTimer);
@@ -274,7 +310,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const typed = message as WorkerMessage;
       switch (typed.type) {
         case 'start-request':
-          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage(), ticketKeys } satisfies PrimaryMessage));
+          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage(), ticketKeys, acme: acmeState() } satisfies PrimaryMessage));
           break;
         case 'start-failed':
           startFailure = typed.reason;
@@ -290,6 +326,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       slot.isStarted = true;
       slot.failedStarts = 0;
       slot.failure = undefined;
+      // The first worker listening: the challenges can be answered now, so ACME may order.
+      if (!hasAnyStarted) acme?.start();
       hasAnyStarted = true;
     });
     // Gone = exited and its IPC channel read to the end, so its last report and its start failure are

@@ -10,8 +10,10 @@
  * counters and also pushes them every `REPORT_PUSH_INTERVAL_MS`, applies reloaded configs the
  * primary sends, and drains on `shutdown`, SIGTERM/SIGINT or when the primary goes away (then
  * nothing new comes in, and the requests in flight finish), in any phase (before its config came it
- * just exits). SIGHUP is ignored: the primary reloads and tells the workers. SIGUSR1 (src/main.ts)
- * and the primary's `reopen-logs` message both reopen the worker's log files.
+ * just exits). With `[acme]` it answers the challenge tokens and serves the certificate the primary
+ * sends (it never talks to the ACME server itself). SIGHUP is ignored: the primary reloads and
+ * tells the workers. SIGUSR1 (src/main.ts) and the primary's `reopen-logs` message both reopen the
+ * worker's log files.
  */
 import cluster from 'node:cluster';
 import type { Config } from '../../config/config.js';
@@ -21,7 +23,7 @@ import type { ProcessSignals } from '../process-signals.js';
 import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
-import { isMessage, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
+import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
 export const REPORT_PUSH_INTERVAL_MS = 1_000;
@@ -51,11 +53,12 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       resolve(exitCode);
     };
 
-    const start = async (config: Config, upstreamState: UpstreamStateMessage, ticketKeys: Uint8Array): Promise<ProxyServer | undefined> => {
+    const start = async (config: Config, upstreamState: UpstreamStateMessage, ticketKeys: Uint8Array, acme: AcmeState | undefined): Promise<ProxyServer | undefined> => {
       try {
         proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys) });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);
+        if (acme !== undefined) applyAcmeState(proxy, acme);
         if (config.server.listen !== undefined) await proxy.listen();
         if (config.server.tlsListen !== undefined) await proxy.listenTls();
       } catch (error) {
@@ -85,7 +88,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       if (typed.type === 'shutdown') return stop('shutdown requested by the primary');
       if (typed.type === 'reopen-logs') return reopenLogFiles(`worker ${process.pid}`);
       if (typed.type === 'start') {
-        if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState, typed.ticketKeys);
+        if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState, typed.ticketKeys, typed.acme);
         return;
       }
       if (proxy === undefined) return; // before the start: the start message carries what this said
@@ -103,6 +106,16 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           break;
         case 'report-request':
           void send(report(typed.id));
+          break;
+        case 'acme-challenge':
+          proxy.setAcmeChallenge(typed.token, typed.keyAuthorization);
+          break;
+        case 'acme-certificate':
+          try {
+            proxy.setAcmeCertificate(typed.certPem, typed.keyPem);
+          } catch (error) {
+            log(`worker ${process.pid}: the ACME certificate was refused, still serving the previous one: ${(error as Error).message}`);
+          }
           break;
       }
     };
@@ -145,4 +158,10 @@ export function applyUpstreamState(proxy: ProxyServer, message: UpstreamStateMes
       }
     }
   }
+}
+
+/** The primary's ACME state for a worker that starts now: every token being validated, and the certificate (before the TLS listener accepts). */
+function applyAcmeState(proxy: ProxyServer, acme: AcmeState): void {
+  for (const [token, keyAuthorization] of acme.challenges) proxy.setAcmeChallenge(token, keyAuthorization);
+  if (acme.certificate !== undefined) proxy.setAcmeCertificate(acme.certificate.certPem, acme.certificate.keyPem);
 }

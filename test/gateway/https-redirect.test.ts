@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ClientRequest } from '../../src/wire/client-side.js';
 import { readRequestTarget, type RequestTarget } from '../../src/gateway/request-target.js';
-import { ACME_CHALLENGE_PREFIX, httpsRedirectLocation } from '../../src/gateway/https-redirect.js';
+import { httpsRedirectLocation } from '../../src/gateway/https-redirect.js';
+import { ACME_CHALLENGE_PREFIX } from '../../src/gateway/acme-challenge.js';
 
 function target(url: string, host: string | undefined): RequestTarget {
   const read = readRequestTarget({ url, headers: host === undefined ? {} : { host }, rawHeaders: [], httpVersion: '1.1' } as unknown as ClientRequest);

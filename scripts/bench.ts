@@ -15,7 +15,10 @@
  *
  *   tls keep-alive          GET, 12-byte responses, 64 keep-alive TLS connections
  *   tls new connection      the same with `Connection: close`: one TCP connection and one TLS
- *                           handshake per request (wrk reconnects after every response)
+ *                           handshake per request (wrk reconnects after every response); wrk
+ *                           resumes its last session whenever the server gave it a ticket
+ *   tls full handshake      the same against a second instance of each server that issues no
+ *                           session tickets, so that every handshake is a full one
  *
  * wrk offers TLS 1.3 with one cipher suite, TLS_AES_128_GCM_SHA256 (the one RFC 8446 §9.1 makes
  * mandatory; an OpenSSL config for wrk alone), so every server negotiates the same suite whatever
@@ -65,7 +68,7 @@ const notes: string[] = [];
 
 const PORTS = {
   backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084, relay: 18085,
-  projectTls: 18443, goTls: 18444, nginxTls: 18445,
+  projectTls: 18443, goTls: 18444, nginxTls: 18445, projectNoTickets: 18446, goNoTickets: 18447, nginxNoTickets: 18448,
 };
 const RELAY = 'node:net relay (no parsing)';
 const GO = 'Go httputil (GOMAXPROCS=1)';
@@ -164,17 +167,30 @@ function startProject(): ChildProcess {
   return start('project', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project.ini')], proxyCore);
 }
 
-/** This project terminating TLS in a process of its own, so the plain runs' RSS figures stay its own. */
-function startProjectTls(): ChildProcess {
+/**
+ * This project terminating TLS in a process of its own, so the plain runs' RSS figures stay its own.
+ * Without tickets: OpenSSL's `NumTickets = 0` in the process's OpenSSL config (Node reads its
+ * `nodejs_conf` section), since the project has no key for it.
+ */
+function startProjectTls(port: number, hasTickets: boolean): void {
+  const name = hasTickets ? 'project-tls' : 'project-no-tickets';
   writeFileSync(
-    join(work, 'project-tls.ini'),
-    `[server]\nlisten = off\ntls_listen = 127.0.0.1:${PORTS.projectTls}\ntls_cert = ${CERTIFICATE.certFile} ${CERTIFICATE.keyFile}\n` +
+    join(work, `${name}.ini`),
+    `[server]\nlisten = off\ntls_listen = 127.0.0.1:${port}\ntls_cert = ${CERTIFICATE.certFile} ${CERTIFICATE.keyFile}\n` +
       `access_log = off\nkeepalive_timeout = 120s\n[proxy.all]\npath = /\npass = http://127.0.0.1:${PORTS.backend}\n`,
   );
-  return start('project (TLS)', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project-tls.ini')], proxyCore);
+  const env: NodeJS.ProcessEnv = {};
+  if (!hasTickets) {
+    env.OPENSSL_CONF = join(work, 'no-tickets-openssl.cnf');
+    writeFileSync(env.OPENSSL_CONF, 'nodejs_conf = openssl_init\n[openssl_init]\nssl_conf = ssl_sect\n[ssl_sect]\nsystem_default = server_sect\n[server_sect]\nNumTickets = 0\n');
+  }
+  start(name, [process.execPath, join(root, 'dist/main.js'), '--config', join(work, `${name}.ini`)], proxyCore, env);
 }
 
-/** Builds the Go peer once: `goproxy ADDRESS` serves HTTP, `goproxy ADDRESS CERT KEY` HTTPS. */
+/**
+ * Builds the Go peer once: `goproxy ADDRESS` serves HTTP, `goproxy ADDRESS CERT KEY` HTTPS, and
+ * `goproxy ADDRESS CERT KEY no-tickets` HTTPS with `SessionTicketsDisabled`.
+ */
 function buildGo(): boolean {
   if (!commandExists('go')) {
     notes.push('go not available: Go httputil.ReverseProxy skipped');
@@ -184,14 +200,15 @@ function buildGo(): boolean {
     join(work, 'main.go'),
     `package main
 
-import ("log"; "net/http"; "net/http/httputil"; "net/url"; "os")
+import ("crypto/tls"; "log"; "net/http"; "net/http/httputil"; "net/url"; "os")
 
 func main() {
 	target, _ := url.Parse("http://127.0.0.1:${PORTS.backend}")
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024}
-	if len(os.Args) == 4 {
-		log.Fatal(http.ListenAndServeTLS(os.Args[1], os.Args[2], os.Args[3], proxy))
+	if len(os.Args) >= 4 {
+		server := &http.Server{Addr: os.Args[1], Handler: proxy, TLSConfig: &tls.Config{SessionTicketsDisabled: len(os.Args) == 5}}
+		log.Fatal(server.ListenAndServeTLS(os.Args[2], os.Args[3]))
 	}
 	log.Fatal(http.ListenAndServe(os.Args[1], proxy))
 }
@@ -208,18 +225,20 @@ func main() {
   return true;
 }
 
-function startGo(port: number, isTls: boolean): void {
-  const tlsArgs = isTls ? [CERTIFICATE.certFile, CERTIFICATE.keyFile] : [];
-  start(isTls ? 'go (TLS)' : 'go', [join(work, 'goproxy'), `127.0.0.1:${port}`, ...tlsArgs], proxyCore, { GOMAXPROCS: '1' });
+function startGo(port: number, listener: Listener): void {
+  const tlsArgs = listener === 'http' ? [] : [CERTIFICATE.certFile, CERTIFICATE.keyFile, ...(listener === 'https' ? [] : ['no-tickets'])];
+  start(`go (${listener})`, [join(work, 'goproxy'), `127.0.0.1:${port}`, ...tlsArgs], proxyCore, { GOMAXPROCS: '1' });
 }
 
 /**
  * nginx with one worker as a proxy; over TLS with nginx's defaults (no session cache, session
- * tickets on) except `ssl_protocols`, which nginx before 1.23.4 defaults to TLS 1.0–1.2 only.
+ * tickets on) except `ssl_protocols`, which nginx before 1.23.4 defaults to TLS 1.0–1.2 only;
+ * without tickets, `ssl_session_tickets off` (and still no cache: nothing to resume from).
  */
-function startNginxProxy(nginx: string, port: number, isTls: boolean): void {
-  const name = isTls ? 'proxy-tls' : 'proxy';
-  const tls = isTls ? ` ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate ${CERTIFICATE.certFile}; ssl_certificate_key ${CERTIFICATE.keyFile};` : '';
+function startNginxProxy(nginx: string, port: number, listener: Listener): void {
+  const name = { http: 'proxy', https: 'proxy-tls', 'https without tickets': 'proxy-no-tickets' }[listener];
+  const tls = listener === 'http' ? '' : ` ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate ${CERTIFICATE.certFile}; ssl_certificate_key ${CERTIFICATE.keyFile};` +
+    (listener === 'https' ? '' : ' ssl_session_tickets off;');
   mkdirSync(join(work, `${name}-tmp`), { recursive: true });
   writeFileSync(
     join(work, `${name}.conf`),
@@ -227,29 +246,36 @@ function startNginxProxy(nginx: string, port: number, isTls: boolean): void {
 events { worker_connections 4096; }
 http { access_log off; keepalive_requests 1000000; client_body_temp_path ${work}/${name}-tmp; proxy_temp_path ${work}/${name}-tmp;
   upstream backend { server 127.0.0.1:${PORTS.backend}; keepalive 256; }
-  server { listen 127.0.0.1:${port}${isTls ? ' ssl' : ''} backlog=4096; client_max_body_size 1m;${tls}
+  server { listen 127.0.0.1:${port}${listener === 'http' ? '' : ' ssl'} backlog=4096; client_max_body_size 1m;${tls}
     location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; }
   } }`,
   );
-  start(isTls ? 'nginx proxy (TLS)' : 'nginx proxy', [nginx, '-c', join(work, `${name}.conf`), '-p', work], proxyCore);
+  start(`nginx proxy (${listener})`, [nginx, '-c', join(work, `${name}.conf`), '-p', work], proxyCore);
 }
+
+/**
+ * Which instance of each target a workload runs against: plain HTTP, HTTPS with each server's
+ * session resumption as it comes, or HTTPS from a second instance that issues no session tickets.
+ * The HTTPS ones need wrk (the built-in generator speaks plain HTTP).
+ */
+type Listener = 'http' | 'https' | 'https without tickets';
 
 interface Workload {
   readonly name: string;
+  readonly listener: Listener;
   readonly path: string;
   readonly connections: number;
   readonly postBytes?: number;
-  /** Over https to the TLS targets (wrk only: the built-in generator speaks plain HTTP). */
-  readonly isTls?: boolean;
   /** Sends `Connection: close`: the server closes after each response and wrk connects anew. */
   readonly isNewConnectionPerRequest?: boolean;
 }
 const WORKLOADS: readonly Workload[] = [
-  { name: 'small (12 B, 64 conns)', path: '/small', connections: 64 },
-  { name: '1 MiB (16 conns)', path: '/big', connections: 16 },
-  { name: 'POST 64 KiB (64 conns)', path: '/upload', connections: 64, postBytes: 64 * 1024 },
-  { name: 'TLS keep-alive small (12 B, 64 conns)', path: '/small', connections: 64, isTls: true },
-  { name: 'TLS new connection per request (12 B, 64 conns)', path: '/small', connections: 64, isTls: true, isNewConnectionPerRequest: true },
+  { name: 'small (12 B, 64 conns)', listener: 'http', path: '/small', connections: 64 },
+  { name: '1 MiB (16 conns)', listener: 'http', path: '/big', connections: 16 },
+  { name: 'POST 64 KiB (64 conns)', listener: 'http', path: '/upload', connections: 64, postBytes: 64 * 1024 },
+  { name: 'TLS keep-alive small (12 B, 64 conns)', listener: 'https', path: '/small', connections: 64 },
+  { name: 'TLS new connection per request (12 B, 64 conns)', listener: 'https', path: '/small', connections: 64, isNewConnectionPerRequest: true },
+  { name: 'TLS new connection, full handshakes (12 B, 64 conns)', listener: 'https without tickets', path: '/small', connections: 64, isNewConnectionPerRequest: true },
 ];
 
 interface Measurement {
@@ -269,7 +295,7 @@ function parseLatency(text: string): number {
 }
 
 async function measure(port: number, workload: Workload, seconds: number): Promise<Measurement> {
-  const url = `${workload.isTls === true ? 'https://localhost' : 'http://127.0.0.1'}:${port}${workload.path}`;
+  const url = `${workload.listener === 'http' ? 'http://127.0.0.1' : 'https://localhost'}:${port}${workload.path}`;
   if (commandExists('wrk')) {
     const wrkArgs = ['-t1', `-c${workload.connections}`, `-d${seconds}s`, '--latency'];
     if (workload.postBytes !== undefined) {
@@ -279,7 +305,7 @@ async function measure(port: number, workload: Workload, seconds: number): Promi
     }
     if (workload.isNewConnectionPerRequest === true) wrkArgs.push('-H', 'Connection: close');
     const argv = hasTaskset ? [...helperCore, 'wrk', ...wrkArgs, url] : ['wrk', ...wrkArgs, url];
-    const env = workload.isTls === true ? { ...process.env, OPENSSL_CONF: CLIENT_OPENSSL_CONF } : process.env;
+    const env = workload.listener === 'http' ? process.env : { ...process.env, OPENSSL_CONF: CLIENT_OPENSSL_CONF };
     const { stdout: out } = await runFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env });
     if (!/50%/.test(out)) throw new Error(`unexpected wrk output:\n${out}`);
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]);
@@ -448,35 +474,27 @@ async function main(): Promise<void> {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
   const hasWrk = commandExists('wrk');
   if (!hasWrk) notes.push('wrk not available: the TLS workloads were skipped (the built-in generator speaks plain HTTP)');
-  const workloads = WORKLOADS.filter((workload) => (workload.isTls === true ? hasWrk : only !== 'tls'));
-  const hasPlain = workloads.some((workload) => workload.isTls !== true);
-  const hasTls = workloads.some((workload) => workload.isTls === true);
+  const workloads = WORKLOADS.filter((workload) => (workload.listener === 'http' ? only !== 'tls' : hasWrk));
+  const listeners = new Set(workloads.map((workload) => workload.listener));
+  const hasTls = listeners.has('https') || listeners.has('https without tickets');
   const backendKind = startBackend();
   await waitForPort(PORTS.backend);
 
   const nginx = nginxBinary();
   if (nginx === undefined) notes.push('nginx not available: nginx proxy skipped');
   const hasGo = buildGo();
-  // Plain and TLS targets carry the same names, so each workload's row compares like with like.
-  const plainTargets: Target[] = [];
-  const tlsTargets: Target[] = [];
+  // Every listener's targets carry the same names, so each workload's row compares like with like.
+  const targets = new Map<Listener, Target[]>([...listeners].map((listener) => [listener, []]));
   let project: ChildProcess | undefined;
-  if (hasPlain) {
-    plainTargets.push({ name: 'direct to backend', port: PORTS.direct });
+  if (listeners.has('http')) {
+    const plain = targets.get('http')!;
+    plain.push({ name: 'direct to backend', port: PORTS.direct });
     project = startProject();
-    plainTargets.push({ name: 'this project', port: PORTS.project });
-    plainTargets.push({ name: RELAY, port: PORTS.relay });
+    plain.push({ name: 'this project', port: PORTS.project });
+    plain.push({ name: RELAY, port: PORTS.relay });
     start('relay', [process.execPath, join(root, 'scripts/relay-proxy.mjs'), String(PORTS.relay), String(PORTS.backend)], proxyCore);
-    plainTargets.push({ name: 'minimal node:http proxy', port: PORTS.baseline });
+    plain.push({ name: 'minimal node:http proxy', port: PORTS.baseline });
     start('baseline', [process.execPath, join(root, 'scripts/baseline-proxy.mjs'), String(PORTS.baseline), String(PORTS.backend)], proxyCore);
-    if (hasGo) {
-      startGo(PORTS.go, false);
-      plainTargets.push({ name: GO, port: PORTS.go });
-    }
-    if (nginx !== undefined) {
-      startNginxProxy(nginx, PORTS.nginx, false);
-      plainTargets.push({ name: NGINX, port: PORTS.nginx });
-    }
   }
   if (hasTls) {
     writeFileSync(
@@ -484,25 +502,35 @@ async function main(): Promise<void> {
       'openssl_conf = openssl_init\n[openssl_init]\nssl_conf = ssl_sect\n[ssl_sect]\nsystem_default = client_sect\n' +
         '[client_sect]\nCiphersuites = TLS_AES_128_GCM_SHA256\n',
     );
-    startProjectTls();
-    tlsTargets.push({ name: 'this project', port: PORTS.projectTls });
+  }
+  const TLS_PORTS = {
+    https: { project: PORTS.projectTls, go: PORTS.goTls, nginx: PORTS.nginxTls },
+    'https without tickets': { project: PORTS.projectNoTickets, go: PORTS.goNoTickets, nginx: PORTS.nginxNoTickets },
+  } as const;
+  for (const [listener, list] of targets) {
+    if (listener !== 'http') {
+      startProjectTls(TLS_PORTS[listener].project, listener === 'https');
+      list.push({ name: 'this project', port: TLS_PORTS[listener].project });
+    }
     if (hasGo) {
-      startGo(PORTS.goTls, true);
-      tlsTargets.push({ name: GO, port: PORTS.goTls });
+      const port = listener === 'http' ? PORTS.go : TLS_PORTS[listener].go;
+      startGo(port, listener);
+      list.push({ name: GO, port });
     }
     if (nginx !== undefined) {
-      startNginxProxy(nginx, PORTS.nginxTls, true);
-      tlsTargets.push({ name: NGINX, port: PORTS.nginxTls });
+      const port = listener === 'http' ? PORTS.nginx : TLS_PORTS[listener].nginx;
+      startNginxProxy(nginx, port, listener);
+      list.push({ name: NGINX, port });
     }
   }
-  for (const target of [...plainTargets, ...tlsTargets]) await waitForPort(target.port);
+  for (const list of targets.values()) for (const target of list) await waitForPort(target.port);
 
-  const pick = (targets: readonly Target[]): readonly Target[] =>
-    only === '' || only === 'tls' ? targets : targets.filter((t) => t.name.includes(only) || t.name === 'this project');
+  const pick = (list: readonly Target[]): readonly Target[] =>
+    only === '' || only === 'tls' ? list : list.filter((t) => t.name.includes(only) || t.name === 'this project');
   const results = new Map<string, Map<string, Measurement>>();
   const censuses: { workload: string; target: string; census: HandshakeCensus }[] = [];
   for (const workload of workloads) {
-    const selected = pick(workload.isTls === true ? tlsTargets : plainTargets);
+    const selected = pick(targets.get(workload.listener)!);
     const samples = new Map<string, Measurement[]>(selected.map((target) => [target.name, []]));
     for (const target of selected) {
       // Warm-up, the same for every target: V8 compiles on the one core it runs on, and a cold node
@@ -517,7 +545,7 @@ async function main(): Promise<void> {
       }
     }
     results.set(workload.name, new Map([...samples].map(([name, list]) => [name, medianOf(list)])));
-    if (workload.isTls !== true) continue;
+    if (workload.listener === 'http') continue;
     for (const target of selected) censuses.push({ workload: workload.name, target: target.name, census: await handshakeCensus(target.port, workload) });
   }
   const peakRss = project === undefined ? undefined : peakRssMiB(project.pid!);
@@ -582,7 +610,7 @@ function medianOf(list: readonly Measurement[]): Measurement {
  * its measured distance; the other TLS ratios have no target and are reported as measured.
  */
 function targetLines(results: Map<string, Map<string, Measurement>>, peakRss: number | undefined, idleRss: number | undefined): string[] {
-  const [small, big, post, tlsKeepAlive, tlsNewConnection] = WORKLOADS.map((workload) => results.get(workload.name));
+  const [small, big, post, tlsKeepAlive, tlsNewConnection, tlsFullHandshake] = WORKLOADS.map((workload) => results.get(workload.name));
   const rows: string[] = ['| target | measured | met |', '|---|---:|---|'];
   const ratio = (row: Map<string, Measurement> | undefined, peer: string, label: string, atLeast?: number): void => {
     const ours = row?.get('this project');
@@ -608,6 +636,8 @@ function targetLines(results: Map<string, Map<string, Measurement>>, peakRss: nu
   ratio(tlsKeepAlive, NGINX, 'TLS keep-alive small: req/s ÷ nginx proxy');
   ratio(tlsNewConnection, GO, 'TLS new connection per request: req/s ÷ Go httputil');
   ratio(tlsNewConnection, NGINX, 'TLS new connection per request: req/s ÷ nginx proxy');
+  ratio(tlsFullHandshake, GO, 'TLS new connection, full handshakes: req/s ÷ Go httputil');
+  ratio(tlsFullHandshake, NGINX, 'TLS new connection, full handshakes: req/s ÷ nginx proxy');
   return rows;
 }
 

@@ -22,15 +22,15 @@
  *
  * wrk offers TLS 1.3 with one cipher suite, TLS_AES_128_GCM_SHA256 (the one RFC 8446 §9.1 makes
  * mandatory; an OpenSSL config for wrk alone), so every server negotiates the same suite whatever
- * its own preference (Go's is AES-128-GCM, Node's AES-256-GCM).
- * After the runs, a one-second census per TLS target through a relay that reads each ServerHello
- * prints what was negotiated, how many TCP connections served how many requests, and how many
- * handshakes resumed a session (wrk reuses its last session's ticket when it reconnects).
+ * its own preference (Go's is AES-128-GCM, Node's AES-256-GCM, nginx takes the client's). After
+ * each TLS workload's runs, a one-second census per target through a relay that reads each
+ * ServerHello prints what was negotiated, how many TCP connections served how many requests, and
+ * how many handshakes resumed a session.
  *
  * On Linux the proxy under test runs on core 0 (taskset), the backend and the load generator on
  * core 1. Tools come from Debian's packages when they can be installed (wrk, nginx, golang-go);
  * peers that cannot be had are skipped with a line saying so, and without wrk the built-in
- * generator (scripts/load-generator.ts) runs instead. Output: req/s, p50, p99 and the ratio of each
+ * generator (scripts/load-generator.ts) runs the plain workloads instead. Output: req/s, p50, p99 and the ratio of each
  * target's req/s to this project's, this project's share of the relay's req/s per workload, plus
  * this project's peak RSS, and a check that holds 10,000 idle keep-alive client connections.
  *
@@ -92,7 +92,7 @@ function ensureTools(): void {
     ['wrk', 'wrk'],
     ['nginx', 'nginx-light'],
     ['go', 'golang-go'],
-  ].filter(([command]) => !commandExists(command!) && !existsSync('/usr/sbin/nginx'));
+  ].filter(([command]) => !commandExists(command!) && !(command === 'nginx' && existsSync('/usr/sbin/nginx')));
   if (wanted.length === 0 || !commandExists('apt-get') || process.getuid?.() !== 0) return;
   console.error(`installing ${wanted.map(([, pkg]) => pkg).join(', ')} from Debian's packages...`);
   spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });

@@ -166,6 +166,26 @@ export class ClientTimeoutError extends RequestError {
   }
 }
 
+// ---- TLS ----------------------------------------------------------------------------------------
+
+/**
+ * A certificate and key that cannot be served (src/tls/certificate-pair.ts): no PEM certificate or
+ * no PEM private key in the text, a key that does not belong to the certificate, a certificate
+ * expired or not yet valid. Thrown for PEM texts (an ACME certificate, `ProxyServer.setAcmeCertificate`);
+ * for a `tls_cert` line it becomes a ConfigValueError at the line's place (exit 1 at start-up and
+ * in `--check`, a rejected reload at SIGHUP). `subject` says which of the two is wrong.
+ */
+export class TlsCertificateError extends ProxyError {
+  readonly code = 'TLS_CERTIFICATE';
+  constructor(
+    readonly subject: 'cert' | 'key',
+    /** e.g. `expired on 2020-06-01 00:00:00 UTC`, `does not match the certificate`. */
+    readonly reason: string,
+  ) {
+    super(`${subject === 'cert' ? 'the certificate' : 'the private key'} ${reason}`);
+  }
+}
+
 // ---- admin --------------------------------------------------------------------------------------
 
 /**

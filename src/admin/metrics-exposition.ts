@@ -16,6 +16,7 @@
  * | `proxy_upstream_weight` / `proxy_upstream_effective_weight` | gauge | route, upstream | configured / current weight |
  * | `proxy_upstream_failures_total` | counter | route, upstream | failed attempts (passive health) |
  * | `proxy_log_lines_dropped_total` | counter | log (`access`, `error`) | log lines dropped because their destination failed or fell behind (src/log/log-sink.ts) |
+ * | `proxy_tls_certificate_expiry_seconds` | gauge | cert (the `tls_cert` file, or `acme`), names (comma separated) | notAfter of each certificate the HTTPS listener serves, seconds since the epoch (the convention of `ssl_certificate_expiry_seconds` in exporters: alert on `… - time() < 14 * 86400`) |
  *
  * Upstream counters live on the Upstream objects; an upstream removed by a reload or the registry
  * takes its counters with it (Prometheus sees a counter reset, which `rate()` handles).
@@ -114,6 +115,15 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
       help: 'Log lines dropped because their destination failed (closed pipe, full disk) or its reader fell behind, by log (access or error).',
       type: 'counter',
       samples: fromKeys(metrics.logLinesDropped, ['log']),
+    },
+    {
+      name: 'proxy_tls_certificate_expiry_seconds',
+      help: 'When each certificate of the HTTPS listener expires (notAfter), seconds since the epoch, by certificate file (or acme) and names.',
+      type: 'gauge',
+      samples: snapshot.certificates.map((certificate) => ({
+        labels: { cert: certificate.file ?? 'acme', names: certificate.names.join(',') },
+        value: certificate.notAfterSeconds,
+      })),
     },
   ];
   return renderExposition(families);

@@ -2,7 +2,8 @@
  * `GET /status`: one self-contained HTML page (inline CSS and JavaScript, no external assets, so it
  * works on an air-gapped box) that shows every route with its strategy and every upstream with its
  * state, weights, active requests, totals, last probe and the strategy's live state — the numbers a
- * learner wants to watch while the balancing algorithms and health checks run.
+ * learner wants to watch while the balancing algorithms and health checks run — and the HTTPS
+ * listener's certificates with their names and expiry.
  *
  * The page arrives with the current snapshot embedded (so it is complete without JavaScript and for
  * `chromium --dump-dom`), then polls `GET /status.json` every second, redraws the tables and keeps a
@@ -57,6 +58,7 @@ export function renderStatusPage(snapshot: StatusSnapshot): string {
 </header>
 <div id="worker-failures" class="warn"></div>
 <main id="routes"></main>
+<section id="certificates" class="route"></section>
 <script id="initial-status" type="application/json">${data}</script>
 <script>
 "use strict";
@@ -130,6 +132,12 @@ function render(snapshot) {
       "<tbody>" + rows + "</tbody></table></section>";
   }).join("");
   document.getElementById("routes").innerHTML = html || '<p class="muted">no routes</p>';
+  const certificates = snapshot.certificates.map((c) =>
+    "<tr><td><code>" + esc(c.file === null ? "acme" : c.file) + "</code>" + (c.isDefault ? '<span class="tag">default</span>' : "") + "</td>" +
+    "<td>" + esc(c.names.join(", ")) + "</td><td>" + esc(c.notAfter) + '</td><td class="num">' + Math.floor((c.notAfterSeconds * 1000 - atMs) / 86400000) + "</td></tr>").join("");
+  const section = document.getElementById("certificates");
+  section.hidden = snapshot.certificates.length === 0;
+  section.innerHTML = "<h2>certificates</h2><table><thead><tr><th>certificate</th><th>names</th><th>expires</th><th>days left</th></tr></thead><tbody>" + certificates + "</tbody></table>";
 }
 
 render(JSON.parse(document.getElementById("initial-status").textContent));

@@ -99,6 +99,23 @@ export interface RouteStatus {
   readonly upstreams: readonly UpstreamStatus[];
 }
 
+/** A certificate the HTTPS listener serves (src/tls): where it came from, its names, its expiry. */
+export interface CertificateStatus {
+  /** `tls_cert` or `acme`. */
+  readonly source: 'tls_cert' | 'acme';
+  /** The `tls_cert` certificate file as written; null for `acme`. */
+  readonly file: string | null;
+  /** DNS names (wildcards as `*.example.com`), then IP addresses. */
+  readonly names: readonly string[];
+  readonly serialNumber: string;
+  /** notAfter, ISO time. */
+  readonly notAfter: string;
+  /** notAfter, seconds since the epoch (`proxy_tls_certificate_expiry_seconds`). */
+  readonly notAfterSeconds: number;
+  /** The default certificate (no SNI, or a name no certificate serves). */
+  readonly isDefault: boolean;
+}
+
 export interface StatusSnapshot {
   /** ISO time the snapshot was made. */
   readonly generatedAt: string;
@@ -112,6 +129,8 @@ export interface StatusSnapshot {
   /** Every request, including those counted by workers that exited. */
   readonly totals: { readonly requests: number; readonly byStatusClass: Readonly<Record<string, number>> };
   readonly routes: readonly RouteStatus[];
+  /** The HTTPS listener's certificates, in SNI precedence order (`tls_cert` in file order, then ACME); empty without `tls_listen`. */
+  readonly certificates: readonly CertificateStatus[];
 }
 
 /**
@@ -241,6 +260,15 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
     workerStartFailures: options.workerStartFailures ?? [],
     totals: { requests: Object.values(byStatusClass).reduce((sum, n) => sum + n, 0), byStatusClass },
     routes,
+    certificates: proxy.certificates.map((pair, index) => ({
+      source: pair.source,
+      file: pair.certFile ?? null,
+      names: [...pair.dnsNames, ...pair.ipAddresses],
+      serialNumber: pair.serialNumber,
+      notAfter: new Date(pair.notAfterMs).toISOString(),
+      notAfterSeconds: Math.floor(pair.notAfterMs / 1000),
+      isDefault: index === 0,
+    })),
   };
 }
 

@@ -10,6 +10,7 @@ import { loadConfigFile } from './load-config-file.js';
 import { checkAccessLogPath } from '../gateway/access-log.js';
 import { logLine, printOutput } from '../log/process-log.js';
 import { describeConfig } from '../config/describe-config.js';
+import { checkCertificates } from '../tls/certificate-pair.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
@@ -45,7 +46,13 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       case 'check': {
         const config = loadConfigFile(command.configFile);
         checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
-        printOutput(describeConfig(config));
+        // Certificates are configuration: every pair is read, every problem reported at its place.
+        const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs: Date.now() });
+        for (const check of checks) for (const warning of check.warnings) log(`warning: ${warning}`);
+        const errors = checks.flatMap((check) => check.errors);
+        for (const error of errors) log(error.message);
+        if (errors.length > 0) return 1;
+        printOutput(describeConfig(config, checks.map((check) => check.pair!)));
         printOutput(`configuration file ${command.configFile} is valid\n`);
         return 0;
       }

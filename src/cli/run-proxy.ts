@@ -5,6 +5,7 @@
  * latch that holds them from the first moment (process-signals.ts).
  */
 import type { Config } from '../config/config.js';
+import { formatListenAddress } from '../config/values.js';
 import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { keepYoungGenerationSmall } from '../process/young-generation.js';
@@ -13,14 +14,19 @@ import type { LifecycleSignal, SignalSource } from '../process/process-signals.j
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
   readonly proxy: ProxyServer;
-  readonly port: number;
+  /** The plain listener's port; undefined with `listen = off`. */
+  readonly port: number | undefined;
+  /** The HTTPS listener's port; undefined without `tls_listen`. */
+  readonly tlsPort: number | undefined;
   stop(): Promise<boolean>;
 }
 
 /**
  * SIGHUP: reload the config file (nginx `-s reload`). A file that fails to load is rejected with its
  * file:line:column and the running config keeps serving; a good one goes to `apply` (a ProxyServer's
- * `reload`, or the cluster primary's, which also tells the workers). Returns the function that stops listening.
+ * `reload`, or the cluster primary's, which also tells the workers), which reads the `tls_cert`
+ * files and rejects the reload the same way when a pair is broken (the old certificates keep
+ * serving). Returns the function that stops listening.
  */
 export function reloadOnHangup(
   configFile: string,
@@ -36,7 +42,13 @@ export function reloadOnHangup(
       log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
       return;
     }
-    const summary = apply(config);
+    let summary: ReloadSummary;
+    try {
+      summary = apply(config);
+    } catch (error) {
+      log(`reload rejected, still serving the previous config: ${(error as Error).message}`);
+      return;
+    }
     log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
     for (const warning of summary.warnings) log(`reload: ${warning}`);
   };
@@ -44,14 +56,28 @@ export function reloadOnHangup(
   return () => signals.off('SIGHUP', onHangup);
 }
 
-/** Starts the proxy for `config` and logs where it listens. */
+/**
+ * Starts the proxy for `config` on its listeners (`listen` unless off, `tls_listen` when set) and
+ * logs where it listens.
+ * @throws ConfigValueError for a broken `tls_cert` pair; node's listen errors
+ */
 export async function startProxy(config: Config, log: (line: string) => void): Promise<RunningProxy> {
   keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
-  const port = await proxy.listen();
-  const { host } = config.server.listen ?? { host: '0.0.0.0' };
-  log(`proxy listening on ${host.includes(':') ? `[${host}]` : host}:${port} with ${config.routes.length} route(s) from ${config.file}`);
-  return { proxy, port, stop: () => proxy.close() };
+  const { listen, tlsListen } = config.server;
+  try {
+    const port = listen === undefined ? undefined : await proxy.listen();
+    const tlsPort = tlsListen === undefined ? undefined : await proxy.listenTls();
+    const addresses = [
+      ...(listen === undefined ? [] : [`${formatListenAddress({ host: listen.host, port: port! })} (http)`]),
+      ...(tlsListen === undefined ? [] : [`${formatListenAddress({ host: tlsListen.host, port: tlsPort! })} (https)`]),
+    ];
+    log(`proxy listening on ${addresses.join(' and ')} with ${config.routes.length} route(s) from ${config.file}`);
+    return { proxy, port, tlsPort, stop: () => proxy.close() };
+  } catch (error) {
+    await proxy.close(0);
+    throw error;
+  }
 }
 
 /**

@@ -9,6 +9,15 @@ import type { Config, HashKey, RouteConfig, ServerConfig, StatusRange, UpstreamC
 import { ROUTE_DEFAULTS, SERVER_DEFAULTS } from './load-config.js';
 import { formatDuration, formatListenAddress, formatSize } from './values.js';
 
+/** A `tls_cert` pair as the summary shows it (src/tls/certificate-pair.ts's CertificatePair fits). */
+export interface CertificateSummary {
+  readonly certFile: string | undefined;
+  readonly dnsNames: readonly string[];
+  readonly ipAddresses: readonly string[];
+  /** ms since the epoch. */
+  readonly notAfterMs: number;
+}
+
 /**
  * Describes a validated config in a few lines per route.
  *
@@ -21,9 +30,12 @@ import { formatDuration, formatListenAddress, formatSize } from './values.js';
  *   [proxy.b] path /b (prefix), any host, round-robin
  *       http://localhost:9002
  * ```
+ * With `tls_listen`, one line for the HTTPS listener and one per readable `tls_cert` pair
+ * (`certificates`, read by the caller), e.g.
+ * `  tls_cert certs/exact.pem: exact.test, expires 2126-11-07 13:45:08 UTC`.
  * @returns text ending in a newline.
  */
-export function describeConfig(config: Config): string {
+export function describeConfig(config: Config, certificates: readonly CertificateSummary[] = []): string {
   const lines: string[] = [];
   const { server, admin } = config;
   const workers = server.workers === 'auto' ? 'one worker per core' : `${server.workers} worker${server.workers === 1 ? '' : 's'}`;
@@ -31,6 +43,19 @@ export function describeConfig(config: Config): string {
   lines.push(`listen ${server.listen === undefined ? 'off' : formatListenAddress(server.listen)}, ${workers}, ${accessLog}`);
   const serverSettings = describeServerSettings(server);
   if (serverSettings.length > 0) lines.push(`  ${serverSettings.join(', ')}`);
+  if (server.tlsListen !== undefined) {
+    const extras = [
+      server.redirectHttps ? 'redirect_https on' : undefined,
+      server.hstsMaxAgeSeconds === undefined ? undefined : `hsts max-age=${server.hstsMaxAgeSeconds}`,
+      config.acme === undefined ? undefined : `acme ${config.acme.domains.join(',')}`,
+    ].filter((extra) => extra !== undefined);
+    lines.push(`tls_listen ${formatListenAddress(server.tlsListen)}, ${server.tlsMinVersion} or later, http/1.1${extras.map((extra) => `, ${extra}`).join('')}`);
+    certificates.forEach((pair, index) => {
+      const names = [...pair.dnsNames, ...pair.ipAddresses].join(', ');
+      const expires = `${new Date(pair.notAfterMs).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+      lines.push(`  tls_cert ${pair.certFile ?? 'acme'}: ${names}, expires ${expires}${index === 0 ? ' (the default)' : ''}`);
+    });
+  }
   if (admin !== undefined) {
     lines.push(`admin ${formatListenAddress(admin.listen)} (${admin.token === undefined ? 'no token: read-only' : 'token set'})`);
   }

@@ -13,7 +13,8 @@
  *      backends map both spellings onto one variable, so the underscore one would bring the spoof
  *      back; nginx drops every name with `_` by default, `underscores_in_headers off`);
  *   3. set `Host` (`preserve_host`);
- *   4. add X-Forwarded-For (appended to a trusted peer's list), X-Forwarded-Host, X-Forwarded-Proto.
+ *   4. add X-Forwarded-For (appended to a trusted peer's list), X-Forwarded-Host, X-Forwarded-Proto
+ *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
 import { connectionTokens, isHopByHop } from './hop-by-hop.js';
@@ -24,6 +25,8 @@ export interface ForwardingFacts {
   readonly clientIp: string;
   /** Whether the TCP peer is in `trusted_proxies`. */
   readonly isTrustedPeer: boolean;
+  /** How the request reached the proxy: `https` on the TLS listener. Sent as X-Forwarded-Proto unless a trusted peer sent its own. */
+  readonly proto: 'http' | 'https';
   /** `preserve_host`: forward the client's Host (true) or send `upstreamHost` (false). */
   readonly preserveHost: boolean;
   /** The upstream's `host:port` (IPv6 in brackets). */
@@ -98,7 +101,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
   }
   out.push('X-Forwarded-For', priorForwardedFor === undefined ? facts.clientIp : `${priorForwardedFor}, ${facts.clientIp}`);
   if (!hasForwardedHost && host !== undefined) out.push('X-Forwarded-Host', host);
-  if (!hasForwardedProto) out.push('X-Forwarded-Proto', 'http');
+  if (!hasForwardedProto) out.push('X-Forwarded-Proto', facts.proto);
   return out;
 }
 

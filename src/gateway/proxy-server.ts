@@ -2,10 +2,15 @@
  * The proxy's listening side: the HTTP/1.1 server of src/wire/http1-server.ts with the `[server]`
  * limits (SPEC 1.2) in front of the request path, the runtime state of routes and upstreams, and
  * graceful shutdown (SPEC 2: stop accepting, let in-flight requests finish up to
- * `shutdown_timeout`).
+ * `shutdown_timeout`). Two listeners feed the one connection loop: the plain one (`listen`) and
+ * the HTTPS one (`tls_listen`, src/tls/tls-listener.ts), whose certificates (`tls_cert`, and the
+ * ACME one) are read here at start-up and at every reload.
  */
 import type { AddressInfo, Server, Socket } from 'node:net';
-import type { Config, UpstreamConfig } from '../config/config.js';
+import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
+import { parseCertificatePair, readCertificatePairs, type CertificatePair } from '../tls/certificate-pair.js';
+import { CertificateStore } from '../tls/certificate-store.js';
+import { TlsListener } from '../tls/tls-listener.js';
 import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
 import { logLine } from '../log/process-log.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
@@ -33,6 +38,14 @@ export interface ProxyServerOptions {
    * pushes the results (src/cluster). Default false.
    */
   readonly isHealthCheckDisabled?: boolean;
+  /**
+   * The session ticket key of the HTTPS listener, TICKET_KEY_BYTES (48) bytes (src/tls/tls-listener.ts): a cluster's primary
+   * gives every worker the same one, so a ticket from one worker resumes on another. Default: a
+   * random key of this process.
+   */
+  readonly ticketKeys?: Buffer;
+  /** Wall clock for certificate validity, ms since the epoch. Default `Date.now`. */
+  readonly epochNow?: () => number;
 }
 
 /** Called with every finished active health probe (metrics count them by result). */
@@ -74,9 +87,18 @@ export class ProxyServer {
   readonly #http1: Http1Server;
   /** Every client connection not closed yet, upgraded ones included: a shutdown waits for their ends. */
   readonly #clientSockets = new Set<Socket>();
+  /** The HTTPS listener (`tls_listen`); undefined without one. */
+  readonly #tls: TlsListener | undefined;
+  /** The certificate from ACME (`setAcmeCertificate`); kept across reloads. */
+  #acmePair: CertificatePair | undefined;
+  readonly #epochNow: () => number;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
+    this.#epochNow = options.epochNow ?? Date.now;
+    // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
+    const certificates = this.#readCertificates(config.server);
+    for (const warning of certificates.warnings) this.#deps.log(`warning: ${warning}`);
     this.#table = new RouteTable(config, this.#deps);
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
@@ -112,6 +134,7 @@ export class ProxyServer {
         close: () => accessLog.close(),
       },
       now: this.#deps.now,
+      httpsRedirectPort: config.server.redirectHttps ? config.server.tlsListen?.port : undefined,
       tunnels: new Set(),
       isDraining: false,
       isCutting: false,
@@ -130,11 +153,61 @@ export class ProxyServer {
       keepAliveTimeoutMs: s.keepaliveTimeoutMs,
       maxHeadBytes: s.maxHeaderSize,
     });
+    this.#http1.strictTransportSecurity = strictTransportSecurity(config.server);
     this.server = this.#http1.server;
-    this.server.on('connection', (socket: Socket) => {
-      this.#clientSockets.add(socket);
-      socket.once('close', () => this.#clientSockets.delete(socket));
-    });
+    this.server.on('connection', (socket: Socket) => this.#trackClientSocket(socket));
+    this.#tls =
+      s.tlsListen === undefined
+        ? undefined
+        : new TlsListener({
+            store: new CertificateStore(certificates.pairs, undefined),
+            minVersion: s.tlsMinVersion,
+            handshakeTimeoutMs: s.headerTimeoutMs,
+            ticketKeys: options.ticketKeys,
+            onConnection: (socket) => {
+              this.#trackClientSocket(socket);
+              this.#http1.accept(socket);
+            },
+            log: this.#deps.log,
+            now: this.#deps.now,
+          });
+  }
+
+  #trackClientSocket(socket: Socket): void {
+    this.#clientSockets.add(socket);
+    socket.once('close', () => this.#clientSockets.delete(socket));
+  }
+
+  /** Reads every `tls_cert` pair of `server`. @throws ConfigValueError for the first broken pair */
+  #readCertificates(server: ServerConfig): { pairs: CertificatePair[]; warnings: string[] } {
+    return readCertificatePairs(server.tlsCertificates, { minVersion: server.tlsMinVersion, nowMs: this.#epochNow() });
+  }
+
+  /** The HTTPS listener's socket (node:tls); undefined without `tls_listen`. */
+  get tlsServer(): Server | undefined {
+    return this.#tls?.server;
+  }
+
+  /** The certificates served now: `tls_cert` pairs in file order, then the ACME one (for /status and /metrics). */
+  get certificates(): readonly CertificatePair[] {
+    return this.#tls?.store.pairs ?? [];
+  }
+
+  /**
+   * Serves the certificate ACME issued (PEM: the certificate, then its chain; and its private key)
+   * from the next handshake on, in place of the previous ACME one: for the names it lists that no
+   * `tls_cert` pair serves, and as the default when there is no `tls_cert` pair (SPEC 1.2
+   * `[acme]`). No connection is dropped; the pair survives reloads.
+   * @throws TlsCertificateError when the texts are not a valid, matching, currently valid pair
+   *   (nothing changes then); Error when there is no `tls_listen`
+   */
+  setAcmeCertificate(certPem: string, keyPem: string): void {
+    const tlsListener = this.#tls;
+    if (tlsListener === undefined) throw new Error('setAcmeCertificate: there is no tls_listen to serve the certificate on');
+    const { server } = this.config;
+    this.#acmePair = parseCertificatePair(certPem, keyPem, 'acme', undefined, { minVersion: server.tlsMinVersion, nowMs: this.#epochNow() });
+    const configured = tlsListener.store.pairs.filter((pair) => pair.source === 'tls_cert');
+    tlsListener.update(new CertificateStore(configured, this.#acmePair), server.tlsMinVersion);
   }
 
   get config(): Config {
@@ -191,26 +264,50 @@ export class ProxyServer {
    * upstream whose route name and address did not change is kept, and so is its place in the health
    * checker: rise/fall streaks, next probe time, probe in flight (HealthChecker.update says what a
    * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
-   * aborted. Requests in flight finish on the objects they started with. `[server]` limits and
-   * `listen` need a restart.
+   * aborted. Requests in flight finish on the objects they started with. The `tls_cert` files
+   * are read again and served from the next handshake on (connections keep theirs), with
+   * `tls_min_version`, `redirect_https` and `hsts`; other `[server]` limits, `listen` and
+   * `tls_listen` need a restart.
+   * @throws ConfigValueError when a `tls_cert` pair is broken (missing, not PEM, a key that does
+   *   not match, expired): nothing changed, the old config and certificates keep serving
    */
   reload(config: Config): ReloadSummary {
-    const warnings: string[] = [];
+    const certificates = this.#readCertificates(config.server);
+    const warnings: string[] = [...certificates.warnings];
     const before = this.#table.config;
     if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
+    if (JSON.stringify(before.server.tlsListen) !== JSON.stringify(config.server.tlsListen)) {
+      warnings.push('a new [server] tls_listen address takes effect only after a restart');
+    }
     // What needs a restart, compared without the parts a reload does apply or that are only places.
     const restartOnly = (server: Config['server']): string =>
-      JSON.stringify({ ...server, listen: 0, trustedProxies: 0, accessLogPlace: 0 });
+      JSON.stringify({
+        ...server,
+        listen: 0,
+        tlsListen: 0,
+        trustedProxies: 0,
+        accessLogPlace: 0,
+        tlsCertificates: 0,
+        tlsMinVersion: 0,
+        redirectHttps: 0,
+        hstsMaxAgeSeconds: 0,
+      });
     if (restartOnly(before.server) !== restartOnly(config.server)) {
-      warnings.push('[server] settings other than trusted_proxies take effect only after a restart');
+      warnings.push('[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https and hsts take effect only after a restart');
     }
     if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');
     }
     const change = this.#table.reload(config);
     this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };
+    const tlsListener = this.#tls;
+    if (tlsListener !== undefined) {
+      tlsListener.update(new CertificateStore(certificates.pairs, this.#acmePair), config.server.tlsMinVersion);
+      this.#context.httpsRedirectPort = config.server.redirectHttps ? this.#tlsPort() : undefined;
+      this.#http1.strictTransportSecurity = strictTransportSecurity(config.server);
+    }
     this.#routesChanged();
     return { ...change, warnings };
   }
@@ -248,6 +345,31 @@ export class ProxyServer {
   }
 
   /**
+   * Starts the HTTPS listener on `[server] tls_listen` (or `port` when given, e.g. 0 in tests);
+   * `redirect_https` sends plain requests to the port it bound. Resolves with the bound port.
+   * @throws Error when the config has no `tls_listen`; node's listen errors (EADDRINUSE, EACCES)
+   */
+  async listenTls(port = this.config.server.tlsListen?.port, host = this.config.server.tlsListen?.host ?? '0.0.0.0'): Promise<number> {
+    const tlsServer = this.#tls?.server;
+    if (tlsServer === undefined || port === undefined) throw new Error('listenTls: the config has no tls_listen');
+    await new Promise<void>((resolve, reject) => {
+      tlsServer.once('error', reject);
+      tlsServer.listen(port, host, () => {
+        tlsServer.off('error', reject);
+        resolve();
+      });
+    });
+    if (this.#context.httpsRedirectPort !== undefined) this.#context.httpsRedirectPort = this.#tlsPort();
+    return this.#tlsPort()!;
+  }
+
+  /** The HTTPS listener's bound port, else its configured one; undefined without `tls_listen`. */
+  #tlsPort(): number | undefined {
+    const address = this.#tls?.server.address();
+    return address !== null && typeof address === 'object' ? address.port : this.config.server.tlsListen?.port;
+  }
+
+  /**
    * Graceful shutdown: stop accepting, close idle keep-alive connections, wait for in-flight
    * requests up to `timeoutMs` (default `shutdown_timeout`), then close whatever is left.
    * Resolves true when everything finished in time.
@@ -255,7 +377,11 @@ export class ProxyServer {
   async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
     this.#healthChecker.stop();
     this.#context.isDraining = true;
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const tlsServer = this.#tls?.server;
+    const closed = Promise.all([
+      new Promise<void>((resolve) => this.server.close(() => resolve())),
+      tlsServer === undefined ? undefined : new Promise<void>((resolve) => tlsServer.close(() => resolve())),
+    ]);
     const closeIdleConnections = (): void => this.#http1.closeIdleConnections();
     closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.
@@ -283,6 +409,11 @@ export class ProxyServer {
     await this.#accessLog.close();
     return isDrained;
   }
+}
+
+/** The `Strict-Transport-Security` value for `hsts` (RFC 6797 §6.1.1), or undefined when it is off. */
+function strictTransportSecurity(server: ServerConfig): string | undefined {
+  return server.hstsMaxAgeSeconds === undefined ? undefined : `max-age=${server.hstsMaxAgeSeconds}`;
 }
 
 /** An access-log line for an answer the server wrote itself (no request object exists). */

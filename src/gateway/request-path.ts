@@ -4,6 +4,7 @@
  *
  *   0. refuse what cannot be proxied (request-checks.ts), read the target and its host
  *      (request-target.ts, authority.ts)                              → 400 / 417 / 501
+ *      and, with `redirect_https`, send a plain request to its https:// URL (https-redirect.ts) → 308
  *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
  *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
  *   2. check the body limit against Content-Length                    → 413
@@ -37,6 +38,7 @@ import { sendErrorResponse } from './error-response.js';
 import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
+import { httpsRedirectLocation } from './https-redirect.js';
 import { buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableTrailers, headerValue } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
@@ -53,6 +55,11 @@ export interface ProxyContext {
   server: ServerConfig;
   /** Swapped by a reload. */
   router: Router<Route>;
+  /**
+   * `redirect_https`: the HTTPS listener's port that plain requests are redirected to (its bound
+   * port once it listens); undefined: no redirect. Set by the server, swapped by a reload.
+   */
+  httpsRedirectPort: number | undefined;
   /** Keep-alive connections to the upstreams (src/wire/connection-pool.ts). */
   readonly pool: UpstreamTransport;
   readonly accessLog: AccessLog;
@@ -148,6 +155,20 @@ async function proxyRequest(
     return;
   }
 
+  // 0b. `redirect_https`: a request on the plain listener goes to its https:// URL (https-redirect.ts),
+  //     except an ACME challenge; nothing of it is routed or forwarded.
+  if (context.httpsRedirectPort !== undefined && !clientReq.isTls) {
+    const location = httpsRedirectLocation(target, context.httpsRedirectPort);
+    if (location === undefined) {
+      facts.bytesSent = sendErrorResponse(clientRes, { status: 400, text: 'bad request: a Host header is needed to redirect to https' });
+      return;
+    }
+    if (location !== 'exempt') {
+      facts.bytesSent = sendErrorResponse(clientRes, { status: 308, text: `permanent redirect to ${location}`, extraHeaders: ['Location', location] });
+      return;
+    }
+  }
+
   // 1. Route, by both readings of the path (router.ts).
   const match = context.router.match(target);
   if (match.kind === 'none') {
@@ -195,6 +216,7 @@ async function proxyRequest(
     const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
       clientIp: facts.clientIp,
       isTrustedPeer,
+      proto: clientReq.isTls ? 'https' : 'http',
       preserveHost: route.config.preserveHost,
       upstreamHost: upstream.config.hostHeader,
       isUpgrade,

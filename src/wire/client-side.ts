@@ -24,6 +24,8 @@ export interface ClientRequest {
   /** Lower-cased names, duplicates combined by node's rules (see `combineHeaders`). */
   readonly headers: IncomingHttpHeaders;
   readonly socket: Socket;
+  /** The request came over TLS (the HTTPS listener, `tls_listen`): `X-Forwarded-Proto: https`, HSTS, no `redirect_https`. */
+  readonly isTls: boolean;
   /**
    * The request body (RFC 9112 §6), de-chunked, as a byte stream with backpressure: the server
    * reads no more from the client while the stream's buffer is full. Undefined when the request has

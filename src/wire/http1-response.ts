@@ -6,6 +6,8 @@
  *   HTTP/1.1 <status> <reason>\r\n
  *   <the caller's headers, in order, validated as node validates them>
  *   Date: …                          unless the caller gave one (RFC 9110 §6.6.1)
+ *   Strict-Transport-Security: …     on TLS connections with `hsts`, unless the caller gave one
+ *                                    (RFC 6797 §6.1; the upstream's own is kept)
  *   Connection: keep-alive           plus `Keep-Alive: timeout=<s>`, or `Connection: close`,
  *                                    unless the caller gave a Connection header
  *   Transfer-Encoding: chunked       when the caller gave no Content-Length, the response has a
@@ -31,6 +33,8 @@ export interface ResponseConnection {
   readonly socket: Socket;
   /** Announced as `Keep-Alive: timeout=<s>` (whole seconds), ms; 0: no Keep-Alive header. */
   readonly keepAliveTimeoutMs: number;
+  /** Added as `Strict-Transport-Security` when the caller gave none (HTTPS with `hsts`); undefined: never. */
+  readonly strictTransportSecurity: string | undefined;
   /**
    * The request's body has not been read to its end (an answer before the upload finished, a body
    * that failed): the connection will close after this response, so its head says so (RFC 9112
@@ -48,6 +52,7 @@ export interface ResponseConnection {
   releaseSocket(): Buffer;
 }
 
+const STRICT_TRANSPORT_SECURITY = 'strict-transport-security';
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 const CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 /** Queued output of at least this many bytes is written at once, in place; less is copied into one buffer at the end of the tick. */
@@ -125,10 +130,13 @@ export class Http1Response implements ClientResponse {
     let hasDate = false;
     let hasTrailer = false;
     let hasKeepAlive = false;
+    const strictTransportSecurity = this.#connection.strictTransportSecurity;
+    let needsStrictTransportSecurity = strictTransportSecurity !== undefined;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
       head += fieldLine(name, value, 'Header');
+      if (name.length === STRICT_TRANSPORT_SECURITY.length && name.toLowerCase() === STRICT_TRANSPORT_SECURITY) needsStrictTransportSecurity = false;
       if (name.length < 4 || name.length > 17) continue;
       switch (name.toLowerCase()) {
         case 'connection':
@@ -154,6 +162,7 @@ export class Http1Response implements ClientResponse {
       }
     }
     if (!hasDate) head += `Date: ${httpDate()}\r\n`;
+    if (needsStrictTransportSecurity) head += `Strict-Transport-Security: ${strictTransportSecurity}\r\n`;
     if (this.#isChunked && (statusCode === 204 || statusCode === 304)) {
       this.#isLast = true;
       this.#isChunked = false;

@@ -52,6 +52,7 @@
  */
 import net from 'node:net';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ClientAbortError, ClientTimeoutError } from '../errors.js';
@@ -138,6 +139,12 @@ export class Http1Server {
   #checker: NodeJS.Timeout | undefined;
   /** Requests read so far. */
   requestCount = 0;
+  /**
+   * The `Strict-Transport-Security` value (`max-age=SECONDS`, RFC 6797 §6.1) added to every
+   * response on a TLS connection that has none; undefined (default): none. Never on plain
+   * connections (RFC 6797 §7.2: a host must not send it over plain HTTP). Set by the owner (`hsts`).
+   */
+  strictTransportSecurity: string | undefined;
 
   constructor(options: Http1ServerOptions) {
     this.options = options;
@@ -157,7 +164,11 @@ export class Http1Server {
     return this.#now();
   }
 
-  /** Serves `socket` (the listener calls it; tests may call it with any connected socket). */
+  /**
+   * Serves `socket`: a plain TCP socket from this server's listener, or an established TLS socket
+   * (a `tls.TLSSocket` from the HTTPS listener, src/tls/tls-listener.ts), which the same loop reads
+   * and writes; its requests say `isTls`. Tests may call it with any connected socket.
+   */
   accept(socket: Socket): void {
     this.#connections.add(new Http1Connection(socket, this));
   }
@@ -225,6 +236,8 @@ const enum State {
 /** One client connection and its requests, one at a time. */
 export class Http1Connection implements ResponseConnection {
   readonly socket: Socket;
+  /** The connection came over TLS (the HTTPS listener). */
+  readonly isTls: boolean;
   readonly #server: Http1Server;
   #state = State.Head;
   /** Bytes received and not yet parsed (a head in pieces, pipelined requests). */
@@ -268,6 +281,7 @@ export class Http1Connection implements ResponseConnection {
 
   constructor(socket: Socket, server: Http1Server) {
     this.socket = socket;
+    this.isTls = socket instanceof TLSSocket;
     this.#clientAddress = socket.remoteAddress;
     this.#server = server;
     this.#idleSince = server.now();
@@ -281,6 +295,10 @@ export class Http1Connection implements ResponseConnection {
 
   get keepAliveTimeoutMs(): number {
     return this.#server.options.keepAliveTimeoutMs;
+  }
+
+  get strictTransportSecurity(): string | undefined {
+    return this.isTls ? this.#server.strictTransportSecurity : undefined;
   }
 
   // ---- the response's side (ResponseConnection) ------------------------------------------------
@@ -482,7 +500,7 @@ export class Http1Connection implements ResponseConnection {
     // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
     const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none';
     const decoder = createBodyDecoder(head.body);
-    const clientReq = new Http1Request(head, this.socket, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
+    const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());
     this.#request = clientReq;
     this.#response = clientRes;
@@ -633,12 +651,14 @@ class Http1Request implements ClientRequest {
   readonly httpVersion: '1.1' | '1.0';
   readonly rawHeaders: string[];
   readonly socket: Socket;
+  readonly isTls: boolean;
   readonly body: RequestBody | undefined;
   readonly upgrade: string | undefined;
   readonly contentLength: number | undefined;
   #headers: IncomingHttpHeaders | undefined;
 
-  constructor(head: RequestHead, socket: Socket, body: RequestBody | undefined, isUpgrade: boolean) {
+  constructor(head: RequestHead, socket: Socket, isTls: boolean, body: RequestBody | undefined, isUpgrade: boolean) {
+    this.isTls = isTls;
     this.upgrade = isUpgrade ? head.upgrade : undefined;
     this.contentLength = head.body.kind === 'length' ? head.body.length : undefined;
     this.method = head.method;

@@ -124,6 +124,8 @@ class FakeClientRequest implements ClientRequest {
   readonly httpVersion = '1.1';
   readonly headers;
   readonly socket = { remoteAddress: '127.0.0.1' } as Socket;
+  /** Came over the HTTPS listener (a test sets it). */
+  isTls = false;
   readonly body: Readable | undefined;
   /** As the server decides it: `Connection: upgrade` with an `Upgrade` value, and no body. */
   readonly upgrade: string | undefined;
@@ -270,6 +272,7 @@ function fakeProxy(): { context: ProxyContext; transport: FakeTransport; logs: A
     pool: transport,
     accessLog: { isEnabled: true, write: (record) => logs.push(record), close: async () => {} },
     now: deps.now,
+    httpsRedirectPort: undefined,
     isDraining: false,
     isCutting: false,
     tunnels: new Set(),

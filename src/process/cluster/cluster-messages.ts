@@ -33,6 +33,11 @@ export interface StartMessage {
   readonly type: 'start';
   readonly config: Config;
   readonly upstreamState: UpstreamStateMessage;
+  /**
+   * The HTTPS listener's session ticket key, 48 bytes, the same for every worker (made once by the
+   * primary), so a ticket one worker issued resumes on any other (RFC 8446 §4.6.1).
+   */
+  readonly ticketKeys: Uint8Array;
 }
 
 /** Primary → workers: SIGHUP loaded this config (already validated by the primary). */

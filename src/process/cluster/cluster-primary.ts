@@ -39,6 +39,8 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { TICKET_KEY_BYTES } from '../../tls/tls-listener.js';
 import type { Config } from '../../config/config.js';
 import { formatListenAddress } from '../../config/values.js';
 import { ProxyServer } from '../../gateway/proxy-server.js';
@@ -96,6 +98,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
    * workers started with (those need a restart, see ProxyServer.reload), whatever the file says now.
    */
   let served = config;
+  /** One session ticket key for every worker (src/tls/tls-listener.ts), for this primary's life. */
+  const ticketKeys = randomBytes(TICKET_KEY_BYTES);
   const slots: WorkerSlot[] = Array.from({ length: workerCount }, (_, index) => ({
     number: index + 1,
     worker: undefined,
@@ -270,7 +274,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const typed = message as WorkerMessage;
       switch (typed.type) {
         case 'start-request':
-          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage() } satisfies PrimaryMessage));
+          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage(), ticketKeys } satisfies PrimaryMessage));
           break;
         case 'start-failed':
           startFailure = typed.reason;
@@ -316,7 +320,11 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     };
   };
   for (const slot of slots) startWorker(slot);
-  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${config.server.listen === undefined ? 'no plain listener' : formatListenAddress(config.server.listen)}`);
+  const listeners = [
+    ...(config.server.listen === undefined ? [] : [`${formatListenAddress(config.server.listen)} (http)`]),
+    ...(config.server.tlsListen === undefined ? [] : [`${formatListenAddress(config.server.tlsListen)} (https)`]),
+  ];
+  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${listeners.join(' and ')}`);
 
   const onSignal = (signal: string): void => {
     if (isStopping) {

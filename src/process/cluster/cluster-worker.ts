@@ -4,7 +4,8 @@
  * (`UpstreamStateMessage`), with draining and registry changes. It never reads the config file: it
  * asks the primary, which answers with the config it serves, so a replacement
  * worker runs what the others run even when the file on disk is broken or edited and not reloaded.
- * A worker that cannot start (the access log cannot be opened, listen fails) says why and exits;
+ * It listens on `listen` and `tls_listen` (each when set), the HTTPS one with the session ticket key
+ * the primary gives every worker. A worker that cannot start (the access log cannot be opened, listen fails) says why and exits;
  * the primary reports it and tries again with backoff. It answers report requests with its
  * counters and also pushes them every `REPORT_PUSH_INTERVAL_MS`, applies reloaded configs the
  * primary sends, and drains on `shutdown`, SIGTERM/SIGINT or when the primary goes away (then
@@ -50,12 +51,13 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       resolve(exitCode);
     };
 
-    const start = async (config: Config, upstreamState: UpstreamStateMessage): Promise<ProxyServer | undefined> => {
+    const start = async (config: Config, upstreamState: UpstreamStateMessage, ticketKeys: Uint8Array): Promise<ProxyServer | undefined> => {
       try {
-        proxy = new ProxyServer(config, { isHealthCheckDisabled: true });
+        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys) });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);
-        await proxy.listen();
+        if (config.server.listen !== undefined) await proxy.listen();
+        if (config.server.tlsListen !== undefined) await proxy.listenTls();
       } catch (error) {
         await proxy?.close(0);
         proxy = undefined;
@@ -83,7 +85,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       if (typed.type === 'shutdown') return stop('shutdown requested by the primary');
       if (typed.type === 'reopen-logs') return reopenLogFiles(`worker ${process.pid}`);
       if (typed.type === 'start') {
-        if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState);
+        if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState, typed.ticketKeys);
         return;
       }
       if (proxy === undefined) return; // before the start: the start message carries what this said
@@ -92,7 +94,12 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           applyUpstreamState(proxy, typed);
           break;
         case 'reload':
-          proxy.reload(typed.config);
+          // The primary read the same tls_cert files before it sent this; a file changed since is rejected here alone.
+          try {
+            proxy.reload(typed.config);
+          } catch (error) {
+            log(`worker ${process.pid}: reload rejected, still serving the previous config: ${(error as Error).message}`);
+          }
           break;
         case 'report-request':
           void send(report(typed.id));

@@ -1,0 +1,200 @@
+/**
+ * One certificate and its private key, read and checked before they are served: what nginx's
+ * `ssl_certificate` / `ssl_certificate_key` and HAProxy's `crt` load. It teaches what a server
+ * reads out of a certificate (RFC 5280 §4.1.2.5 validity, §4.2.1.6 subjectAltName) and which names
+ * it serves:
+ *
+ * - every `DNS:` entry of the subjectAltName, lower-cased, wildcards (`*.example.com`) included,
+ *   and every `IP Address:` entry (SNI never carries an address, RFC 6066 §3, so those are shown,
+ *   not selected by);
+ * - the subject's CN only when there is no `DNS:` entry: the legacy fallback of node's
+ *   `tls.checkServerIdentity` and of Go before 1.15 (RFC 6125 §6.4.4; browsers no longer accept
+ *   a CN at all, so a certificate without SAN works only for clients that still do).
+ *
+ * Checked, in this order, each problem a `CertificateProblem` that names the file it is about: the
+ * certificate file can be read and holds a PEM certificate; the key file can be read and holds a
+ * PEM private key; the key belongs to the certificate (`X509Certificate.checkPrivateKey`); the
+ * certificate is valid now (not after notAfter, not before notBefore). A certificate that expires
+ * within `EXPIRY_WARNING_DAYS` is served with a warning (Let's Encrypt mails its users at 20 and
+ * 10 days; 14 is between).
+ */
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
+import type { CertificateFiles, TlsVersion } from '../config/config.js';
+import { ConfigValueError, TlsCertificateError, formatPlace } from '../errors.js';
+
+/** A certificate expiring within this many days gets a `--check` warning. */
+export const EXPIRY_WARNING_DAYS = 14;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A certificate ready to serve: what it is, the names it serves, and its TLS context. */
+export interface CertificatePair {
+  /** Where it came from: `tls_cert` (with `certFile`) or `acme`. */
+  readonly source: 'tls_cert' | 'acme';
+  /** The certificate file as written in `tls_cert`; undefined for `acme`. */
+  readonly certFile: string | undefined;
+  /** DNS names served, lower-cased, in the certificate's order; wildcards as `*.example.com`. */
+  readonly dnsNames: readonly string[];
+  /** IP addresses in the subjectAltName (shown; SNI cannot select by them). */
+  readonly ipAddresses: readonly string[];
+  /** The certificate's serial number, hex, as node prints it. */
+  readonly serialNumber: string;
+  /** notBefore and notAfter, ms since the epoch. */
+  readonly notBeforeMs: number;
+  readonly notAfterMs: number;
+  /** The PEM texts, kept to build the listener's default context (`tls.Server.setSecureContext`). */
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** One `tls.createSecureContext` for this pair, chosen by the SNI callback. */
+  readonly context: tls.SecureContext;
+}
+
+/** What a pair's certificate must satisfy besides its form. */
+export interface PairOptions {
+  /** `tls_min_version`, set on the pair's context. */
+  readonly minVersion: TlsVersion;
+  /** Wall clock, ms since the epoch, for the validity check. */
+  readonly nowMs: number;
+}
+
+/**
+ * Builds a pair from PEM texts (an ACME certificate, or the contents of a `tls_cert` pair).
+ * @throws TlsCertificateError with `subject` 'cert' or 'key' saying which text is wrong: no PEM
+ *   certificate, no PEM private key, a key that does not match, expired, not yet valid
+ */
+export function parseCertificatePair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme', certFile: string | undefined, options: PairOptions): CertificatePair {
+  let certificate: X509Certificate;
+  try {
+    if (!certPem.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate');
+    certificate = new X509Certificate(certPem);
+  } catch {
+    throw new TlsCertificateError('cert', 'holds no PEM certificate');
+  }
+  let key: KeyObject;
+  try {
+    if (!/-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/.test(keyPem)) throw new Error('no PEM key');
+    key = createPrivateKey(keyPem);
+  } catch {
+    throw new TlsCertificateError('key', 'holds no PEM private key');
+  }
+  if (!certificate.checkPrivateKey(key)) throw new TlsCertificateError('key', 'does not match the certificate');
+  const notBeforeMs = Date.parse(certificate.validFrom);
+  const notAfterMs = Date.parse(certificate.validTo);
+  if (options.nowMs > notAfterMs) throw new TlsCertificateError('cert', `expired on ${formatDate(notAfterMs)}`);
+  if (options.nowMs < notBeforeMs) throw new TlsCertificateError('cert', `is not valid before ${formatDate(notBeforeMs)}`);
+  let context: tls.SecureContext;
+  try {
+    context = tls.createSecureContext({ cert: certPem, key: keyPem, minVersion: options.minVersion });
+  } catch (error) {
+    throw new TlsCertificateError('cert', `cannot be served: ${(error as Error).message}`);
+  }
+  const { dnsNames, ipAddresses } = servedNames(certificate);
+  return { source, certFile, dnsNames, ipAddresses, serialNumber: certificate.serialNumber, notBeforeMs, notAfterMs, certPem, keyPem, context };
+}
+
+/**
+ * The names a certificate serves (see the file comment): SAN `DNS:` entries, else the CN; and the
+ * SAN `IP Address:` entries. Names are lower-cased.
+ */
+export function servedNames(certificate: X509Certificate): { dnsNames: string[]; ipAddresses: string[] } {
+  const dnsNames: string[] = [];
+  const ipAddresses: string[] = [];
+  // node writes `DNS:a.test, IP Address:127.0.0.1`, quoting (as JSON) an entry that holds a `,` or a quote.
+  for (const entry of (certificate.subjectAltName ?? '').split(', ')) {
+    const text = entry.includes('"') ? unquote(entry) : entry;
+    if (text.startsWith('DNS:')) dnsNames.push(text.slice(4).toLowerCase());
+    else if (text.startsWith('IP Address:')) ipAddresses.push(text.slice(11).toLowerCase());
+  }
+  if (dnsNames.length === 0) {
+    const commonName = /^CN=(.*)$/m.exec(certificate.subject)?.[1];
+    if (commonName !== undefined && commonName !== '') dnsNames.push(commonName.toLowerCase());
+  }
+  return { dnsNames, ipAddresses };
+}
+
+/** `DNS:"a,b"` → `DNS:a,b`; an entry that is not valid JSON is kept as it is. */
+function unquote(entry: string): string {
+  const colon = entry.indexOf(':');
+  try {
+    return entry.slice(0, colon + 1) + (JSON.parse(entry.slice(colon + 1)) as string);
+  } catch {
+    return entry;
+  }
+}
+
+/** A checked `tls_cert` line: the pair, or the errors; and the warnings. */
+export interface CertificateCheck {
+  readonly files: CertificateFiles;
+  readonly pair: CertificatePair | undefined;
+  /** At the cert path's place for certificate problems, the key path's for key problems. */
+  readonly errors: readonly ConfigValueError[];
+  /** `env.ini:4:12: tls_cert 'a.pem' expires in 10 days, on 2026-12-11 00:00:00 UTC`. */
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Reads and checks one `tls_cert` pair (see the file comment). Both files are read before either is
+ * judged, so a missing certificate and a missing key are both reported.
+ */
+export function checkCertificateFiles(files: CertificateFiles, options: PairOptions): CertificateCheck {
+  const certProblem = (reason: string): ConfigValueError => new ConfigValueError(files.place, `tls_cert '${files.certFile}' ${reason}`);
+  const keyProblem = (reason: string): ConfigValueError => new ConfigValueError(files.keyPlace, `tls_cert key '${files.keyFile}' ${reason}`);
+  const certPem = readText(files.certFile);
+  const keyPem = readText(files.keyFile);
+  const errors: ConfigValueError[] = [];
+  if (typeof certPem !== 'string') errors.push(certProblem(`cannot be read: ${certPem.code}`));
+  if (typeof keyPem !== 'string') errors.push(keyProblem(`cannot be read: ${keyPem.code}`));
+  if (typeof certPem !== 'string' || typeof keyPem !== 'string') return { files, pair: undefined, errors, warnings: [] };
+  let pair: CertificatePair;
+  try {
+    pair = parseCertificatePair(certPem, keyPem, 'tls_cert', files.certFile, options);
+  } catch (error) {
+    if (!(error instanceof TlsCertificateError)) throw error;
+    return { files, pair: undefined, errors: [error.subject === 'cert' ? certProblem(error.reason) : keyProblem(error.reason)], warnings: [] };
+  }
+  const daysLeft = (pair.notAfterMs - options.nowMs) / DAY_MS;
+  const warnings =
+    daysLeft < EXPIRY_WARNING_DAYS
+      ? [`${formatPlace(files.place)}: tls_cert '${files.certFile}' expires in ${Math.floor(daysLeft)} day(s), on ${formatDate(pair.notAfterMs)}`]
+      : [];
+  return { files, pair, errors: [], warnings };
+}
+
+/**
+ * Reads every `tls_cert` pair, in file order, for the listener: start-up and SIGHUP.
+ * @returns the pairs and the warnings (expiring soon)
+ * @throws ConfigValueError: the first problem of the first broken pair (start-up exits 1, a reload is rejected)
+ */
+export function readCertificatePairs(certificates: readonly CertificateFiles[], options: PairOptions): { pairs: CertificatePair[]; warnings: string[] } {
+  const pairs: CertificatePair[] = [];
+  const warnings: string[] = [];
+  for (const files of certificates) {
+    const check = checkCertificateFiles(files, options);
+    if (check.errors.length > 0) throw check.errors[0]!;
+    pairs.push(check.pair!);
+    warnings.push(...check.warnings);
+  }
+  return { pairs, warnings };
+}
+
+/**
+ * `--check`: every `tls_cert` pair checked, in file order, each with all of its errors (a missing
+ * certificate and a missing key are both reported) and its warnings.
+ */
+export function checkCertificates(certificates: readonly CertificateFiles[], options: PairOptions): CertificateCheck[] {
+  return certificates.map((files) => checkCertificateFiles(files, options));
+}
+
+function readText(file: string): string | { code: string } {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    return { code: (error as NodeJS.ErrnoException).code ?? (error as Error).message };
+  }
+}
+
+/** `2026-12-11 00:00:00 UTC`. */
+export function formatDate(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}

@@ -1,0 +1,212 @@
+/**
+ * The HTTPS listener end to end (issue 13 item 1), real sockets on port 0: SNI choosing among three
+ * pairs (exact, wildcard, default), `tls_min_version`, ALPN, `redirect_https`, `hsts`,
+ * `X-Forwarded-Proto: https`, handshake errors that never crash, and the ACME certificate slot.
+ * Test clients trust the private CA (test/fixtures/tls/ca.pem) and verify the chain.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import tls from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseConfig } from '../../src/config/load-config.js';
+import { ProxyServer } from '../../src/gateway/proxy-server.js';
+import { TlsCertificateError } from '../../src/errors.js';
+import { headerValues, rawRequest, request, startBackend, type Backend } from '../helpers/proxy-harness.js';
+import { TLS_FIXTURES, handshake, httpsRequest, tlsCertLine } from '../tls/https-client.js';
+
+interface HttpsProxy {
+  readonly proxy: ProxyServer;
+  /** Plain port (undefined with `listen = off`) and TLS port. */
+  readonly port: number | undefined;
+  readonly tlsPort: number;
+  /** The proxy's error log. */
+  readonly log: string[];
+}
+
+/** A proxy from `server` ([server] lines) in front of `backend` on `/`, both listeners on 127.0.0.1:0. */
+async function startHttpsProxy(t: TestContext, server: string, backend: Backend, acme = ''): Promise<HttpsProxy> {
+  const ini = `[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\naccess_log = off\n${server}\n${acme}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const config = parseConfig(ini, 'test.ini');
+  const log: string[] = [];
+  const proxy = new ProxyServer(config, { deps: { log: (line) => log.push(line) } });
+  t.after(() => proxy.close(1000));
+  const port = config.server.listen === undefined ? undefined : await proxy.listen(0, '127.0.0.1');
+  const tlsPort = await proxy.listenTls(0, '127.0.0.1');
+  return { proxy, port, tlsPort, log };
+}
+
+async function backendFor(t: TestContext, handler?: Parameters<typeof startBackend>[0]): Promise<Backend> {
+  const backend = await startBackend(handler);
+  t.after(() => backend.close());
+  return backend;
+}
+
+const THREE_PAIRS = [tlsCertLine('default'), tlsCertLine('exact'), tlsCertLine('wildcard')].join('\n');
+
+test('SNI picks among three pairs: exact name, then wildcard, then the first pair for an unknown name and for no SNI', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const cases = [
+    { sni: 'exact.test', isNameChecked: true, subject: 'exact.test', san: 'DNS:exact.test' },
+    { sni: 'EXACT.test', isNameChecked: true, subject: 'exact.test', san: 'DNS:exact.test' },
+    { sni: 'a.wild.test', isNameChecked: true, subject: '*.wild.test', san: 'DNS:*.wild.test, DNS:wild.test' },
+    { sni: 'wild.test', isNameChecked: true, subject: '*.wild.test', san: 'DNS:*.wild.test, DNS:wild.test' },
+    // A wildcard covers exactly one label: a.b.wild.test is not served by *.wild.test.
+    { sni: 'a.b.wild.test', isNameChecked: false, subject: 'default.test', san: undefined },
+    { sni: 'unknown.test', isNameChecked: false, subject: 'default.test', san: undefined },
+    { sni: undefined, isNameChecked: false, subject: 'default.test', san: undefined },
+  ];
+  for (const c of cases) {
+    const response = await httpsRequest(tlsPort, { servername: c.sni, isNameChecked: c.isNameChecked });
+    assert.equal(response.status, 200, `SNI ${c.sni}: got status ${response.status}, want 200`);
+    assert.equal(response.socket.authorized, true, `SNI ${c.sni}: the chain must verify against the test CA`);
+    assert.equal(response.certificate.subject.CN, c.subject, `SNI ${c.sni}: got CN ${response.certificate.subject.CN}, want ${c.subject}`);
+    assert.equal(response.certificate.subjectaltname, c.san, `SNI ${c.sni}: got SAN ${response.certificate.subjectaltname}, want ${c.san}`);
+    if (!c.isNameChecked && c.sni !== undefined) {
+      // The default certificate does not name what was asked: a client checking names refuses it.
+      assert.ok(tls.checkServerIdentity(c.sni, response.certificate) instanceof Error, `SNI ${c.sni}: default.test must not pass a name check for it`);
+    }
+  }
+});
+
+test('X-Forwarded-Proto is https on the TLS listener and http on the plain one', async (t) => {
+  const backend = await backendFor(t);
+  const { port, tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  await httpsRequest(tlsPort, { servername: 'exact.test', headers: { 'x-forwarded-proto': 'http' } });
+  await request(port!, { headers: { host: 'exact.test' } });
+  const protos = backend.requests.map((r) => headerValues(r.rawHeaders, 'x-forwarded-proto'));
+  assert.deepEqual(protos, [['https'], ['http']], `got ${JSON.stringify(protos)}, want the client's own header dropped and https then http`);
+});
+
+test('tls_min_version = TLSv1.3 refuses a TLS 1.2 client with a protocol_version alert; a 1.3 client passes', async (t) => {
+  const backend = await backendFor(t);
+  const { proxy, tlsPort, log } = await startHttpsProxy(t, `${THREE_PAIRS}\ntls_min_version = TLSv1.3`, backend);
+  await assert.rejects(handshake(tlsPort, { servername: 'exact.test', maxVersion: 'TLSv1.2' }), (error: NodeJS.ErrnoException) => {
+    assert.equal(error.code, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', `got ${error.code}, want the protocol_version alert`);
+    return true;
+  });
+  const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
+  assert.equal(response.status, 200);
+  assert.equal(response.socket.getProtocol(), 'TLSv1.3');
+  assert.equal(proxy.serverStats.requests, 1, 'the refused handshake never reached the HTTP loop');
+  assert.ok(log.some((line) => /tls: handshake failed from .*ERR_SSL_UNSUPPORTED_PROTOCOL/.test(line)), `got log ${JSON.stringify(log)}`);
+});
+
+test('ALPN: http/1.1 is chosen when offered; a client offering only h2 gets no_application_protocol (as Go)', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const offered = await handshake(tlsPort, { servername: 'exact.test', ALPNProtocols: ['h2', 'http/1.1'] });
+  assert.equal(offered.socket.alpnProtocol, 'http/1.1');
+  offered.socket.destroy();
+  await assert.rejects(handshake(tlsPort, { servername: 'exact.test', ALPNProtocols: ['h2'] }), (error: NodeJS.ErrnoException) => {
+    assert.equal(error.code, 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL');
+    return true;
+  });
+});
+
+test('garbage, a plain HTTP request and a silent client on the TLS port are closed; the listener keeps serving', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort, log } = await startHttpsProxy(t, `${THREE_PAIRS}\nheader_timeout = 300ms`, backend);
+  const plain = await rawRequest(tlsPort, 'GET / HTTP/1.1\r\nHost: exact.test\r\n\r\n');
+  assert.equal(plain.closedByServer, true, 'a plain HTTP request on the TLS port: the connection is closed');
+  const garbage = await rawRequest(tlsPort, Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
+  assert.equal(garbage.closedByServer, true, 'a broken TLS record: the connection is closed');
+  const startedAt = Date.now();
+  const silent = await rawRequest(tlsPort, '', 3000);
+  assert.equal(silent.closedByServer, true, 'a handshake that never comes is cut (handshakeTimeout = header_timeout)');
+  assert.ok(Date.now() - startedAt < 2500, `cut after ${Date.now() - startedAt} ms, want about header_timeout (300 ms)`);
+  assert.ok(log.some((line) => line.includes('a plain HTTP request was sent to the HTTPS port')), `got log ${JSON.stringify(log)}`);
+  const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
+  assert.equal(response.status, 200, 'the listener still serves after the bad clients');
+});
+
+test('redirect_https: 308 to the https URL with the host lower-cased, the TLS port, path and query byte for byte; ACME challenges pass', async (t) => {
+  const backend = await backendFor(t);
+  const { port, tlsPort } = await startHttpsProxy(t, `${THREE_PAIRS}\nredirect_https = on`, backend);
+  const cases = [
+    { path: '/a/b?x=1&y=%2F', host: 'Exact.TEST:8080', location: `https://exact.test:${tlsPort}/a/b?x=1&y=%2F` },
+    { path: '//two//slashes/%7E?', host: 'wild.test', location: `https://wild.test:${tlsPort}//two//slashes/%7E?` },
+    { path: '/', host: '[::1]:80', location: `https://[::1]:${tlsPort}/` },
+  ];
+  for (const c of cases) {
+    const response = await request(port!, { method: 'POST', path: c.path, headers: { host: c.host, 'content-length': '3' }, body: 'abc' });
+    assert.equal(response.status, 308, `${c.path}: got ${response.status}, want 308`);
+    assert.equal(response.headers.location, c.location, `${c.path}: got Location ${response.headers.location}, want ${c.location}`);
+    assert.equal(response.headers['strict-transport-security'], undefined, 'no HSTS on the plain listener');
+  }
+  const challenge = await request(port!, { path: '/.well-known/acme-challenge/token-1', headers: { host: 'exact.test' } });
+  assert.equal(challenge.status, 200, `an ACME challenge path: got ${challenge.status}, want it routed (200 from the backend)`);
+  assert.deepEqual(backend.requests.map((r) => r.url), ['/.well-known/acme-challenge/token-1'], 'only the ACME challenge reached the upstream');
+  const noHost = await rawRequest(port!, 'GET /x HTTP/1.0\r\n\r\n');
+  assert.match(noHost.text, /^HTTP\/1\.1 400 /, `a request without Host: got ${noHost.text.split('\r\n')[0]}, want 400`);
+  const overTls = await httpsRequest(tlsPort, { servername: 'exact.test', path: '/a' });
+  assert.equal(overTls.status, 200, 'HTTPS requests are never redirected');
+});
+
+test('hsts: HTTPS responses (relayed and the proxy own) carry Strict-Transport-Security; the upstream own is kept; never on plain', async (t) => {
+  const backend = await backendFor(t, (req, res) => {
+    if (req.url === '/own') res.setHeader('Strict-Transport-Security', 'max-age=5');
+    res.end('ok');
+  });
+  const { port, tlsPort } = await startHttpsProxy(t, `${THREE_PAIRS}\nhsts = 1d`, backend);
+  const relayed = await httpsRequest(tlsPort, { servername: 'exact.test' });
+  assert.deepEqual(headerValues(relayed.rawHeaders, 'strict-transport-security'), ['max-age=86400']);
+  const own = await httpsRequest(tlsPort, { servername: 'exact.test', path: '/own' });
+  assert.deepEqual(headerValues(own.rawHeaders, 'strict-transport-security'), ['max-age=5'], "the upstream's own value, once");
+  const proxyAnswer = await httpsRequest(tlsPort, { servername: 'exact.test', headers: { host: 'bad host' } });
+  assert.equal(proxyAnswer.status, 400);
+  assert.deepEqual(headerValues(proxyAnswer.rawHeaders, 'strict-transport-security'), ['max-age=86400'], "the proxy's own 400 over HTTPS too");
+  const plain = await request(port!, { headers: { host: 'exact.test' } });
+  assert.deepEqual(headerValues(plain.rawHeaders, 'strict-transport-security'), [], 'never on the plain listener (RFC 6797 §7.2)');
+});
+
+test('listen = off: only the HTTPS listener', async (t) => {
+  const backend = await backendFor(t);
+  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const proxy = new ProxyServer(parseConfig(ini, 'test.ini'));
+  t.after(() => proxy.close(1000));
+  const tlsPort = await proxy.listenTls(0, '127.0.0.1');
+  assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
+  assert.equal(proxy.server.listening, false, 'no plain listener');
+});
+
+test('ACME certificate: before one exists handshakes fail with an alert (logged once); then it serves, and tls_cert pairs keep their names', async (t) => {
+  const backend = await backendFor(t);
+  const acme = '[acme]\ndomains = acme.test\n';
+  // No tls_cert: nothing to serve until setAcmeCertificate.
+  const bare = await startHttpsProxy(t, '', backend, acme);
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(handshake(bare.tlsPort, { servername: 'localhost' }), (error: NodeJS.ErrnoException) => {
+      assert.equal(error.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', `got ${error.code}, want a handshake_failure alert`);
+      return true;
+    });
+  }
+  await assert.rejects(handshake(bare.tlsPort), /handshake failure/);
+  const noCertificateLines = bare.log.filter((line) => line.includes('no certificate to serve yet'));
+  assert.equal(noCertificateLines.length, 1, `got ${JSON.stringify(bare.log)}, want one line for three failures`);
+  const localhostPem = readFileSync(join(TLS_FIXTURES, 'localhost.pem'), 'utf8');
+  const localhostKey = readFileSync(join(TLS_FIXTURES, 'localhost.key'), 'utf8');
+  assert.throws(() => bare.proxy.setAcmeCertificate(localhostPem, readFileSync(join(TLS_FIXTURES, 'mismatch.key'), 'utf8')), TlsCertificateError);
+  bare.proxy.setAcmeCertificate(localhostPem, localhostKey);
+  const served = await httpsRequest(bare.tlsPort, { servername: 'localhost' });
+  assert.equal(served.certificate.subject.CN, 'localhost', 'the ACME certificate is the default with no tls_cert');
+  const noSni = await handshake(bare.tlsPort, { checkServerIdentity: () => undefined });
+  assert.equal(noSni.certificate.subject.CN, 'localhost');
+  noSni.socket.destroy();
+  assert.deepEqual(bare.proxy.certificates.map((pair) => pair.source), ['acme']);
+
+  // With a tls_cert pair: it stays the default, and the ACME one serves only the names it lacks.
+  const mixed = await startHttpsProxy(t, tlsCertLine('exact'), backend, acme);
+  mixed.proxy.setAcmeCertificate(localhostPem, localhostKey);
+  const cases = [
+    { sni: 'exact.test', want: 'exact.test' },
+    { sni: 'localhost', want: 'localhost' },
+    { sni: 'other.test', want: 'exact.test' },
+  ];
+  for (const c of cases) {
+    const { certificate, socket } = await handshake(mixed.tlsPort, { servername: c.sni, checkServerIdentity: () => undefined });
+    socket.destroy();
+    assert.equal(certificate.subject.CN, c.want, `SNI ${c.sni}: got ${certificate.subject.CN}, want ${c.want}`);
+  }
+});

@@ -7,10 +7,8 @@
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
-import { checkAccessLogPath } from '../gateway/access-log.js';
+import { runCheck } from './check-config.js';
 import { logLine, printOutput } from '../log/process-log.js';
-import { describeConfig } from '../config/describe-config.js';
-import { checkCertificates } from '../tls/certificate-pair.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
@@ -44,17 +42,10 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         printOutput(`${VERSION}\n`);
         return 0;
       case 'check': {
-        const config = loadConfigFile(command.configFile);
-        checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
-        // Certificates are configuration: every pair is read, every problem reported at its place.
-        const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs: Date.now() });
-        for (const check of checks) for (const warning of check.warnings) log(`warning: ${warning}`);
-        const errors = checks.flatMap((check) => check.errors);
-        for (const error of errors) log(error.message);
-        if (errors.length > 0) return 1;
-        printOutput(describeConfig(config, checks.map((check) => check.pair!)));
-        printOutput(`configuration file ${command.configFile} is valid\n`);
-        return 0;
+        const result = runCheck(command.configFile, Date.now());
+        for (const message of result.messages) log(message);
+        printOutput(result.output);
+        return result.exitCode;
       }
       case 'run': {
         // [server] workers > 1: node:cluster, see src/process/cluster/. A worker runs the config the primary

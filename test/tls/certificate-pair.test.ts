@@ -1,0 +1,77 @@
+/**
+ * Certificates are configuration (issue 13 item 2): every problem of a `tls_cert` pair is reported
+ * at the line's file:line:column — the certificate path's column for certificate problems, the key
+ * path's for key problems — with the clock injected, so "expired", "not yet valid" and "expiring
+ * within 14 days" are exact with the long-lived fixtures.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { parseConfig } from '../../src/config/load-config.js';
+import { checkCertificateFiles, readCertificatePairs } from '../../src/tls/certificate-pair.js';
+import { ConfigValueError } from '../../src/errors.js';
+import { TLS_FIXTURES } from './https-client.js';
+
+const DAY_MS = 86_400_000;
+/** exact.pem's validity (scripts/make-test-certificates.sh: 100 years from its making). */
+const EXACT_NOT_BEFORE = Date.parse('2026-12-01T13:45:08Z');
+const EXACT_NOT_AFTER = Date.parse('2126-11-07T13:45:08Z');
+const LATER = Date.parse('2030-01-01T00:00:00Z');
+
+/** The `tls_cert` line of `[server]` for CERT KEY (fixture names), parsed: line 3, the cert path at column 12. */
+function certificateLine(cert: string, key: string) {
+  const certPath = join(TLS_FIXTURES, cert);
+  const keyPath = join(TLS_FIXTURES, key);
+  const config = parseConfig(`[server]\ntls_listen = 127.0.0.1:0\ntls_cert = ${certPath} ${keyPath}\n[proxy.a]\npath = /\npass = http://127.0.0.1:9\n`, 'env.ini');
+  return { files: config.server.tlsCertificates[0]!, certPath, keyPath, keyColumn: 12 + certPath.length + 1 };
+}
+
+test('each broken pair is reported at the cert path column (certificate problems) or the key path column (key problems)', () => {
+  const cases = [
+    { cert: 'missing.pem', key: 'exact.key', nowMs: LATER, want: (l: Line) => [`env.ini:3:12: tls_cert '${l.certPath}' cannot be read: ENOENT`] },
+    {
+      cert: 'missing.pem',
+      key: 'missing.key',
+      nowMs: LATER,
+      want: (l: Line) => [`env.ini:3:12: tls_cert '${l.certPath}' cannot be read: ENOENT`, `env.ini:3:${l.keyColumn}: tls_cert key '${l.keyPath}' cannot be read: ENOENT`],
+    },
+    { cert: 'exact.key', key: 'exact.key', nowMs: LATER, want: (l: Line) => [`env.ini:3:12: tls_cert '${l.certPath}' holds no PEM certificate`] },
+    { cert: 'exact.pem', key: 'exact.pem', nowMs: LATER, want: (l: Line) => [`env.ini:3:${l.keyColumn}: tls_cert key '${l.keyPath}' holds no PEM private key`] },
+    { cert: 'exact.pem', key: 'mismatch.key', nowMs: LATER, want: (l: Line) => [`env.ini:3:${l.keyColumn}: tls_cert key '${l.keyPath}' does not match the certificate`] },
+    { cert: 'expired.pem', key: 'expired.key', nowMs: LATER, want: (l: Line) => [`env.ini:3:12: tls_cert '${l.certPath}' expired on 2020-06-01 00:00:00 UTC`] },
+    {
+      cert: 'exact.pem',
+      key: 'exact.key',
+      nowMs: EXACT_NOT_BEFORE - DAY_MS,
+      want: (l: Line) => [`env.ini:3:12: tls_cert '${l.certPath}' is not valid before 2026-12-01 13:45:08 UTC`],
+    },
+  ];
+  for (const c of cases) {
+    const line = certificateLine(c.cert, c.key);
+    const check = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: c.nowMs });
+    const got = check.errors.map((error) => error.message);
+    assert.deepEqual(got, c.want(line), `${c.cert} ${c.key}: got ${JSON.stringify(got)}`);
+    assert.equal(check.pair, undefined);
+    assert.ok(check.errors.every((error) => error instanceof ConfigValueError));
+  }
+});
+
+type Line = ReturnType<typeof certificateLine>;
+
+test('a certificate expiring within 14 days is served with a warning; 15 days left is quiet', () => {
+  const line = certificateLine('exact.pem', 'exact.key');
+  const soon = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 10 * DAY_MS - 3_600_000 });
+  assert.deepEqual(soon.errors, []);
+  assert.deepEqual(soon.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expires in 10 day(s), on 2126-11-07 13:45:08 UTC`]);
+  assert.deepEqual(soon.pair?.dnsNames, ['exact.test']);
+  const later = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 15 * DAY_MS });
+  assert.deepEqual(later.warnings, [], `got ${JSON.stringify(later.warnings)}, want none with 15 days left`);
+});
+
+test('start-up and reload read the pairs in order and stop at the first broken one', () => {
+  const good = certificateLine('exact.pem', 'exact.key').files;
+  const broken = certificateLine('exact.pem', 'mismatch.key').files;
+  const { pairs } = readCertificatePairs([good], { minVersion: 'TLSv1.2', nowMs: LATER });
+  assert.deepEqual(pairs.map((pair) => pair.serialNumber), ['EBD1BD1E89CC17456A114B4621C3D0D5']);
+  assert.throws(() => readCertificatePairs([good, broken], { minVersion: 'TLSv1.2', nowMs: LATER }), /does not match the certificate/);
+});

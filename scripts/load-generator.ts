@@ -1,7 +1,7 @@
 /**
  * The benchmark's built-in load generator, used when wrk cannot be installed: N keep-alive raw
  * connections, each sending one request and waiting for its whole response (Content-Length framed),
- * for a fixed time. Prints one JSON object: requestsPerSecond, p50Ms, p99Ms, errors.
+ * for a fixed time. Prints one JSON object: requestsPerSecond, p50Ms, p99Ms, errors, requests.
  *
  *   node --import tsx scripts/load-generator.ts URL CONNECTIONS SECONDS [POST_BYTES]
  */
@@ -62,4 +62,4 @@ function runConnection(): Promise<void> {
 await Promise.all(Array.from({ length: connections }, runConnection));
 latencies.sort((a, b) => a - b);
 const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-process.stdout.write(JSON.stringify({ requestsPerSecond: latencies.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), errors }) + '\n');
+process.stdout.write(JSON.stringify({ requestsPerSecond: latencies.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), errors, requests: latencies.length }) + '\n');

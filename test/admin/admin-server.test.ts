@@ -264,7 +264,7 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
     const put = (route: string, body: unknown): Promise<Answer> => request(s.admin.port, 'PUT', `/routes/${route}/upstreams`, { body, token: 's3cret' });
     const cases: [string, unknown, number, RegExp][] = [
       ['a', { url: 'http://127.0.0.1:99999' }, 400, /invalid port '99999'/],
-      ['a', { url: 'https://127.0.0.1:9003' }, 400, /https upstreams are not supported/],
+      ['a', { url: 'ftp://127.0.0.1:9003' }, 400, /invalid upstream URL 'ftp:\/\/127.0.0.1:9003'/],
       ['a', { url: 'http://127.0.0.1:9003', weight: 0 }, 400, /invalid weight '0'/],
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
       ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],

@@ -101,9 +101,10 @@ export interface PoolStats {
  */
 export interface ConnectionHandler {
   /**
-   * Bytes from the upstream. `chunk` is a view of the connection's own read buffer (see
+   * Bytes from the upstream. Over plain TCP `chunk` is a view of the connection's own read buffer (see
    * `READ_BUFFER_BYTES`), which the next read overwrites: copy what you keep past the call, and
-   * pause the socket while a writer still holds a view (resume when it is done with it).
+   * pause the socket while a writer still holds a view (resume when it is done with it). Over TLS
+   * it is a fresh buffer (see `connect`); the same rules hold, so the holder need not know which.
    */
   onData(chunk: Buffer): void;
   onEnd(): void;
@@ -344,6 +345,12 @@ export class ConnectionPool {
       let socket: net.Socket;
       if (isForUpgrade) {
         socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings);
+      } else if (tlsSettings !== undefined) {
+        // No shared read buffer over TLS: a TLSSocket given `onread` keeps handing over bytes it had
+        // already decrypted after `pause()`, which would overwrite a view a writer still holds (the
+        // body of a response to a slow client). Its `data` events bring fresh buffers, and `pause()`
+        // stops them.
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true }, key, tlsSettings);
       } else {
         // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
         // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
@@ -376,6 +383,12 @@ export class ConnectionPool {
       socket.on('error', onSocketError);
       socket.on('timeout', onTimeout);
       socket.once('close', onSocketClose);
+      if (tlsSettings !== undefined && !isForUpgrade) {
+        socket.on('data', (chunk: Buffer): void => {
+          if (connection.handler === undefined) this.destroy(connection);
+          else connection.handler.onData(chunk);
+        });
+      }
       if (isForUpgrade) {
         const onData = (chunk: Buffer): void => connection.handler?.onData(chunk);
         socket.on('data', onData);

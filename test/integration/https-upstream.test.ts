@@ -255,6 +255,32 @@ describe('https upstreams', () => {
     assert.match(received, /^HTTP\/1\.1 101 /);
   });
 
+  it('relays a 4 MiB body byte for byte to a client that reads slowly (backpressure over a TLS upstream)', async (t) => {
+    // Every byte is its offset's own value, so a chunk overwritten before it left shows as a mismatch.
+    const body = Buffer.alloc(4 * 1024 * 1024);
+    for (let i = 0; i < body.length; i += 4) body.writeUInt32BE(i, i);
+    const backend = await startHttpsBackend(t, 'localhost', {}, (_req, res) => res.end(body));
+    const proxy = await proxyFor(t, oneRoute(`https://localhost:${backend.port}`));
+    const socket = net.connect(proxy.port, '127.0.0.1');
+    t.after(() => socket.destroy());
+    socket.write('GET /big HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    const chunks: Buffer[] = [];
+    // Read in small sips with pauses, so the proxy's writes to this client back up.
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      socket.pause();
+      setTimeout(() => socket.resume(), 1);
+    });
+    await new Promise((resolve) => socket.once('close', resolve));
+    const answer = Buffer.concat(chunks);
+    const headEnd = answer.indexOf('\r\n\r\n') + 4;
+    assert.match(answer.subarray(0, headEnd).toString('latin1'), /^HTTP\/1\.1 200 /);
+    const received = answer.subarray(headEnd);
+    assert.equal(received.length, body.length, `got ${received.length} body bytes, want ${body.length}`);
+    const firstDifference = received.findIndex((byte, i) => byte !== body[i]);
+    assert.equal(firstDifference, -1, `got a body that differs from byte ${firstDifference} on, want it byte for byte`);
+  });
+
   it('rejects a reload whose tls_ca cannot be read and keeps serving the old config', async (t) => {
     const backend = await startHttpsBackend(t, 'localhost');
     const proxy = await proxyFor(t, oneRoute(`https://localhost:${backend.port}`));

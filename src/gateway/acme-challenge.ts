@@ -11,8 +11,12 @@ import type { ClientResponse } from '../wire/client-side.js';
 
 /** The path prefix of HTTP-01 challenge resources (RFC 8555 §8.3). `redirect_https` leaves these paths alone too. */
 export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
-/** A token is base64url (RFC 8555 §8.1: at least 128 bits of entropy, base64url alphabet). */
-const TOKEN = /^[A-Za-z0-9_-]+$/;
+/**
+ * A challenge resource's whole path: the prefix and one token, base64url (RFC 8555 §8.1: at least
+ * 128 bits of entropy, base64url alphabet). Nothing else — no dot segment, escape or further slash —
+ * so a path that is not exactly a token is no challenge and is routed (or redirected) as any other.
+ */
+const CHALLENGE_PATH = /^\/\.well-known\/acme-challenge\/[A-Za-z0-9_-]+$/;
 
 /** The key authorizations being validated now, by token. */
 export class AcmeChallengeStore {
@@ -29,16 +33,15 @@ export class AcmeChallengeStore {
     return [...this.#keyAuthorizations];
   }
 
-  /** The key authorization published for the token at the end of a challenge `path`; undefined for an unknown or malformed token. */
+  /** The key authorization published for the token of a challenge `path` (one `isChallengeRequest` accepted); undefined for an unknown token. */
   keyAuthorizationFor(path: string): string | undefined {
-    const token = path.slice(ACME_CHALLENGE_PREFIX.length);
-    return TOKEN.test(token) ? this.#keyAuthorizations.get(token) : undefined;
+    return this.#keyAuthorizations.get(path.slice(ACME_CHALLENGE_PREFIX.length));
   }
 }
 
-/** True for a GET or HEAD whose literal path (without the query) is under `ACME_CHALLENGE_PREFIX`. */
+/** True for a GET or HEAD whose literal path (without the query) is `ACME_CHALLENGE_PREFIX` and one token. */
 export function isChallengeRequest(method: string | undefined, path: string): boolean {
-  return (method === 'GET' || method === 'HEAD') && path.startsWith(ACME_CHALLENGE_PREFIX);
+  return (method === 'GET' || method === 'HEAD') && CHALLENGE_PATH.test(path);
 }
 
 /**

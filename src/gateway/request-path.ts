@@ -172,7 +172,7 @@ async function proxyRequest(
   // 0c. `redirect_https`: a request on the plain listener goes to its https:// URL (https-redirect.ts),
   //     except an ACME challenge; nothing of it is routed or forwarded.
   if (context.httpsRedirectPort !== undefined && !clientReq.isTls) {
-    const location = httpsRedirectLocation(target, context.httpsRedirectPort);
+    const location = httpsRedirectLocation(clientReq.method, target, context.httpsRedirectPort);
     if (location === undefined) {
       facts.bytesSent = sendErrorResponse(clientRes, { status: 400, text: 'bad request: a Host header is needed to redirect to https' });
       return;

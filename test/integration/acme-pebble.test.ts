@@ -204,6 +204,10 @@ test('the built CLI with [acme] and workers = 2: the primary orders, the workers
   for (const pid of before) pids.add(pid);
   // Every new connection is dealt to a worker in turn: all of them must show the ACME certificate.
   for (let i = 0; i < 4; i++) assert.equal((await servedLeaf(tlsPort, root)).subjectAltName, 'DNS:acme.test, DNS:www.acme.test', `connection ${i}`);
+  // The primary's admin lists it too: the expiry alert must see the certificate the workers serve.
+  const listed = (JSON.parse((await get(adminPort, '/status.json')).body) as { certificates: { source: string; names: string[] }[] }).certificates;
+  assert.deepEqual(listed.map((c) => [c.source, c.names]), [['acme', ['acme.test', 'www.acme.test']]], `got ${JSON.stringify(listed)} on the primary's /status.json`);
+  assert.match((await get(adminPort, '/metrics')).body, /^proxy_tls_certificate_expiry_seconds\{cert="acme",names="acme\.test,www\.acme\.test"\} \d+$/m);
 
   // A worker that starts later gets the certificate in its start message.
   process.kill(before[0]!, 'SIGKILL');

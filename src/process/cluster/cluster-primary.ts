@@ -141,7 +141,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
 
   const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
 
-  // [acme]: the model keeps the published tokens (for workers that start later), this the certificate.
+  // [acme]: the model keeps the published tokens (for workers that start later) and the certificate
+  // (for the admin's /status and /metrics); `acmeCertificate` is what a starting worker is handed.
   let acmeCertificate: AcmeState['certificate'];
   const acmeState = (): AcmeState | undefined => (config.acme === undefined ? undefined : { challenges: model.acmeChallenges, certificate: acmeCertificate });
   let acme: AcmeManager | undefined;
@@ -157,6 +158,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
                 broadcast({ type: 'acme-challenge', token, keyAuthorization });
               },
               setAcmeCertificate: (certPem, keyPem) => {
+                model.setAcmeCertificate(certPem, keyPem); // the primary's /status and /metrics list it too
                 acmeCertificate = { certPem, keyPem };
                 broadcast({ type: 'acme-certificate', certPem, keyPem });
               },

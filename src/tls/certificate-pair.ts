@@ -17,12 +17,38 @@
  * certificate is valid now (not after notAfter, not before notBefore). A certificate that expires
  * within `EXPIRY_WARNING_DAYS` is served with a warning (Let's Encrypt mails its users at 20 and
  * 10 days; 14 is between).
+ *
+ * Key types across pairs. Node switches to an SNI pair's certificate by adding it to the handshake
+ * that began with the listener's default pair, so a default certificate of another key type stays
+ * in it, and the handshake may pick that one: TLS 1.3 prefers an ECDSA key, TLS 1.2 the first
+ * suite of the server's order. With `TLS_SERVER_CIPHERS` (ECDSA suites first) the right certificate
+ * is served when every pair has the default's key type, or when the default is RSA and the others
+ * are ECDSA; an RSA pair after a default of another type would never be served, so it is refused
+ * (`checkKeyTypes`).
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import type { CertificateFiles, TlsVersion } from '../config/config.js';
 import { ConfigValueError, TlsCertificateError, formatPlace } from '../errors.js';
+
+/**
+ * The HTTPS listener's cipher suites, in the server's order of preference (`honorCipherOrder`):
+ * TLS 1.3's three, then TLS 1.2's forward-secret AEAD suites, ECDSA before RSA (Mozilla's
+ * "intermediate" profile, which nginx and Caddy configurations follow; node's default list would
+ * also accept static-RSA suites without forward secrecy, such as AES128-SHA).
+ */
+export const TLS_SERVER_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
 
 /** A certificate expiring within this many days gets a `--check` warning. */
 export const EXPIRY_WARNING_DAYS = 14;
@@ -43,6 +69,8 @@ export interface CertificatePair {
   /** notBefore and notAfter, ms since the epoch. */
   readonly notBeforeMs: number;
   readonly notAfterMs: number;
+  /** The private key's type as node names it: `rsa`, `ec`, `ed25519`… (see `checkKeyTypes`). */
+  readonly keyType: string;
   /** The PEM texts, kept to build the listener's default context (`tls.Server.setSecureContext`). */
   readonly certPem: string;
   readonly keyPem: string;
@@ -85,12 +113,13 @@ export function parseCertificatePair(certPem: string, keyPem: string, source: 't
   if (options.nowMs < notBeforeMs) throw new TlsCertificateError('cert', `is not valid before ${formatDate(notBeforeMs)}`);
   let context: tls.SecureContext;
   try {
-    context = tls.createSecureContext({ cert: certPem, key: keyPem, minVersion: options.minVersion });
+    context = tls.createSecureContext({ cert: certPem, key: keyPem, minVersion: options.minVersion, ciphers: TLS_SERVER_CIPHERS, honorCipherOrder: true });
   } catch (error) {
     throw new TlsCertificateError('cert', `cannot be served: ${(error as Error).message}`);
   }
   const { dnsNames, ipAddresses } = servedNames(certificate);
-  return { source, certFile, dnsNames, ipAddresses, serialNumber: certificate.serialNumber, notBeforeMs, notAfterMs, certPem, keyPem, context };
+  const keyType = key.asymmetricKeyType ?? 'unknown';
+  return { source, certFile, dnsNames, ipAddresses, serialNumber: certificate.serialNumber, notBeforeMs, notAfterMs, keyType, certPem, keyPem, context };
 }
 
 /**
@@ -169,13 +198,42 @@ export function checkCertificateFiles(files: CertificateFiles, options: PairOpti
 export function readCertificatePairs(certificates: readonly CertificateFiles[], options: PairOptions): { pairs: CertificatePair[]; warnings: string[] } {
   const pairs: CertificatePair[] = [];
   const warnings: string[] = [];
+  const checks: CertificateCheck[] = [];
   for (const files of certificates) {
     const check = checkCertificateFiles(files, options);
     if (check.errors.length > 0) throw check.errors[0]!;
+    checks.push(check);
     pairs.push(check.pair!);
     warnings.push(...check.warnings);
   }
+  const [conflict] = checkKeyTypes(checks);
+  if (conflict !== undefined) throw conflict;
   return { pairs, warnings };
+}
+
+/**
+ * The key-type rule of the file comment: a pair whose key type differs from the default's (the
+ * first pair's) is served only when the default is RSA and it is ECDSA. Returns an error at each
+ * pair that breaks it (checks that failed on their own are skipped).
+ */
+export function checkKeyTypes(checks: readonly CertificateCheck[]): ConfigValueError[] {
+  const [first, ...rest] = checks;
+  const defaultType = first?.pair?.keyType;
+  if (first === undefined || defaultType === undefined) return [];
+  return rest.flatMap(({ files, pair }) =>
+    pair === undefined || pair.keyType === defaultType || (defaultType === 'rsa' && pair.keyType === 'ec')
+      ? []
+      : [
+          new ConfigValueError(
+            files.place,
+            `tls_cert '${files.certFile}' has ${describeKeyType(pair.keyType)} key, the default pair '${first.files.certFile}' ${describeKeyType(defaultType)} one: node would keep serving the default's certificate for its names; put the RSA pair first, or use one key type for every pair`,
+          ),
+        ],
+  );
+}
+
+function describeKeyType(keyType: string): string {
+  return keyType === 'rsa' ? 'an RSA' : keyType === 'ec' ? 'an ECDSA' : `a ${keyType}`;
 }
 
 /**
@@ -183,7 +241,12 @@ export function readCertificatePairs(certificates: readonly CertificateFiles[], 
  * certificate and a missing key are both reported) and its warnings.
  */
 export function checkCertificates(certificates: readonly CertificateFiles[], options: PairOptions): CertificateCheck[] {
-  return certificates.map((files) => checkCertificateFiles(files, options));
+  const checks = certificates.map((files) => checkCertificateFiles(files, options));
+  const conflicts = checkKeyTypes(checks);
+  return checks.map((check) => {
+    const conflict = conflicts.find((error) => error.place === check.files.place);
+    return conflict === undefined ? check : { ...check, pair: undefined, errors: [...check.errors, conflict] };
+  });
 }
 
 function readText(file: string): string | { code: string } {

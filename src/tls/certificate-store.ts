@@ -52,9 +52,13 @@ export class CertificateStore {
     }
   }
 
-  /** The pair for `serverName` (the SNI, any case), by the rule of the file comment; undefined when the store is empty. */
+  /**
+   * The pair for `serverName` (the SNI, any case, a trailing dot ignored as for Host: `exact.test.`
+   * is `exact.test`), by the rule of the file comment; undefined when the store is empty.
+   */
   select(serverName: string): CertificatePair | undefined {
-    const name = serverName.toLowerCase();
+    const lowered = serverName.toLowerCase();
+    const name = lowered.endsWith('.') ? lowered.slice(0, -1) : lowered;
     const exact = this.#exact.get(name);
     if (exact !== undefined) return exact;
     const dot = name.indexOf('.');

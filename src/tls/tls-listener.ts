@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import tls, { type TLSSocket } from 'node:tls';
 import type { TlsVersion } from '../config/config.js';
 import type { CertificateStore } from './certificate-store.js';
+import { TLS_SERVER_CIPHERS } from './certificate-pair.js';
 
 /** Repeats of one kind of handshake failure are logged once per this period, ms. */
 export const LOG_INTERVAL_MS = 60_000;
@@ -80,7 +81,15 @@ export class TlsListener {
       allowHalfOpen: false,
       noDelay: true,
     });
-    this.server.on('secureConnection', options.onConnection);
+    this.server.on('secureConnection', (socket: TLSSocket) => {
+      // Client-initiated renegotiation (TLS 1.2) is refused, as nginx and HAProxy refuse it: each one
+      // is a full handshake the client can make the server pay for, again and again, on one
+      // connection. Node reports the attempt (and its own "session attack" limit) as an 'error' on
+      // the socket without closing it, so the socket is closed here on any error.
+      socket.disableRenegotiation();
+      socket.on('error', () => socket.destroy());
+      options.onConnection(socket);
+    });
     this.server.on('tlsClientError', (error: NodeJS.ErrnoException, socket: TLSSocket) => this.#onClientError(error, socket));
   }
 
@@ -103,7 +112,13 @@ export class TlsListener {
   /** The server's own context: the default pair, the minimum version, the ticket key. */
   #defaultContextOptions(): tls.SecureContextOptions {
     const pair = this.#store.defaultPair;
-    return { ...(pair === undefined ? {} : { cert: pair.certPem, key: pair.keyPem }), minVersion: this.#minVersion, ticketKeys: this.#ticketKeys };
+    return {
+      ...(pair === undefined ? {} : { cert: pair.certPem, key: pair.keyPem }),
+      minVersion: this.#minVersion,
+      ciphers: TLS_SERVER_CIPHERS,
+      honorCipherOrder: true,
+      ticketKeys: this.#ticketKeys,
+    };
   }
 
   #contextFor(serverName: string): tls.SecureContext {

@@ -50,6 +50,7 @@ test('SNI picks among three pairs: exact name, then wildcard, then the first pai
   const cases = [
     { sni: 'exact.test', isNameChecked: true, subject: 'exact.test', san: 'DNS:exact.test' },
     { sni: 'EXACT.test', isNameChecked: true, subject: 'exact.test', san: 'DNS:exact.test' },
+    { sni: 'exact.test.', isNameChecked: true, subject: 'exact.test', san: 'DNS:exact.test' },
     { sni: 'a.wild.test', isNameChecked: true, subject: '*.wild.test', san: 'DNS:*.wild.test, DNS:wild.test' },
     { sni: 'wild.test', isNameChecked: true, subject: '*.wild.test', san: 'DNS:*.wild.test, DNS:wild.test' },
     // A wildcard covers exactly one label: a.b.wild.test is not served by *.wild.test.
@@ -57,11 +58,14 @@ test('SNI picks among three pairs: exact name, then wildcard, then the first pai
     { sni: 'unknown.test', isNameChecked: false, subject: 'default.test', san: undefined },
     { sni: undefined, isNameChecked: false, subject: 'default.test', san: undefined },
   ];
-  for (const c of cases) {
-    const response = await httpsRequest(tlsPort, { servername: c.sni, isNameChecked: c.isNameChecked });
+  // TLS 1.2 too: the default pair is RSA, the others ECDSA, and node adds an SNI pair's certificate
+  // to a handshake that holds the default's (certificate-pair.ts: the key types across pairs).
+  const versions: (tls.SecureVersion | undefined)[] = [undefined, 'TLSv1.2'];
+  for (const c of versions.flatMap((maxVersion) => cases.map((c) => ({ ...c, maxVersion })))) {
+    const response = await httpsRequest(tlsPort, { servername: c.sni, isNameChecked: c.isNameChecked, maxVersion: c.maxVersion });
     assert.equal(response.status, 200, `SNI ${c.sni}: got status ${response.status}, want 200`);
     assert.equal(response.socket.authorized, true, `SNI ${c.sni}: the chain must verify against the test CA`);
-    assert.equal(response.certificate.subject.CN, c.subject, `SNI ${c.sni}: got CN ${response.certificate.subject.CN}, want ${c.subject}`);
+    assert.equal(response.certificate.subject.CN, c.subject, `SNI ${c.sni} over ${response.socket.getProtocol()}: got CN ${response.certificate.subject.CN}, want ${c.subject}`);
     assert.equal(response.certificate.subjectaltname, c.san, `SNI ${c.sni}: got SAN ${response.certificate.subjectaltname}, want ${c.san}`);
     if (!c.isNameChecked && c.sni !== undefined) {
       // The default certificate does not name what was asked: a client checking names refuses it.
@@ -77,6 +81,18 @@ test('X-Forwarded-Proto is https on the TLS listener and http on the plain one',
   await request(port!, { headers: { host: 'exact.test' } });
   const protos = backend.requests.map((r) => headerValues(r.rawHeaders, 'x-forwarded-proto'));
   assert.deepEqual(protos, [['https'], ['http']], `got ${JSON.stringify(protos)}, want the client's own header dropped and https then http`);
+});
+
+test('TLS 1.2 offers only forward-secret AEAD suites: a client asking for static-RSA AES128-SHA is refused', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  await assert.rejects(handshake(tlsPort, { servername: 'default.test', maxVersion: 'TLSv1.2', ciphers: 'AES128-SHA' }), (error: NodeJS.ErrnoException) => {
+    assert.equal(error.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', `got ${error.code}, want a handshake_failure alert`);
+    return true;
+  });
+  const { socket } = await handshake(tlsPort, { servername: 'default.test', maxVersion: 'TLSv1.2' });
+  assert.match(socket.getCipher().name, /^ECDHE-RSA-AES128-GCM-SHA256$/, `got ${socket.getCipher().name}`);
+  socket.destroy();
 });
 
 test('tls_min_version = TLSv1.3 refuses a TLS 1.2 client with a protocol_version alert; a 1.3 client passes', async (t) => {
@@ -119,6 +135,20 @@ test('garbage, a plain HTTP request and a silent client on the TLS port are clos
   assert.ok(log.some((line) => line.includes('a plain HTTP request was sent to the HTTPS port')), `got log ${JSON.stringify(log)}`);
   const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
   assert.equal(response.status, 200, 'the listener still serves after the bad clients');
+});
+
+test('a client asking to renegotiate TLS 1.2 is refused and its connection closed (nginx and HAProxy refuse it too)', { timeout: 5000 }, async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const { socket } = await handshake(tlsPort, { servername: 'exact.test', maxVersion: 'TLSv1.2' });
+  t.after(() => socket.destroy());
+  socket.on('error', () => {});
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  let isRenegotiated = false;
+  const isStarted = socket.renegotiate({ rejectUnauthorized: false }, (error) => (isRenegotiated = error === null));
+  assert.equal(isStarted, true, 'the client could not even ask');
+  await closed; // the proxy closes the connection (node calls the callback only if it had succeeded or failed in the handshake)
+  assert.equal(isRenegotiated, false, 'got a renegotiation that succeeded, want it refused');
 });
 
 test('redirect_https: 308 to the https URL with the host lower-cased, the TLS port, path and query byte for byte; ACME challenges pass', async (t) => {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load-config.js';
-import { checkCertificateFiles, readCertificatePairs } from '../../src/tls/certificate-pair.js';
+import { checkCertificateFiles, checkCertificates, readCertificatePairs } from '../../src/tls/certificate-pair.js';
 import { ConfigValueError } from '../../src/errors.js';
 import { TLS_FIXTURES } from './https-client.js';
 
@@ -74,4 +74,18 @@ test('start-up and reload read the pairs in order and stop at the first broken o
   const { pairs } = readCertificatePairs([good], { minVersion: 'TLSv1.2', nowMs: LATER });
   assert.deepEqual(pairs.map((pair) => pair.serialNumber), ['EBD1BD1E89CC17456A114B4621C3D0D5']);
   assert.throws(() => readCertificatePairs([good, broken], { minVersion: 'TLSv1.2', nowMs: LATER }), /does not match the certificate/);
+});
+
+test('an RSA pair after an ECDSA default is refused at its place (node would serve the default for its names); ECDSA after an RSA default is fine', () => {
+  const rsa = certificateLine('default.pem', 'default.key').files;
+  const ecdsa = certificateLine('exact.pem', 'exact.key').files;
+  const options = { minVersion: 'TLSv1.2' as const, nowMs: LATER };
+  assert.deepEqual(readCertificatePairs([rsa, ecdsa], options).pairs.map((pair) => pair.keyType), ['rsa', 'ec']);
+  const want = `env.ini:3:12: tls_cert '${join(TLS_FIXTURES, 'default.pem')}' has an RSA key, the default pair '${join(TLS_FIXTURES, 'exact.pem')}' an ECDSA one: node would keep serving the default's certificate for its names; put the RSA pair first, or use one key type for every pair`;
+  assert.throws(() => readCertificatePairs([ecdsa, rsa], options), (error: ConfigValueError) => {
+    assert.equal(error.message, want);
+    return true;
+  });
+  const checks = checkCertificates([ecdsa, rsa], options);
+  assert.deepEqual(checks.map((check) => check.errors.map((error) => error.message)), [[], [want]], '--check reports it at the RSA pair');
 });

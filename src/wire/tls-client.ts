@@ -39,8 +39,21 @@ export interface TlsConnectOptions {
   /** The SNI; `''` for none (an IP address, RFC 6066 section 3). */
   readonly servername: string;
   readonly rejectUnauthorized: boolean;
-  /** Set only when the verified name is an IP address other than `host` (node would check `host`). */
-  readonly checkServerIdentity?: (hostname: string, cert: tls.PeerCertificate) => Error | undefined;
+  /** The name check (see `checkVerifiedName`); node's own is skipped when `rejectUnauthorized` is false. */
+  readonly checkServerIdentity: (hostname: string, cert: tls.PeerCertificate) => Error | undefined;
+}
+
+/**
+ * A certificate without a subjectAltName is refused, though node's `tls.checkServerIdentity` would
+ * fall back to its subject CN: RFC 9525 §6.3 (and RFC 6125 before it) retires that fallback, and Go
+ * (since 1.15), browsers, Caddy and Traefik refuse it.
+ */
+export const NO_SUBJECT_ALT_NAME = "the certificate has no subjectAltName (a subject CN alone is not accepted, RFC 9525 section 6.3)";
+
+/** `name` against `cert`: its subjectAltName DNS or IP entries only (node's rules otherwise). */
+function checkVerifiedName(name: string, cert: tls.PeerCertificate): Error | undefined {
+  if (cert.subjectaltname === undefined || cert.subjectaltname === '') return new Error(NO_SUBJECT_ALT_NAME);
+  return tls.checkServerIdentity(name, cert);
 }
 
 /**
@@ -50,10 +63,13 @@ export interface TlsConnectOptions {
 export function tlsConnectOptions(settings: TlsClientSettings, host: string): TlsConnectOptions {
   const name = settings.serverName ?? host;
   const isAddress = net.isIP(name) !== 0;
-  const options = { secureContext: settings.secureContext, servername: isAddress ? '' : name, rejectUnauthorized: settings.isVerified };
-  // Without SNI node checks `host`; an IP `tls_server_name` must be checked instead.
-  if (!isAddress || name === host) return options;
-  return { ...options, checkServerIdentity: (_hostname, cert) => tls.checkServerIdentity(name, cert) };
+  return {
+    secureContext: settings.secureContext,
+    servername: isAddress ? '' : name,
+    rejectUnauthorized: settings.isVerified,
+    // Node would check `servername || host`; the verified name is `name` in every case.
+    checkServerIdentity: (_hostname, cert) => checkVerifiedName(name, cert),
+  };
 }
 
 /**

@@ -21,6 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ConfigValueError } from '../../src/errors.js';
 import { rawRequest, request, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
+import { NO_SUBJECT_ALT_NAME } from '../../src/wire/tls-client.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
 const CA = `${FIXTURES}ca.pem`;
@@ -93,6 +94,15 @@ describe('https upstreams', () => {
       assert.equal(backend.connections.length, 0, `got ${backend.connections.length} accepted connections, want 0`);
     });
   }
+
+  it('answers 502 for a certificate without subjectAltName even when its CN is the name (default.pem, CN=default.test)', async (t) => {
+    const backend = await startHttpsBackend(t, 'default');
+    const proxy = await proxyFor(t, oneRoute(`https://127.0.0.1:${backend.port}`, `tls_ca = ${CA}\ntls_server_name = default.test`));
+    const res = await request(proxy.port);
+    assert.equal(res.status, 502, `got ${res.status}, want 502`);
+    await waitFor(() => proxy.logs.length === 1, 2000, 'the log record');
+    assert.equal(proxy.logs[0]!.attempts[0]!.error, `PRX_UPSTREAM_TLS: ${NO_SUBJECT_ALT_NAME}`);
+  });
 
   it('checks an IP host against the certificate IP SANs and sends no SNI for it', async (t) => {
     const backend = await startHttpsBackend(t, 'localhost');

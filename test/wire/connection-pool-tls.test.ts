@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { ConnectionPool, type UpstreamConnection } from '../../src/wire/connection-pool.js';
-import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../src/wire/tls-client.js';
+import { NO_SUBJECT_ALT_NAME, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../src/wire/tls-client.js';
 import { ResponseParser } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
 import { UpstreamTimeoutError, UpstreamTlsError } from '../../src/errors.js';
@@ -216,28 +216,36 @@ describe('ConnectionPool over TLS', () => {
 
 describe('tlsConnectOptions', () => {
   const other = settings('x', { serverName: '10.0.0.9' });
-  const rows: { serverName: string | undefined; host: string; servername: string; checksItself: boolean }[] = [
+  const rows: { serverName: string | undefined; host: string; servername: string; verifiedName: string }[] = [
     // The URL's host is SNI and the verified name, except that an IP address is no SNI (RFC 6066 section 3).
-    { serverName: undefined, host: 'api.example.com', servername: 'api.example.com', checksItself: false },
-    { serverName: undefined, host: '127.0.0.1', servername: '', checksItself: false },
-    { serverName: undefined, host: '::1', servername: '', checksItself: false },
+    { serverName: undefined, host: 'api.example.com', servername: 'api.example.com', verifiedName: 'api.example.com' },
+    { serverName: undefined, host: '127.0.0.1', servername: '', verifiedName: '127.0.0.1' },
+    { serverName: undefined, host: '::1', servername: '', verifiedName: '::1' },
     // tls_server_name replaces both.
-    { serverName: 'api.example.com', host: '10.0.0.2', servername: 'api.example.com', checksItself: false },
-    { serverName: '10.0.0.9', host: '10.0.0.9', servername: '', checksItself: false },
-    // An IP tls_server_name is still no SNI, and node would check the host: checked here instead.
-    { serverName: '10.0.0.9', host: 'internal.test', servername: '', checksItself: true },
+    { serverName: 'api.example.com', host: '10.0.0.2', servername: 'api.example.com', verifiedName: 'api.example.com' },
+    { serverName: '10.0.0.9', host: '10.0.0.9', servername: '', verifiedName: '10.0.0.9' },
+    // An IP tls_server_name is still no SNI, and is what is verified (node alone would check the host).
+    { serverName: '10.0.0.9', host: 'internal.test', servername: '', verifiedName: '10.0.0.9' },
   ];
   for (const row of rows) {
-    it(`tls_server_name ${row.serverName ?? '(unset)'} to ${row.host}: SNI '${row.servername}'`, () => {
+    it(`tls_server_name ${row.serverName ?? '(unset)'} to ${row.host}: SNI '${row.servername}', verified name ${row.verifiedName}`, () => {
       const options = tlsConnectOptions(settings('x', { serverName: row.serverName }), row.host);
       assert.equal(options.servername, row.servername);
-      assert.equal(options.checkServerIdentity !== undefined, row.checksItself);
       assert.equal(options.rejectUnauthorized, true);
+      const entry = net.isIP(row.verifiedName) === 0 ? `DNS:${row.verifiedName}` : `IP Address:${row.verifiedName}`;
+      const cert = { subject: { CN: 'x' }, subjectaltname: entry } as unknown as tls.PeerCertificate;
+      assert.equal(options.checkServerIdentity('ignored', cert), undefined, `want ${entry} accepted`);
     });
   }
 
+  it('refuses a certificate without subjectAltName, whatever its CN says (RFC 9525 section 6.3, as Go)', () => {
+    const check = tlsConnectOptions(settings('x', {}), 'default.test').checkServerIdentity;
+    const cert = { subject: { CN: 'default.test' } } as unknown as tls.PeerCertificate;
+    assert.equal(check('default.test', cert)?.message, NO_SUBJECT_ALT_NAME);
+  });
+
   it('checks an IP tls_server_name against the certificate, not the host', () => {
-    const check = tlsConnectOptions(other, 'internal.test').checkServerIdentity!;
+    const check = tlsConnectOptions(other, 'internal.test').checkServerIdentity;
     const cert = new (class {})() as tls.PeerCertificate;
     Object.assign(cert, { subject: { CN: 'x' }, subjectaltname: 'IP Address:10.0.0.9' });
     assert.equal(check('internal.test', cert), undefined, 'want 10.0.0.9 accepted by its IP SAN');

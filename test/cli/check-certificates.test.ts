@@ -90,3 +90,28 @@ test('the proxy does not start with a broken pair: exit 1 with the same message 
   assert.equal(result.status, 1, `got exit ${result.status}, want 1; stderr: ${result.stderr}`);
   assert.equal(result.stderr, `${file}:4:${12 + fixture('exact.pem').length + 1}: tls_cert key '${fixture('mismatch.key')}' does not match the certificate\n`);
 });
+
+test('--check reads the [acme] files it names: an unreadable directory_ca, a storage that is a file, a key in it that is not a key (exit 1, at the [acme] place)', () => {
+  const acmeConfig = (name: string, keys: string): string => {
+    const file = join(dir, name);
+    writeFileSync(file, `[server]\nlisten = 127.0.0.1:8080\ntls_listen = 127.0.0.1:8443\naccess_log = off\n[acme]\ndomains = acme.test\n${keys}\n[proxy.a]\npath = /\npass = http://127.0.0.1:9001\n`);
+    return file;
+  };
+  const storageFile = join(dir, 'not-a-directory');
+  writeFileSync(storageFile, 'x');
+  const storageDir = mkdtempSync(join(dir, 'storage-'));
+  writeFileSync(join(storageDir, 'account.key'), 'garbage');
+  const cases: [string, string, string][] = [
+    ['directory_ca', `directory_ca = ${join(dir, 'nope.pem')}\nstorage = ${join(dir, 'fresh-storage')}`, `[acme] directory_ca '${join(dir, 'nope.pem')}' cannot be read: ENOENT`],
+    ['storage file', `storage = ${storageFile}`, `[acme] storage '${storageFile}' is not a directory`],
+    ['bad account key', `storage = ${storageDir}`, `[acme] storage file '${join(storageDir, 'account.key')}' is not a PEM private key`],
+  ];
+  for (const [what, keys, message] of cases) {
+    const file = acmeConfig(`acme-${what.replaceAll(' ', '-')}.ini`, keys);
+    const result = runCheck(file, Date.now());
+    assert.equal(result.exitCode, 1, `${what}: got exit ${result.exitCode}, want 1`);
+    assert.deepEqual(result.messages, [`${file}:6:11: ${message}`], `${what}: got ${JSON.stringify(result.messages)}`);
+  }
+  const fine = runCheck(acmeConfig('acme-fine.ini', `storage = ${join(dir, 'made-at-first-start')}`), Date.now());
+  assert.equal(fine.exitCode, 0, `a storage that does not exist yet is fine (made at the first start): got ${JSON.stringify(fine.messages)}`);
+});

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AcmeConfig } from '../../src/config/config.js';
@@ -84,7 +84,8 @@ test('from an empty storage: one order, the chain handed over, account key and c
   assert.equal(challenges[1]![1], undefined);
   assert.match(logs.at(-1)!, /^acme: new certificate for acme\.test, www\.acme\.test, valid until \d{4}-/);
   const files = readdirSync(storageDir).sort();
-  assert.deepEqual(files, ['account.key', 'certificate.key', 'certificate.pem'], `got ${files.join(', ')}, want the three files and no temporary one`);
+  assert.deepEqual(files, ['account.key', 'certificate.directory', 'certificate.key', 'certificate.pem'], `got ${files.join(', ')}, want the four files and no temporary one`);
+  assert.equal(readFileSync(join(storageDir, 'certificate.directory'), 'utf8'), `${server.directoryUrl}\n`, 'the directory it was issued through is kept with it');
   for (const [file, mode] of [['account.key', 0o600], ['certificate.key', 0o600], ['certificate.pem', 0o644]] as const) {
     const got = statSync(join(storageDir, file)).mode & 0o777;
     assert.equal(got, mode, `${file}: got mode ${got.toString(8)}, want ${mode.toString(8)}`);
@@ -138,6 +139,10 @@ test('failed attempts back off 1 min doubling to 1 h, each logged once with the 
   const failures = logs.filter((line) => line.includes('failed'));
   assert.equal(failures.length, 9, `got ${failures.length} failure lines for 9 attempts, want one each`);
   assert.equal(failures[0], 'acme: attempt 1 to get a certificate for acme.test, www.acme.test failed: ACME POST https://acme.fake/order: status 429: urn:ietf:params:acme:error:rateLimited: too many orders; next attempt in 60 s');
+  // A problem's detail comes from the ACME server: it cannot forge a log line.
+  server.orderProblem = { type: 'urn:ietf:params:acme:error:serverInternal', detail: 'boom\r\nacme: new certificate for evil.test', status: 500 };
+  await advance(timers, manager, [...timers.pending.values()][0]!.atMs - timers.nowMs);
+  assert.match(logs.at(-1)!, /failed: .*serverInternal: boom\\x0D\\x0Aacme: new certificate for evil\.test; next attempt in 3600 s$/, `got ${JSON.stringify(logs.at(-1))}`);
   server.orderProblem = undefined;
   await advance(timers, manager, 3600_000);
   assert.equal(certificates.length, 1, 'the attempt after the problem went away succeeded');
@@ -147,7 +152,7 @@ test('failed attempts back off 1 min doubling to 1 h, each logged once with the 
 });
 
 test('a stored certificate that is expired, for other names, or not its key is not served: a new order', { skip }, async (t) => {
-  const cases = ['expired', 'other names', 'another key'] as const;
+  const cases = ['expired', 'other names', 'another key', 'another directory'] as const;
   for (const what of cases) {
     const { server, timers, storageDir, certificates, logs, manager: make } = rig(t);
     const first = make();
@@ -161,14 +166,19 @@ test('a stored certificate that is expired, for other names, or not its key is n
       second = make();
     } else if (what === 'other names') {
       second = make({ config: { domains: ['other.test'], email: undefined, directoryUrl: server.directoryUrl, directoryCaFile: undefined, storageDir, place: { file: 'test.ini', line: 1, column: 1 } } });
-    } else {
+    } else if (what === 'another key') {
       writeFileSync(join(storageDir, 'certificate.key'), spawnSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256']).stdout);
+      second = make();
+    } else {
+      // As if issued through Let's Encrypt's staging directory, before `directory` moved on.
+      writeFileSync(join(storageDir, 'certificate.directory'), 'https://acme-staging-v02.api.letsencrypt.org/directory\n');
       second = make();
     }
     await second.load();
     second.start();
     assert.equal(certificates.length, 1, `${what}: got ${certificates.length - 1} stored certificates served, want none`);
-    assert.match(logs.at(-1)!, /stored certificate is not usable/, `${what}: got log ${logs.at(-1)}`);
+    const want = what === 'another directory' ? /stored certificate was issued through https:\/\/acme-staging-v02\.api\.letsencrypt\.org\/directory, not https:\/\/acme\.fake\/directory: ordering a new one$/ : /stored certificate is not usable/;
+    assert.match(logs.at(-1)!, want, `${what}: got log ${logs.at(-1)}`);
     await advance(timers, second, 0);
     assert.equal(server.orders, 2, `${what}: got ${server.orders} orders, want a new one at once`);
   }

@@ -24,13 +24,14 @@
  * window without waiting (and never sleeps).
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AcmeConfig } from '../../config/config.js';
 import { AcmeError, formatPlace } from '../../errors.js';
 import { unrefTimers, type Timers } from '../../timers.js';
 import { AcmeClient, type ChallengePublisher } from './acme-client.js';
 import { httpsTransport, type AcmeTransport } from './acme-transport.js';
-import { AcmeStorage, generateP256KeyPem, type StoredCertificate } from './acme-storage.js';
+import { AcmeStorage, generateP256KeyPem, type StoredCertificate, type StoredCertificateFiles } from './acme-storage.js';
 import { createCsr } from './csr.js';
 
 /** The share of a certificate's lifetime left when it is renewed: a third (SPEC 1.2). */
@@ -107,7 +108,7 @@ export class AcmeManager {
     const { config } = this.#options;
     const failAt = (what: string, error: unknown): AcmeError => new AcmeError(`${formatPlace(config.place)}: [acme] ${what}: ${(error as Error)?.message ?? String(error)}`);
     let accountKey: KeyObject;
-    let stored: StoredCertificate | undefined;
+    let stored: StoredCertificateFiles | undefined;
     try {
       accountKey = await this.#storage.loadAccountKey();
       stored = await this.#storage.readCertificate();
@@ -125,6 +126,11 @@ export class AcmeManager {
       transport = httpsTransport(ca);
     }
     this.#client = new AcmeClient({ directoryUrl: config.directoryUrl, accountKey, email: config.email, transport, timers: this.#timers, now: this.#now });
+    if (stored !== undefined && stored.directoryUrl !== config.directoryUrl) {
+      const issuedThrough = stored.directoryUrl === undefined ? 'an unrecorded directory' : stored.directoryUrl;
+      this.#options.log(`acme: the stored certificate was issued through ${issuedThrough}, not ${config.directoryUrl}: ordering a new one`);
+      return;
+    }
     const usable = stored === undefined ? undefined : this.#judge(stored);
     if (usable !== undefined) {
       this.#current = usable;
@@ -185,7 +191,7 @@ export class AcmeManager {
     try {
       const certificate = await this.#obtain();
       if (this.#isStopped) return;
-      await this.#storage.writeCertificate(certificate);
+      await this.#storage.writeCertificate(certificate, this.#options.config.directoryUrl);
       this.#current = certificate;
       this.#failures = 0;
       this.#options.onCertificate(certificate.certPem, certificate.keyPem);
@@ -195,7 +201,7 @@ export class AcmeManager {
       if (this.#isStopped) return;
       this.#failures++;
       const delayMs = Math.min(BACKOFF_FIRST_MS * 2 ** (this.#failures - 1), BACKOFF_MAX_MS);
-      const reason = (error as Error)?.message ?? String(error);
+      const reason = escapeControlCharacters((error as Error)?.message ?? String(error));
       this.#options.log(`acme: attempt ${this.#failures} to get a certificate for ${domains.join(', ')} failed: ${reason}; next attempt in ${delayMs / 1000} s`);
       this.#schedule(delayMs);
     }
@@ -225,4 +231,53 @@ export class AcmeManager {
       return undefined;
     }
   }
+}
+
+/**
+ * `--check` of `[acme]` (as nginx -t reads the files it names), without writing or asking anything:
+ * `directory_ca` can be read and holds a PEM certificate; `storage`, when it exists, is a directory,
+ * and the keys already in it are PEM private keys. What `load` would refuse at start-up.
+ * @returns the problems, each at the `[acme]` place (empty when there is none)
+ */
+export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
+  const problems: AcmeError[] = [];
+  const fail = (what: string): number => problems.push(new AcmeError(`${formatPlace(config.place)}: [acme] ${what}`));
+  if (config.directoryCaFile !== undefined) {
+    try {
+      if (!readFileSync(config.directoryCaFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) fail(`directory_ca '${config.directoryCaFile}' holds no PEM certificate`);
+    } catch (error) {
+      fail(`directory_ca '${config.directoryCaFile}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  }
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(config.storageDir).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return problems; // made at the first start
+    fail(`storage '${config.storageDir}' is not usable: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return problems;
+  }
+  if (!isDirectory) {
+    fail(`storage '${config.storageDir}' is not a directory`);
+    return problems;
+  }
+  for (const name of ['account.key', 'certificate.key']) {
+    const file = join(config.storageDir, name);
+    try {
+      createPrivateKey(readFileSync(file, 'utf8'));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue;
+      fail(`storage file '${file}' ${code === 'EACCES' || code === 'EISDIR' ? `cannot be read: ${code}` : 'is not a PEM private key'}`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * `text` on one line: control characters as `\xHH`. A failure's reason may quote the ACME server
+ * (a problem document's `detail`), which must not be able to forge a line of the log.
+ */
+function escapeControlCharacters(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }

@@ -9,9 +9,13 @@
  *   STORAGE/account.key       P-256 private key, PKCS#8 PEM: the ACME account (RFC 8555 §7.3)
  *   STORAGE/certificate.key   P-256 private key of the certificate, PKCS#8 PEM
  *   STORAGE/certificate.pem   the chain as the ACME server sent it, leaf first
+ *   STORAGE/certificate.directory  the directory URL it was issued through, one line
  *
- * The key is written before the chain; a crash between the two leaves a chain whose key does not
- * match, which the manager reads as "no certificate" and orders a new one.
+ * The key is written before the chain, and the directory last; a crash between two of them leaves
+ * a chain whose key does not match, or a directory that is not the chain's, which the manager
+ * reads as "no certificate" and orders a new one. The directory is kept because a certificate
+ * from Let's Encrypt's staging directory (or a test CA) must not be served on after `directory`
+ * moved to production: Caddy keeps its certificates apart by issuer for the same reason.
  */
 import { createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
@@ -21,6 +25,11 @@ import { join } from 'node:path';
 export interface StoredCertificate {
   readonly certPem: string;
   readonly keyPem: string;
+}
+
+/** A stored certificate and the directory URL it was issued through (undefined when not recorded). */
+export interface StoredCertificateFiles extends StoredCertificate {
+  readonly directoryUrl: string | undefined;
 }
 
 /** A new P-256 private key as PKCS#8 PEM (account and certificate keys alike, RFC 7518 §3.4 for ES256). */
@@ -51,16 +60,19 @@ export class AcmeStorage {
     return createPrivateKey(pem);
   }
 
-  /** The stored certificate chain and key, or undefined when either file is missing. */
-  async readCertificate(): Promise<StoredCertificate | undefined> {
-    const [certPem, keyPem] = await Promise.all([readIfExists(join(this.#directory, 'certificate.pem')), readIfExists(join(this.#directory, 'certificate.key'))]);
-    return certPem === undefined || keyPem === undefined ? undefined : { certPem, keyPem };
+  /** The stored certificate chain, key and directory, or undefined when the chain or the key is missing. */
+  async readCertificate(): Promise<StoredCertificateFiles | undefined> {
+    const [certPem, keyPem, directory] = await Promise.all(
+      ['certificate.pem', 'certificate.key', 'certificate.directory'].map((name) => readIfExists(join(this.#directory, name))),
+    );
+    return certPem === undefined || keyPem === undefined ? undefined : { certPem, keyPem, directoryUrl: directory?.trim() };
   }
 
-  /** Stores a new certificate: the key (0600), then the chain (0644), each atomically. */
-  async writeCertificate(certificate: StoredCertificate): Promise<void> {
+  /** Stores a new certificate: the key (0600), the chain (0644), then the directory it came from, each atomically. */
+  async writeCertificate(certificate: StoredCertificate, directoryUrl: string): Promise<void> {
     await writeFileAtomic(join(this.#directory, 'certificate.key'), certificate.keyPem, 0o600);
     await writeFileAtomic(join(this.#directory, 'certificate.pem'), certificate.certPem, 0o644);
+    await writeFileAtomic(join(this.#directory, 'certificate.directory'), `${directoryUrl}\n`, 0o644);
   }
 }
 

@@ -114,7 +114,7 @@ export const ROUTE_DEFAULTS: Omit<
   authUsers: [],
   authForward: false,
   trace: false,
-  tls: { isVerified: true, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+  tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
 });
 
 /** Upper bounds for whole-number keys, far beyond any sane use but keeping arithmetic exact. */
@@ -351,7 +351,7 @@ interface RouteFields {
   authUsers?: AuthUser[];
   authForward?: boolean;
   trace?: boolean;
-  tlsVerify?: boolean;
+  tlsVerify?: { readonly isVerified: boolean; readonly place: SourcePlace };
   tlsCa?: { readonly file: string; readonly place: SourcePlace };
   tlsServerName?: string;
   tlsClientCertificate?: CertificateFiles | null;
@@ -384,7 +384,7 @@ const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
   auth_user: (r, e) => (r.authUsers ??= []).push(readAuthUser(e)),
   auth_forward: (r, e) => (r.authForward = read(e, parseBoolean)),
   trace: (r, e) => (r.trace = read(e, parseBoolean)),
-  tls_verify: (r, e) => (r.tlsVerify = read(e, parseBoolean)),
+  tls_verify: (r, e) => (r.tlsVerify = { isVerified: read(e, parseBoolean), place: e.place }),
   tls_ca: (r, e) => (r.tlsCa = { file: read(e, (t) => parseFilePath(t, 'PEM file')), place: e.valuePlace }),
   tls_server_name: (r, e) => (r.tlsServerName = read(e, parseServerName)),
   tls_client_cert: (r, e) => (r.tlsClientCertificate = e.value === 'off' ? null : readCertificateFiles(e)),
@@ -468,7 +468,8 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
 function buildUpstreamTls(fields: RouteFields): UpstreamTlsConfig {
   const defaults = ROUTE_DEFAULTS.tls;
   return {
-    isVerified: fields.tlsVerify ?? defaults.isVerified,
+    isVerified: fields.tlsVerify?.isVerified ?? defaults.isVerified,
+    verifyPlace: fields.tlsVerify?.place ?? defaults.verifyPlace,
     caFile: fields.tlsCa?.file ?? defaults.caFile,
     caPlace: fields.tlsCa?.place ?? defaults.caPlace,
     serverName: fields.tlsServerName ?? defaults.serverName,

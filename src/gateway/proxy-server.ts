@@ -15,6 +15,7 @@ import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogReco
 import { logLine } from '../log/process-log.js';
 import { handleRequest, type ProxyContext } from './request-path.js';
 import type { Route, RuntimeDeps } from '../upstream/route.js';
+import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { RouteTable } from '../upstream/route-table.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
@@ -286,7 +287,7 @@ export class ProxyServer {
    */
   reload(config: Config): ReloadSummary {
     const certificates = this.#readCertificates(config.server);
-    const warnings: string[] = [...certificates.warnings];
+    const warnings: string[] = [...certificates.warnings, ...upstreamTlsWarnings(config)];
     const before = this.#table.config;
     if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');

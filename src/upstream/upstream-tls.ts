@@ -45,15 +45,16 @@ export function buildUpstreamTls(config: UpstreamTlsConfig): TlsClientSettings {
 }
 
 /**
- * What `--check` and start-up warn about (one line each, without the `warning: ` prefix): every
- * route whose `tls_verify` is off, at its section's place.
+ * What `--check`, start-up and a reload warn about (one line each, without the `warning: ` prefix):
+ * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` line (the
+ * route's own, or the `[proxy]` one it inherits).
  */
 export function upstreamTlsWarnings(config: Config): string[] {
   return config.routes
-    .filter((route) => !route.tls.isVerified)
+    .filter((route) => !route.tls.isVerified && route.upstreams.some((upstream) => upstream.scheme === 'https'))
     .map(
       (route) =>
-        `${formatPlace(route.place)}: [proxy.${route.name}] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them`,
+        `${formatPlace(route.tls.verifyPlace ?? route.place)}: [proxy.${route.name}] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them`,
     );
 }
 

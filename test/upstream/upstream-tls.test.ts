@@ -99,10 +99,14 @@ describe('buildRouteTls', () => {
 });
 
 describe('upstreamTlsWarnings', () => {
-  it('warns about every route with tls_verify = off, at the route', () => {
+  it('warns about every route with https:// upstreams and tls_verify = off, at the tls_verify line (its own or the inherited one)', () => {
     assert.deepEqual(upstreamTlsWarnings(config('', 'tls_verify = off')), [
-      "env.ini:5:1: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+      "env.ini:8:1: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ]);
     assert.deepEqual(upstreamTlsWarnings(config('')), []);
+    const inherited = parseConfig('[proxy]\ntls_verify = off\n[proxy.a]\npath = /a\npass = https://127.0.0.1:8443\n[proxy.plain]\npath = /p\npass = http://127.0.0.1:8080\n', 'env.ini');
+    assert.deepEqual(upstreamTlsWarnings(inherited), [
+      "env.ini:2:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+    ], 'the route with only http:// upstreams has nothing to verify');
   });
 });

@@ -142,7 +142,7 @@ describe('defaults', () => {
       authUsers: [],
       authForward: false,
       trace: false,
-      tls: { isVerified: true, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+      tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
     });
     assert.equal(ROUTE_DEFAULTS.virtualNodes, 160);
   });
@@ -282,6 +282,7 @@ tls_client_cert = me.pem me.key
       trace: true,
       tls: {
         isVerified: false,
+        verifyPlace: { file: 'env.ini', line: lineOf('tls_verify = off'), column: 1 },
         caFile: 'ca.pem',
         caPlace: { file: 'env.ini', line: lineOf('tls_ca = ca.pem'), column: 10 },
         serverName: 'api.internal',

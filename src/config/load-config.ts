@@ -122,6 +122,8 @@ const MAX_WORKERS = 1024;
 const MAX_VIRTUAL_NODES = 10_000;
 const MAX_RETRIES = 1000;
 const MAX_COUNT = 1_000_000;
+/** Names in one ACME certificate: Let's Encrypt issues at most 100. */
+const MAX_ACME_DOMAINS = 100;
 /** `hsts` up to 10 years (browsers cap max-age lower; preload lists ask for at least one year). */
 const MAX_HSTS_MS = 3650 * 86_400_000;
 
@@ -730,6 +732,9 @@ function parseDomainList(text: string): string[] {
     }
     if (domains.includes(name)) throw new InvalidValueError(`domain '${name}' is listed twice`, undefined, at);
     domains.push(name);
+  }
+  if (domains.length > MAX_ACME_DOMAINS) {
+    throw new InvalidValueError(`${domains.length} domains`, `one certificate names at most ${MAX_ACME_DOMAINS} (Let's Encrypt's limit); split them over several proxies or use tls_cert`);
   }
   return domains;
 }

@@ -7,7 +7,8 @@
  * standalone mode answer them in front of everything else. A token that is not published gets 404
  * (a stale or guessed token is nobody's business upstream).
  */
-import type { ClientResponse } from '../wire/client-side.js';
+import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
+import type { RequestTarget } from './request-target.js';
 
 /** The path prefix of HTTP-01 challenge resources (RFC 8555 §8.3). `redirect_https` leaves these paths alone too. */
 export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
@@ -39,9 +40,20 @@ export class AcmeChallengeStore {
   }
 }
 
-/** True for a GET or HEAD whose literal path (without the query) is `ACME_CHALLENGE_PREFIX` and one token. */
-export function isChallengeRequest(method: string | undefined, path: string): boolean {
-  return (method === 'GET' || method === 'HEAD') && CHALLENGE_PATH.test(path);
+/**
+ * True for a request shaped as an ACME server's fetch of a challenge (RFC 8555 §8.3): a GET or HEAD
+ * of exactly `ACME_CHALLENGE_PREFIX` and one token, no query, no body, no upgrade. Anything else
+ * under the prefix is an ordinary request (and `redirect_https` redirects it).
+ */
+export function isChallengeRequest(clientReq: Pick<ClientRequest, 'method' | 'body' | 'upgrade'>, target: Pick<RequestTarget, 'path' | 'query'>): boolean {
+  const { method } = clientReq;
+  return (
+    (method === 'GET' || method === 'HEAD') &&
+    clientReq.body === undefined &&
+    clientReq.upgrade === undefined &&
+    target.query === '' &&
+    CHALLENGE_PATH.test(target.path.literal)
+  );
 }
 
 /**

@@ -163,7 +163,7 @@ async function proxyRequest(
 
   // 0b. An HTTP-01 challenge request (acme-challenge.ts), answered here while [acme] is configured,
   //     before routing: the ACME server asks the proxy itself, never an upstream.
-  if (context.acmeChallenges !== undefined && isChallengeRequest(clientReq.method, target.path.literal)) {
+  if (context.acmeChallenges !== undefined && isChallengeRequest(clientReq, target)) {
     const keyAuthorization = context.acmeChallenges.keyAuthorizationFor(target.path.literal);
     facts.bytesSent = keyAuthorization === undefined ? sendErrorResponse(clientRes, { status: 404, text: UNKNOWN_TOKEN_TEXT }) : writeKeyAuthorization(clientRes, keyAuthorization);
     return;
@@ -172,7 +172,7 @@ async function proxyRequest(
   // 0c. `redirect_https`: a request on the plain listener goes to its https:// URL (https-redirect.ts),
   //     except an ACME challenge; nothing of it is routed or forwarded.
   if (context.httpsRedirectPort !== undefined && !clientReq.isTls) {
-    const location = httpsRedirectLocation(clientReq.method, target, context.httpsRedirectPort);
+    const location = httpsRedirectLocation(clientReq, target, context.httpsRedirectPort);
     if (location === undefined) {
       facts.bytesSent = sendErrorResponse(clientRes, { status: 400, text: 'bad request: a Host header is needed to redirect to https' });
       return;

@@ -44,15 +44,17 @@ export interface TlsConnectOptions {
 }
 
 /**
- * A certificate without a subjectAltName is refused, though node's `tls.checkServerIdentity` would
- * fall back to its subject CN: RFC 9525 §6.3 (and RFC 6125 before it) retires that fallback, and Go
- * (since 1.15), browsers, Caddy and Traefik refuse it.
+ * A DNS name is checked against the certificate's subjectAltName DNS entries only. Node's
+ * `tls.checkServerIdentity` falls back to the subject CN when there is no DNS entry (none at all,
+ * or only IP, URI or email entries); RFC 9525 §6.3 (and RFC 6125 before it) retires that
+ * fallback, and Go (since 1.15), browsers, Caddy and Traefik refuse such a certificate. (An IP
+ * address node already checks against the IP entries only.)
  */
-export const NO_SUBJECT_ALT_NAME = "the certificate has no subjectAltName (a subject CN alone is not accepted, RFC 9525 section 6.3)";
+export const NO_DNS_SUBJECT_ALT_NAME = 'the certificate has no subjectAltName DNS entry (a subject CN alone is not accepted, RFC 9525 section 6.3)';
 
-/** `name` against `cert`: its subjectAltName DNS or IP entries only (node's rules otherwise). */
+/** `name` against `cert`: its subjectAltName DNS entries for a name, IP entries for an address. */
 function checkVerifiedName(name: string, cert: tls.PeerCertificate): Error | undefined {
-  if (cert.subjectaltname === undefined || cert.subjectaltname === '') return new Error(NO_SUBJECT_ALT_NAME);
+  if (net.isIP(name) === 0 && !/(?:^|, )DNS:/.test(cert.subjectaltname ?? '')) return new Error(NO_DNS_SUBJECT_ALT_NAME);
   return tls.checkServerIdentity(name, cert);
 }
 

@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ConfigValueError } from '../../src/errors.js';
 import { rawRequest, request, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
-import { NO_SUBJECT_ALT_NAME } from '../../src/wire/tls-client.js';
+import { NO_DNS_SUBJECT_ALT_NAME } from '../../src/wire/tls-client.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
 const CA = `${FIXTURES}ca.pem`;
@@ -101,7 +101,7 @@ describe('https upstreams', () => {
     const res = await request(proxy.port);
     assert.equal(res.status, 502, `got ${res.status}, want 502`);
     await waitFor(() => proxy.logs.length === 1, 2000, 'the log record');
-    assert.equal(proxy.logs[0]!.attempts[0]!.error, `PRX_UPSTREAM_TLS: ${NO_SUBJECT_ALT_NAME}`);
+    assert.equal(proxy.logs[0]!.attempts[0]!.error, `PRX_UPSTREAM_TLS: ${NO_DNS_SUBJECT_ALT_NAME}`);
   });
 
   it('checks an IP host against the certificate IP SANs and sends no SNI for it', async (t) => {

@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { ConnectionPool, type UpstreamConnection } from '../../src/wire/connection-pool.js';
-import { NO_SUBJECT_ALT_NAME, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../src/wire/tls-client.js';
+import { NO_DNS_SUBJECT_ALT_NAME, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../src/wire/tls-client.js';
 import { ResponseParser } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
 import { UpstreamTimeoutError, UpstreamTlsError } from '../../src/errors.js';
@@ -238,10 +238,14 @@ describe('tlsConnectOptions', () => {
     });
   }
 
-  it('refuses a certificate without subjectAltName, whatever its CN says (RFC 9525 section 6.3, as Go)', () => {
+  it('refuses a certificate without a subjectAltName DNS entry for a name, whatever its CN says (RFC 9525 section 6.3, as Go)', () => {
     const check = tlsConnectOptions(settings('x', {}), 'default.test').checkServerIdentity;
-    const cert = { subject: { CN: 'default.test' } } as unknown as tls.PeerCertificate;
-    assert.equal(check('default.test', cert)?.message, NO_SUBJECT_ALT_NAME);
+    for (const subjectaltname of [undefined, '', 'IP Address:127.0.0.1', 'URI:spiffe://x/y', 'email:a@default.test']) {
+      const cert = { subject: { CN: 'default.test' }, subjectaltname } as unknown as tls.PeerCertificate;
+      assert.equal(check('default.test', cert)?.message, NO_DNS_SUBJECT_ALT_NAME, `SAN ${subjectaltname}: want the CN refused`);
+    }
+    const named = { subject: { CN: 'default.test' }, subjectaltname: 'URI:spiffe://x/y, DNS:default.test' } as unknown as tls.PeerCertificate;
+    assert.equal(check('default.test', named), undefined, 'a DNS entry among others is enough');
   });
 
   it('checks an IP tls_server_name against the certificate, not the host', () => {

@@ -259,8 +259,12 @@ export interface AcmeConfig {
   readonly directoryUrl: string;
   /** PEM file trusted for the directory's own TLS (private or test ACME servers); undefined = system store. */
   readonly directoryCaFile: string | undefined;
+  /** Where `directory_ca` is written, for errors about the file. */
+  readonly directoryCaPlace: SourcePlace | undefined;
   /** Directory for the account key, certificates and keys. Default `./acme`. */
   readonly storageDir: string;
+  /** Where `storage` is written (undefined when defaulted: errors then point at `domains`). */
+  readonly storagePlace: SourcePlace | undefined;
   /** Where `domains` is written. */
   readonly place: SourcePlace;
 }

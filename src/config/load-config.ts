@@ -248,8 +248,14 @@ const ACME_KEYS: Readonly<Record<string, KeyReader<Partial<Mutable<AcmeConfig>>>
   },
   email: (a, e) => (a.email = read(e, parseEmail)),
   directory: (a, e) => (a.directoryUrl = read(e, parseDirectoryUrl)),
-  directory_ca: (a, e) => (a.directoryCaFile = read(e, (t) => parseFilePath(t, 'PEM file'))),
-  storage: (a, e) => (a.storageDir = read(e, (t) => parseFilePath(t, 'directory'))),
+  directory_ca: (a, e) => {
+    a.directoryCaFile = read(e, (t) => parseFilePath(t, 'PEM file'));
+    a.directoryCaPlace = e.valuePlace;
+  },
+  storage: (a, e) => {
+    a.storageDir = read(e, (t) => parseFilePath(t, 'directory'));
+    a.storagePlace = e.valuePlace;
+  },
 };
 
 /** `[acme]`: undefined unless `domains` is set; other keys without `domains` are an error. */
@@ -266,7 +272,9 @@ function readAcmeSection(section: IniSection): AcmeConfig | undefined {
     email: acme.email,
     directoryUrl: acme.directoryUrl ?? LETS_ENCRYPT_DIRECTORY,
     directoryCaFile: acme.directoryCaFile,
+    directoryCaPlace: acme.directoryCaPlace,
     storageDir: acme.storageDir ?? './acme',
+    storagePlace: acme.storagePlace,
     place: acme.place,
   };
 }

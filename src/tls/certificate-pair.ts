@@ -226,14 +226,15 @@ export function checkKeyTypes(checks: readonly CertificateCheck[]): ConfigValueE
       : [
           new ConfigValueError(
             files.place,
-            `tls_cert '${files.certFile}' has ${describeKeyType(pair.keyType)} key, the default pair '${first.files.certFile}' ${describeKeyType(defaultType)} one: node would keep serving the default's certificate for its names; put the RSA pair first, or use one key type for every pair`,
+            `tls_cert '${files.certFile}' has ${describeKeyType(pair.keyType)} key, the default pair '${first.files.certFile}' ${describeKeyType(defaultType)} one: node would keep serving the default's certificate for its names; ${pair.keyType === 'rsa' ? 'put the RSA pair first, or use one key type for every pair' : 'use one key type for every pair (or an RSA default with ECDSA pairs after it)'}`,
           ),
         ],
   );
 }
 
 function describeKeyType(keyType: string): string {
-  return keyType === 'rsa' ? 'an RSA' : keyType === 'ec' ? 'an ECDSA' : `a ${keyType}`;
+  const names: Readonly<Record<string, string>> = { rsa: 'an RSA', 'rsa-pss': 'an RSA-PSS', ec: 'an ECDSA', ed25519: 'an Ed25519', ed448: 'an Ed448', dsa: 'a DSA' };
+  return names[keyType] ?? `a ${keyType}`;
 }
 
 /**

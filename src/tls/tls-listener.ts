@@ -72,7 +72,7 @@ export class TlsListener {
     this.#now = options.now ?? (() => performance.now());
     this.server = tls.createServer({
       ...this.#defaultContextOptions(),
-      ALPNProtocols: ['http/1.1'],
+      ALPNProtocols: ['http/1.1', 'http/1.0'], // as nginx; h2 is not served
       handshakeTimeout: options.handshakeTimeoutMs > 0 ? options.handshakeTimeoutMs : undefined,
       SNICallback: (serverName, callback) => callback(null, this.#contextFor(serverName)),
       // Unlike the plain listener, a client's end (close_notify or FIN) ends the connection, as Go's

@@ -636,7 +636,9 @@ describe('TLS and ACME keys (SPEC 1.2): what needs what', () => {
       email: undefined,
       directoryUrl: 'https://acme-v02.api.letsencrypt.org/directory',
       directoryCaFile: undefined,
+      directoryCaPlace: undefined,
       storageDir: './acme',
+      storagePlace: undefined,
       place: { file: 'env.ini', line: 5, column: 11 },
     });
   });

@@ -109,12 +109,15 @@ test('tls_min_version = TLSv1.3 refuses a TLS 1.2 client with a protocol_version
   assert.ok(log.some((line) => /tls: handshake failed from .*ERR_SSL_UNSUPPORTED_PROTOCOL/.test(line)), `got log ${JSON.stringify(log)}`);
 });
 
-test('ALPN: http/1.1 is chosen when offered; a client offering only h2 gets no_application_protocol (as Go)', async (t) => {
+test('ALPN: http/1.1 is chosen when offered, http/1.0 when only it is (as nginx); a client offering only h2 gets no_application_protocol (as Go)', async (t) => {
   const backend = await backendFor(t);
   const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
   const offered = await handshake(tlsPort, { servername: 'exact.test', ALPNProtocols: ['h2', 'http/1.1'] });
   assert.equal(offered.socket.alpnProtocol, 'http/1.1');
   offered.socket.destroy();
+  const old = await handshake(tlsPort, { servername: 'exact.test', ALPNProtocols: ['http/1.0'] });
+  assert.equal(old.socket.alpnProtocol, 'http/1.0');
+  old.socket.destroy();
   await assert.rejects(handshake(tlsPort, { servername: 'exact.test', ALPNProtocols: ['h2'] }), (error: NodeJS.ErrnoException) => {
     assert.equal(error.code, 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL');
     return true;

@@ -40,7 +40,7 @@ function rig(t: { after(fn: () => void): void }, domains = ['acme.test', 'www.ac
   const certificates: string[] = [];
   const challenges: [string, string | undefined][] = [];
   const logs: string[] = [];
-  const config: AcmeConfig = { domains, email: 'ops@acme.test', directoryUrl: server.directoryUrl, directoryCaFile: undefined, storageDir, place: { file: 'test.ini', line: 1, column: 1 } };
+  const config: AcmeConfig = { domains, email: 'ops@acme.test', directoryUrl: server.directoryUrl, directoryCaFile: undefined, directoryCaPlace: undefined, storagePlace: undefined, storageDir, place: { file: 'test.ini', line: 1, column: 1 } };
   return {
     server, timers, storageDir, certificates, challenges, logs,
     manager: (overrides = {}) => {
@@ -143,6 +143,10 @@ test('failed attempts back off 1 min doubling to 1 h, each logged once with the 
   server.orderProblem = { type: 'urn:ietf:params:acme:error:serverInternal', detail: 'boom\r\nacme: new certificate for evil.test', status: 500 };
   await advance(timers, manager, [...timers.pending.values()][0]!.atMs - timers.nowMs);
   assert.match(logs.at(-1)!, /failed: .*serverInternal: boom\\x0D\\x0Aacme: new certificate for evil\.test; next attempt in 3600 s$/, `got ${JSON.stringify(logs.at(-1))}`);
+  server.orderProblem = { type: 'urn:ietf:params:acme:error:serverInternal', detail: `a\u2028b${'x'.repeat(5000)}`, status: 500 };
+  await advance(timers, manager, [...timers.pending.values()][0]!.atMs - timers.nowMs);
+  assert.match(logs.at(-1)!, /serverInternal: a\\u2028bx+… \(cut\); next attempt in 3600 s$/, 'a Unicode line separator is escaped, and a long detail cut');
+  assert.ok(logs.at(-1)!.length < 800, `got a ${logs.at(-1)!.length}-character line`);
   server.orderProblem = undefined;
   await advance(timers, manager, 3600_000);
   assert.equal(certificates.length, 1, 'the attempt after the problem went away succeeded');
@@ -165,7 +169,7 @@ test('a stored certificate that is expired, for other names, or not its key is n
       timers.nowMs += 91 * DAY_MS;
       second = make();
     } else if (what === 'other names') {
-      second = make({ config: { domains: ['other.test'], email: undefined, directoryUrl: server.directoryUrl, directoryCaFile: undefined, storageDir, place: { file: 'test.ini', line: 1, column: 1 } } });
+      second = make({ config: { domains: ['other.test'], email: undefined, directoryUrl: server.directoryUrl, directoryCaFile: undefined, directoryCaPlace: undefined, storagePlace: undefined, storageDir, place: { file: 'test.ini', line: 1, column: 1 } } });
     } else if (what === 'another key') {
       writeFileSync(join(storageDir, 'certificate.key'), spawnSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256']).stdout);
       second = make();
@@ -188,7 +192,7 @@ test('an unusable storage or an unreadable directory_ca stops load() with an Acm
   const directory = mkdtempSync(join(tmpdir(), 'acme-manager-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   writeFileSync(join(directory, 'a-file'), '');
-  const config: AcmeConfig = { domains: ['acme.test'], email: undefined, directoryUrl: 'https://acme.fake/directory', directoryCaFile: undefined, storageDir: join(directory, 'a-file', 'storage'), place: { file: 'env.ini', line: 7, column: 11 } };
+  const config: AcmeConfig = { domains: ['acme.test'], email: undefined, directoryUrl: 'https://acme.fake/directory', directoryCaFile: undefined, directoryCaPlace: undefined, storagePlace: undefined, storageDir: join(directory, 'a-file', 'storage'), place: { file: 'env.ini', line: 7, column: 11 } };
   const options = { onCertificate: () => {}, onChallenge: () => {}, log: () => {} };
   await assert.rejects(new AcmeManager({ ...options, config }).load(), (error: Error) => {
     assert.match(error.message, /^env\.ini:7:11: \[acme\] storage '.*a-file\/storage' is not usable: ENOTDIR/, `got ${error.message}`);

@@ -27,7 +27,7 @@ import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AcmeConfig } from '../../config/config.js';
-import { AcmeError, formatPlace } from '../../errors.js';
+import { AcmeError, formatPlace, type SourcePlace } from '../../errors.js';
 import { unrefTimers, type Timers } from '../../timers.js';
 import { AcmeClient, type ChallengePublisher } from './acme-client.js';
 import { httpsTransport, type AcmeTransport } from './acme-transport.js';
@@ -106,14 +106,15 @@ export class AcmeManager {
    */
   async load(): Promise<void> {
     const { config } = this.#options;
-    const failAt = (what: string, error: unknown): AcmeError => new AcmeError(`${formatPlace(config.place)}: [acme] ${what}: ${(error as Error)?.message ?? String(error)}`);
+    const failAt = (place: SourcePlace | undefined, what: string, error: unknown): AcmeError =>
+      new AcmeError(`${formatPlace(place ?? config.place)}: [acme] ${what}: ${(error as Error)?.message ?? String(error)}`);
     let accountKey: KeyObject;
     let stored: StoredCertificateFiles | undefined;
     try {
       accountKey = await this.#storage.loadAccountKey();
       stored = await this.#storage.readCertificate();
     } catch (error) {
-      throw failAt(`storage '${config.storageDir}' is not usable`, error);
+      throw failAt(config.storagePlace, `storage '${config.storageDir}' is not usable`, error);
     }
     let transport = this.#options.transport;
     if (transport === undefined) {
@@ -121,7 +122,7 @@ export class AcmeManager {
       try {
         ca = config.directoryCaFile === undefined ? undefined : readFileSync(config.directoryCaFile, 'utf8');
       } catch (error) {
-        throw failAt(`directory_ca '${config.directoryCaFile}' cannot be read`, error);
+        throw failAt(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' cannot be read`, error);
       }
       transport = httpsTransport(ca);
     }
@@ -241,12 +242,12 @@ export class AcmeManager {
  */
 export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
   const problems: AcmeError[] = [];
-  const fail = (what: string): number => problems.push(new AcmeError(`${formatPlace(config.place)}: [acme] ${what}`));
+  const fail = (place: SourcePlace | undefined, what: string): number => problems.push(new AcmeError(`${formatPlace(place ?? config.place)}: [acme] ${what}`));
   if (config.directoryCaFile !== undefined) {
     try {
-      if (!readFileSync(config.directoryCaFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) fail(`directory_ca '${config.directoryCaFile}' holds no PEM certificate`);
+      if (!readFileSync(config.directoryCaFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) fail(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' holds no PEM certificate`);
     } catch (error) {
-      fail(`directory_ca '${config.directoryCaFile}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      fail(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
   }
   let isDirectory: boolean;
@@ -254,11 +255,11 @@ export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
     isDirectory = statSync(config.storageDir).isDirectory();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return problems; // made at the first start
-    fail(`storage '${config.storageDir}' is not usable: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    fail(config.storagePlace, `storage '${config.storageDir}' is not usable: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return problems;
   }
   if (!isDirectory) {
-    fail(`storage '${config.storageDir}' is not a directory`);
+    fail(config.storagePlace, `storage '${config.storageDir}' is not a directory`);
     return problems;
   }
   for (const name of ['account.key', 'certificate.key']) {
@@ -268,16 +269,24 @@ export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') continue;
-      fail(`storage file '${file}' ${code === 'EACCES' || code === 'EISDIR' ? `cannot be read: ${code}` : 'is not a PEM private key'}`);
+      fail(config.storagePlace, `storage file '${file}' ${code === 'EACCES' || code === 'EISDIR' ? `cannot be read: ${code}` : 'is not a PEM private key'}`);
     }
   }
   return problems;
 }
 
+/** The longest reason logged, characters: a CA's problem detail is its text, not ours to print at any length. */
+const MAX_REASON_CHARACTERS = 500;
+
 /**
- * `text` on one line: control characters as `\xHH`. A failure's reason may quote the ACME server
+ * `text` on one short line: control characters and the Unicode line and paragraph separators as
+ * `\xHH` / `\uHHHH`, cut after MAX_REASON_CHARACTERS. A failure's reason may quote the ACME server
  * (a problem document's `detail`), which must not be able to forge a line of the log.
  */
 function escapeControlCharacters(text: string): string {
-  return text.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  const escaped = text.replace(/[\x00-\x1f\x7f\u2028\u2029]/g, (c) => {
+    const code = c.charCodeAt(0);
+    return code > 0xff ? `\\u${code.toString(16).toUpperCase()}` : `\\x${code.toString(16).toUpperCase().padStart(2, '0')}`;
+  });
+  return escaped.length <= MAX_REASON_CHARACTERS ? escaped : `${escaped.slice(0, MAX_REASON_CHARACTERS)}… (cut)`;
 }

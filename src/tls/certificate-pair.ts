@@ -196,19 +196,10 @@ export function checkCertificateFiles(files: CertificateFiles, options: PairOpti
  * @throws ConfigValueError: the first problem of the first broken pair (start-up exits 1, a reload is rejected)
  */
 export function readCertificatePairs(certificates: readonly CertificateFiles[], options: PairOptions): { pairs: CertificatePair[]; warnings: string[] } {
-  const pairs: CertificatePair[] = [];
-  const warnings: string[] = [];
-  const checks: CertificateCheck[] = [];
-  for (const files of certificates) {
-    const check = checkCertificateFiles(files, options);
-    if (check.errors.length > 0) throw check.errors[0]!;
-    checks.push(check);
-    pairs.push(check.pair!);
-    warnings.push(...check.warnings);
-  }
-  const [conflict] = checkKeyTypes(checks);
-  if (conflict !== undefined) throw conflict;
-  return { pairs, warnings };
+  const checks = checkCertificates(certificates, options);
+  const [firstError] = checks.flatMap((check) => check.errors);
+  if (firstError !== undefined) throw firstError;
+  return { pairs: checks.map((check) => check.pair!), warnings: checks.flatMap((check) => check.warnings) };
 }
 
 /**

@@ -4,6 +4,12 @@
  * resumes with a ticket resumes on whichever worker takes its connection; and the primary's admin
  * shows the certificates (`/status.json`, `/metrics`); SIGHUP on the primary serves a renewed
  * certificate from every worker. Processes are stopped by pid.
+ *
+ * What this file cannot tell apart: with node 20's cluster the resumptions below also succeed when
+ * each worker makes its own ticket key (tried: not explained yet), so it shows that resumption
+ * works across workers, not that the shared key is why. The key's own effect is proved in-process
+ * by test/integration/https-listener.test.ts "session tickets: two proxies given the same
+ * ticketKeys…", which fails without it.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,6 +85,7 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
 
   const first = await resumingGet(tlsPort, undefined);
   assert.equal(first.isReused, false);
+  const servedBefore = (await status()).workers.map((worker) => worker.requestsTotal);
   const resumptions = 8;
   for (let i = 0; i < resumptions; i++) {
     const next = await resumingGet(tlsPort, first.session);
@@ -86,8 +93,8 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
     assert.equal(next.isReused, true, `connection ${i + 1}: got a full handshake, want the ticket resumed (whichever worker took it)`);
   }
   const snapshot = await status();
-  const perWorker = snapshot.workers.map((worker) => worker.requestsTotal);
-  assert.ok(perWorker.every((count) => count > 0), `got requests per worker ${JSON.stringify(perWorker)}, want both workers to have served resumed connections`);
+  const perWorker = snapshot.workers.map((worker, index) => worker.requestsTotal - (servedBefore[index] ?? 0));
+  assert.ok(perWorker.every((count) => count > 0), `got resumed requests per worker ${JSON.stringify(perWorker)}, want both workers to have served resumed connections`);
 
   assert.deepEqual(
     snapshot.certificates.map((c) => ({ source: c.source, names: c.names, notAfter: c.notAfter, isDefault: c.isDefault })),

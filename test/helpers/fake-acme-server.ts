@@ -42,6 +42,8 @@ export class FakeAcmeServer {
   readonly published = new Map<string, string>();
   /** Days the issued certificates are valid (openssl -days). */
   validityDays = 90;
+  /** A CA that never finishes: after finalize the order stays `processing`, polled with `Retry-After: 0`. */
+  isStuckProcessing = false;
   orders = 0;
   readonly #nonces = new Set<string>();
   readonly #accounts = new Map<string, EcPublicJwk>();
@@ -132,7 +134,7 @@ export class FakeAcmeServer {
     if (url === `${BASE}/order/1/finalize`) {
       const csr = Buffer.from((payload as { csr: string }).csr, 'base64url');
       this.#certificatePem = issue(csr, this.validityDays);
-      this.#orderStatus = 'valid';
+      this.#orderStatus = this.isStuckProcessing ? 'processing' : 'valid';
       return this.#answer(200, this.#order());
     }
     if (url === `${BASE}/order/1`) return this.#answer(200, this.#order(), { 'retry-after': '0' });

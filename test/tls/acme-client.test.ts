@@ -127,3 +127,30 @@ test('Retry-After: seconds or an HTTP-date, cut to 0..60 s', () => {
   ];
   for (const [value, want] of cases) assert.equal(parseRetryAfter(value, now), want, `Retry-After ${value}: got ${parseRetryAfter(value, now)}, want ${want}`);
 });
+
+test('an order that stays processing with Retry-After: 0 is polled on our schedule (250 ms doubling to 4 s) and given up after the 120 s budget, never in a busy loop', { skip, timeout: 10_000 }, async () => {
+  const { server, csr, publish } = setUp();
+  server.isStuckProcessing = true;
+  let nowMs = 0;
+  const waits: number[] = [];
+  const clockTimers = {
+    setTimeout: (callback: () => void, ms: number): unknown => {
+      waits.push(ms);
+      nowMs += ms;
+      setImmediate(callback); // yields to the event loop, so a busy poll still meets the test's timeout
+      return 0;
+    },
+    clearTimeout: (): void => {},
+  };
+  const { privateKey: accountKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const client = new AcmeClient({ directoryUrl: server.directoryUrl, accountKey, email: undefined, transport: server.transport, timers: clockTimers, now: () => nowMs });
+  await assert.rejects(client.obtainCertificate(['acme.test', 'www.acme.test'], csr, publish), (error: AcmeError) => {
+    assert.match(error.message, /^ACME https:\/\/acme\.fake\/order\/1 still processing after \d+ ms of polling$/);
+    return true;
+  });
+  const orderWaits = waits.slice(-32);
+  assert.ok(waits.every((ms) => ms >= 250), `got waits ${waits.join(', ')} ms, want none under 250 ms despite Retry-After: 0`);
+  assert.ok(nowMs <= 120_000, `got ${nowMs} ms of polling, want at most the 120 s budget`);
+  assert.ok(waits.length < 40, `got ${waits.length} polls in 120 s, want about 30`);
+  assert.deepEqual(orderWaits.slice(-3), [4000, 4000, 4000], 'the schedule ends at 4 s between polls');
+});

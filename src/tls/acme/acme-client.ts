@@ -178,17 +178,19 @@ export class AcmeClient {
   /** POST-as-GET `url` until `isPending` says no; waits Retry-After or the doubling delay, within pollTimeoutMs. */
   async #poll(url: string, isPending: (json: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
     const budgetMs = this.#options.pollTimeoutMs ?? 120_000;
-    let waitedMs = 0;
+    const startedAt = this.#options.now();
     let delayMs = POLL_FIRST_DELAY_MS;
     for (;;) {
       const answer = await this.#post(url, '');
       const json = answer.json ?? {};
       if (!isPending(json)) return json;
+      // Retry-After is followed when it asks for longer than our own schedule, never for shorter:
+      // `Retry-After: 0` (or a date gone by) must not turn the poll into a busy loop.
       const retryAfterMs = parseRetryAfter(answer.response.headers['retry-after'], this.#options.now());
-      const waitMs = retryAfterMs ?? delayMs;
+      const waitMs = Math.max(retryAfterMs ?? 0, delayMs);
       delayMs = Math.min(delayMs * 2, POLL_MAX_DELAY_MS);
-      if (waitedMs + waitMs > budgetMs) throw new AcmeError(`ACME ${url} still ${String(json.status)} after ${waitedMs} ms of polling`);
-      waitedMs += waitMs;
+      const elapsedMs = this.#options.now() - startedAt; // the requests' own time counts too
+      if (elapsedMs + waitMs > budgetMs) throw new AcmeError(`ACME ${url} still ${String(json.status)} after ${elapsedMs} ms of polling`);
       await new Promise<void>((resolve) => this.#options.timers.setTimeout(resolve, waitMs));
     }
   }

@@ -44,6 +44,8 @@ export class FakeAcmeServer {
   validityDays = 90;
   /** A CA that never finishes: after finalize the order stays `processing`, polled with `Retry-After: 0`. */
   isStuckProcessing = false;
+  /** Appended to the chain the download answers (a misbehaving CA: a broken block, text, a key). */
+  chainSuffix = '';
   orders = 0;
   readonly #nonces = new Set<string>();
   readonly #accounts = new Map<string, EcPublicJwk>();
@@ -138,7 +140,7 @@ export class FakeAcmeServer {
       return this.#answer(200, this.#order());
     }
     if (url === `${BASE}/order/1`) return this.#answer(200, this.#order(), { 'retry-after': '0' });
-    if (url === `${BASE}/cert/1`) return this.#answer(200, this.#certificatePem);
+    if (url === `${BASE}/cert/1`) return this.#answer(200, this.#certificatePem + this.chainSuffix);
     return this.#problem({ type: 'urn:ietf:params:acme:error:malformed', detail: `no such resource ${url}`, status: 404 });
   }
 

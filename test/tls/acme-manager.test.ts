@@ -202,3 +202,43 @@ test('an unusable storage or an unreadable directory_ca stops load() with an Acm
   const missingCa = { ...config, storageDir: join(directory, 'storage'), directoryCaFile: join(directory, 'missing.pem') };
   await assert.rejects(new AcmeManager({ ...options, config: missingCa }).load(), /^AcmeError: env\.ini:7:11: \[acme\] directory_ca '.*missing\.pem' cannot be read: ENOENT/);
 });
+
+test('a chain from the CA is stored only once it would serve: a broken block fails the attempt with nothing stored; other blocks and text are dropped', { skip }, async (t) => {
+  const broken = rig(t);
+  broken.server.chainSuffix = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+  const first = broken.manager();
+  await first.load();
+  first.start();
+  await advance(broken.timers, first, 0);
+  assert.equal(broken.certificates.length, 0, 'got the broken chain handed over');
+  assert.deepEqual(readdirSync(broken.storageDir).sort(), ['account.key'], 'want no certificate stored');
+  assert.match(broken.logs.at(-1)!, /attempt 1 .* failed: ACME: the certificate chain sent cannot be served/);
+
+  const noisy = rig(t);
+  noisy.server.chainSuffix = 'some text\n-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
+  const second = noisy.manager();
+  await second.load();
+  second.start();
+  await advance(noisy.timers, second, 0);
+  assert.equal(noisy.certificates.length, 1);
+  const stored = readFileSync(join(noisy.storageDir, 'certificate.pem'), 'utf8');
+  assert.doesNotMatch(stored, /PRIVATE KEY|some text/, 'want only the CERTIFICATE blocks stored');
+  assert.equal(stored, noisy.certificates[0], 'and served');
+});
+
+test('a stored chain that cannot be served (a broken block) is not loaded: a new order, not a start that fails', { skip }, async (t) => {
+  const { server, timers, storageDir, certificates, logs, manager: make } = rig(t);
+  const first = make();
+  await first.load();
+  first.start();
+  await advance(timers, first, 0);
+  first.stop();
+  writeFileSync(join(storageDir, 'certificate.pem'), `${readFileSync(join(storageDir, 'certificate.pem'), 'utf8')}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n`);
+  const second = make();
+  await second.load();
+  assert.equal(certificates.length, 1, 'got the broken stored chain handed over');
+  assert.match(logs.at(-1)!, /stored certificate is not usable/);
+  second.start();
+  await advance(timers, second, 0);
+  assert.equal(server.orders, 2);
+});

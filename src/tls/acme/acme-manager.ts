@@ -26,6 +26,7 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import type { AcmeConfig } from '../../config/config.js';
 import { AcmeError, formatPlace, type SourcePlace } from '../../errors.js';
 import { unrefTimers, type Timers } from '../../timers.js';
@@ -213,15 +214,22 @@ export class AcmeManager {
     const { domains } = this.#options.config;
     const keyPem = generateP256KeyPem();
     const csr = createCsr(domains, createPrivateKey(keyPem));
-    const certPem = await this.#client!.obtainCertificate(domains, csr, this.#options.onChallenge);
+    // Only the CERTIFICATE blocks of what the CA sent are kept: text or any other block around them
+    // is nobody's to store or serve.
+    const certPem = certificateBlocks(await this.#client!.obtainCertificate(domains, csr, this.#options.onChallenge));
     const served = this.#judge({ certPem, keyPem });
-    if (served === undefined) throw new AcmeError('ACME: the certificate sent does not cover the domains, has expired, or does not match the key');
+    if (served === undefined) throw new AcmeError('ACME: the certificate chain sent cannot be served (a block that does not parse), does not cover the domains, has expired, or does not match the key');
     return served;
   }
 
-  /** The certificate with its validity when it is usable: it parses, matches its key, covers every domain, and has not expired. */
+  /**
+   * The certificate with its validity when it is usable: it parses, matches its key, covers every
+   * domain, has not expired, and the whole chain makes a TLS context (what the listener will build:
+   * a chain with a broken block must be refused before it is stored, not at the next start).
+   */
   #judge(certificate: StoredCertificate): ServedCertificate | undefined {
     try {
+      tls.createSecureContext({ cert: certificate.certPem, key: certificate.keyPem });
       const leaf = new X509Certificate(certificate.certPem);
       const notBeforeMs = Date.parse(leaf.validFrom);
       const notAfterMs = Date.parse(leaf.validTo);
@@ -273,6 +281,12 @@ export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
     }
   }
   return problems;
+}
+
+/** The `-----BEGIN CERTIFICATE-----` … `-----END CERTIFICATE-----` blocks of `pem`, one a line, in order. */
+function certificateBlocks(pem: string): string {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]*?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.map((block) => `${block}\n`).join('');
 }
 
 /** The longest reason logged, characters: a CA's problem detail is its text, not ours to print at any length. */

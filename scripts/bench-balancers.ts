@@ -68,6 +68,7 @@ function routeFor(strategy: StrategyName, upstreams: readonly UpstreamConfig[]):
     connectTimeoutMs: 5000,
     readTimeoutMs: 60000,
     retries: 0,
+    isRetriesDefault: false,
     maxFails: 1,
     failTimeoutMs: 10000,
     failFactor: 5,

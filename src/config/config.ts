@@ -14,6 +14,14 @@ export interface ListenAddress {
   readonly port: number;
 }
 
+/** A DNS server of `resolver`: `IP[:PORT]` (port 53 by default). */
+export interface ResolverAddress {
+  /** IPv4 or IPv6 address, without brackets. */
+  readonly host: string;
+  /** UDP/TCP port 1..65535. Default 53. */
+  readonly port: number;
+}
+
 /** An IPv4 or IPv6 network for `trusted_proxies`. */
 export interface Cidr {
   readonly family: 4 | 6;
@@ -84,6 +92,13 @@ export interface ServerConfig {
   readonly redirectHttps: boolean;
   /** `hsts`: the max-age of `Strict-Transport-Security` on HTTPS responses, seconds; undefined = off (default). */
   readonly hstsMaxAgeSeconds: number | undefined;
+  /**
+   * `resolver`: the DNS servers asked for `resolve` and `service=` pass lines (SPEC 7), in order;
+   * empty (default) = the system's (`/etc/resolv.conf`). `/etc/hosts` is never read for these lines.
+   */
+  readonly resolvers: readonly ResolverAddress[];
+  /** `resolver_timeout`: the limit of one DNS lookup, ms. Default 2 000. */
+  readonly resolverTimeoutMs: number;
 }
 
 /** `[admin]`; absent (undefined on Config) unless `listen` is set. */
@@ -115,7 +130,43 @@ export type HashKey =
   | { readonly kind: 'header'; readonly name: string } // lowercased
   | { readonly kind: 'cookie'; readonly name: string };
 
-/** One `pass` line: `URL [weight=N] [backup] [down]`. */
+/**
+ * How a `pass` line finds its addresses in DNS (SPEC 7), when it has the `resolve` or `service=`
+ * flag. `name` is what is looked up.
+ *
+ * - `resolve`: A and AAAA lookups of the URL's host name; every address, with the URL's port, is one
+ *   upstream (nginx `server … resolve`).
+ * - `service`: an SRV lookup of `_SERVICE._tcp.HOST` (RFC 2782); each record's target and port is one
+ *   upstream, its priority picks primaries (the lowest number) and backups (every other), its weight
+ *   (0 → 1) is the upstream's weight unless the line sets `weight=` (nginx `service=`).
+ */
+export type UpstreamDiscovery =
+  | { readonly kind: 'resolve'; readonly name: string }
+  | {
+      readonly kind: 'service';
+      /** The service as written after `service=`, e.g. `http`. */
+      readonly service: string;
+      /** `_http._tcp.HOST`, the SRV name looked up. */
+      readonly name: string;
+      /** `weight=` of the line, which then applies to every record; undefined = the records' weights. */
+      readonly weight: number | undefined;
+    };
+
+/** Where a discovered upstream came from, for `/status`, logs and metrics. */
+export interface DiscoverySource {
+  /** The name looked up: the host for `resolve`, `_SERVICE._tcp.HOST` for `service=`. */
+  readonly name: string;
+  /** `origin` of the `pass` line (`http://HOST:PORT`), which identifies the line within its route. */
+  readonly lineOrigin: string;
+  /** Where the `pass` line is written. */
+  readonly place: SourcePlace;
+}
+
+/**
+ * One `pass` line: `URL [weight=N] [backup] [down] [resolve] [service=NAME]`, or one address a
+ * discovery line found (then `host` is that address, `discoveredFrom` says which line, and the
+ * line's name stays in `hostHeader` and `tlsName`).
+ */
 export interface UpstreamConfig {
   /** The URL as written, e.g. `http://localhost:9001`. */
   readonly url: string;
@@ -140,6 +191,19 @@ export interface UpstreamConfig {
   /** Marked `down` in the config: never picked. */
   readonly isDown: boolean;
   readonly place: SourcePlace;
+  /**
+   * Set on a `pass` line with `resolve` or `service=`: the line stands for the addresses DNS gives
+   * (src/discovery), it is never connected to itself. Absent on plain lines.
+   */
+  readonly discovery?: UpstreamDiscovery | undefined;
+  /**
+   * On a discovered address: the name TLS sends as SNI and verifies the certificate against when
+   * the route sets no `tls_server_name`, i.e. the host name of its `pass` line (a certificate names
+   * the service, not the address). Absent: `host` is used.
+   */
+  readonly tlsName?: string | undefined;
+  /** On a discovered address: the line and lookup it came from. Absent on configured upstreams. */
+  readonly discoveredFrom?: DiscoverySource | undefined;
 }
 
 /** How a route matches the request path. */
@@ -228,6 +292,11 @@ export interface RouteConfig {
   readonly readTimeoutMs: number;
   /** Extra attempts on other upstreams. Default upstreams − 1. */
   readonly retries: number;
+  /**
+   * True when `retries` was not written (here or in `[proxy]`): it is then recounted as upstreams − 1
+   * whenever discovery or the registry change the route's upstreams at run time.
+   */
+  readonly isRetriesDefault: boolean;
   /** Default 1; 0 disables passive health. */
   readonly maxFails: number;
   /** Default 10 000. */

@@ -101,6 +101,11 @@ function describeUpstream(upstream: UpstreamConfig): string {
     ...(upstream.weight !== 1 ? [`weight=${upstream.weight}`] : []),
     ...(upstream.isBackup ? ['backup'] : []),
     ...(upstream.isDown ? ['down'] : []),
+    ...(upstream.discovery === undefined
+      ? []
+      : upstream.discovery.kind === 'resolve'
+        ? [`resolve (A and AAAA of ${upstream.discovery.name})`]
+        : [`service=${upstream.discovery.service} (SRV of ${upstream.discovery.name})`]),
   ];
   return [upstream.url, ...flags].join(' ');
 }
@@ -121,6 +126,14 @@ function describeServerSettings(server: ServerConfig): string[] {
   if (server.trustedProxies.length > 0) {
     settings.push(`trusted_proxies ${server.trustedProxies.map((network) => network.source).join(',')}`);
   }
+  if (server.resolvers.length > 0) {
+    const servers = server.resolvers.map(({ host, port }) => {
+      const address = host.includes(':') ? `[${host}]` : host;
+      return port === 53 ? address : `${address}:${port}`;
+    });
+    settings.push(`resolver ${servers.join(',')}`);
+  }
+  duration('resolver_timeout', server.resolverTimeoutMs, d.resolverTimeoutMs);
   return settings;
 }
 

@@ -47,6 +47,7 @@ import {
   parseDuration,
   parseInteger,
   parseListenAddress,
+  parseResolverList,
   parseSize,
   parseStatusRanges,
 } from './values.js';
@@ -83,12 +84,14 @@ export const SERVER_DEFAULTS: ServerConfig = deepFreeze({
   tlsMinVersion: 'TLSv1.2',
   redirectHttps: false,
   hstsMaxAgeSeconds: undefined,
+  resolvers: [],
+  resolverTimeoutMs: 2_000,
 });
 
 /** Route defaults (SPEC 1.2), for every key that has one; `retries` defaults to upstreams − 1. */
 export const ROUTE_DEFAULTS: Omit<
   RouteConfig,
-  'name' | 'path' | 'host' | 'upstreams' | 'passPath' | 'retries' | 'place'
+  'name' | 'path' | 'host' | 'upstreams' | 'passPath' | 'retries' | 'isRetriesDefault' | 'place'
 > = deepFreeze({
   strategy: 'round-robin',
   hash: 'crc32',
@@ -126,6 +129,8 @@ const MAX_COUNT = 1_000_000;
 const MAX_ACME_DOMAINS = 100;
 /** `hsts` up to 10 years (browsers cap max-age lower; preload lists ask for at least one year). */
 const MAX_HSTS_MS = 3650 * 86_400_000;
+/** `resolver_timeout` up to one minute: a lookup slower than that is a dead resolver. */
+const MAX_RESOLVER_TIMEOUT_MS = 60_000;
 
 /**
  * Reads and validates a config file (SPEC 1).
@@ -215,6 +220,8 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
   tls_min_version: (s, e) =>
     (s.tlsMinVersion = read(e, (t) => parseChoice<TlsVersion>(t, ['TLSv1.2', 'TLSv1.3'], 'TLS version'))),
   redirect_https: (s, e) => (s.redirectHttps = read(e, parseBoolean)),
+  resolver: (s, e) => (s.resolvers = read(e, (t) => (t === 'system' ? [] : parseResolverList(t)))),
+  resolver_timeout: (s, e) => (s.resolverTimeoutMs = read(e, (t) => parseDuration(t, 1, MAX_RESOLVER_TIMEOUT_MS))),
   hsts: (s, e) => (s.hstsMaxAgeSeconds = read(e, (t) => (t === 'off' ? undefined : Math.floor(parseDuration(t, 0, MAX_HSTS_MS) / 1000)))),
 };
 
@@ -453,6 +460,7 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
     connectTimeoutMs: fields.connectTimeoutMs ?? defaults.connectTimeoutMs,
     readTimeoutMs: fields.readTimeoutMs ?? defaults.readTimeoutMs,
     retries: fields.retries ?? upstreams.length - 1,
+    isRetriesDefault: fields.retries === undefined,
     maxFails: fields.maxFails ?? defaults.maxFails,
     failTimeoutMs: fields.failTimeoutMs ?? defaults.failTimeoutMs,
     failFactor: fields.failFactor ?? defaults.failFactor,

@@ -1,6 +1,8 @@
 /**
- * One `pass` line → one upstream (SPEC 1.2): `URL [weight=N] [backup] [down]`, the shape of nginx's
- * `server address [weight=number] [backup] [down]` inside an `upstream` block. The URL is read by
+ * One `pass` line → one upstream (SPEC 1.2): `URL [weight=N] [backup] [down] [resolve] [service=NAME]`,
+ * the shape of nginx's `server address [weight=number] [backup] [down] [resolve] [service=name]`
+ * inside an `upstream` block. With `resolve` or `service=` the line stands for the addresses DNS
+ * gives for its host (SPEC 7, src/discovery); only the flags are checked here, nothing is looked up. The URL is read by
  * hand rather than with `new URL`, which would quietly rewrite it (`http://1` becomes `0.0.0.1`,
  * `%41` and `A` become equal) and could not say which column is wrong. Grammar (RFC 3986 section 3,
  * narrowed to what a proxy can connect to):
@@ -11,7 +13,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { ConfigValueError } from '../errors.js';
-import type { UpstreamConfig } from './config.js';
+import type { UpstreamConfig, UpstreamDiscovery } from './config.js';
 import { suggest } from './did-you-mean.js';
 import { placeInValue, type IniEntry } from './ini-parser.js';
 import { isHostName } from './values.js';
@@ -19,7 +21,7 @@ import { isHostName } from './values.js';
 /** The largest `weight` (nginx has no limit; this keeps weight sums far inside safe integers). */
 export const MAX_WEIGHT = 1_000_000;
 
-const FLAG_NAMES = ['weight=', 'backup', 'down'] as const;
+const FLAG_NAMES = ['weight=', 'backup', 'down', 'resolve', 'service='] as const;
 const URL_HINT = 'expected http://host[:port][/path] or https://host[:port][/path]';
 
 /**
@@ -44,6 +46,8 @@ export function parsePassLine(entry: IniEntry): UpstreamConfig {
   let weight: number | undefined;
   let isBackup = false;
   let isDown = false;
+  let resolveFlag: Token | undefined;
+  let service: { readonly name: string; readonly flag: Token } | undefined;
   for (const flag of flagTokens) {
     const repeated = (): never => fail(flag.offset, `flag '${flag.text}' is repeated in this pass line`);
     if (flag.text.startsWith('weight=')) {
@@ -59,20 +63,78 @@ export function parsePassLine(entry: IniEntry): UpstreamConfig {
     } else if (flag.text === 'down') {
       if (isDown) repeated();
       isDown = true;
+    } else if (flag.text === 'resolve') {
+      if (resolveFlag !== undefined) repeated();
+      resolveFlag = flag;
+    } else if (flag.text.startsWith('service=')) {
+      if (service !== undefined) repeated();
+      const name = flag.text.slice('service='.length);
+      const problem = serviceNameProblem(name);
+      if (problem !== undefined) fail(flag.offset + 8, problem);
+      service = { name, flag };
     } else {
       const suggestion = suggest(flag.text.split('=')[0] ?? '', FLAG_NAMES.map((name) => name.replace('=', '')));
+      const withValue: Record<string, string> = { weight: 'weight=N', service: 'service=NAME' };
       const note =
         suggestion === undefined
-          ? 'expected weight=N, backup or down'
-          : `did you mean '${suggestion === 'weight' ? 'weight=N' : suggestion}'?`;
+          ? 'expected weight=N, backup, down, resolve or service=NAME'
+          : `did you mean '${withValue[suggestion] ?? suggestion}'?`;
       fail(flag.offset, `unknown flag '${flag.text}' for 'pass' (${note})`);
     }
   }
 
-  return { url: urlToken.text, ...url, weight: weight ?? 1, isBackup, isDown, place: placeInValue(entry, urlToken.offset) };
+  const discoveryFlag = service?.flag ?? resolveFlag;
+  if (discoveryFlag !== undefined && (isIPv4(url.host) || isIPv6(url.host))) {
+    fail(
+      discoveryFlag.offset,
+      `'${discoveryFlag.text}' needs a host name to look up, and ${url.host} is an address (drop '${discoveryFlag.text}')`,
+    );
+  }
+  if (service !== undefined && url.hasPort) {
+    fail(urlToken.offset + url.portOffset, `a pass URL with 'service=' takes its ports from the SRV records: drop ':${url.port}' (nginx refuses it too)`);
+  }
+  const discovery: UpstreamDiscovery | undefined =
+    service !== undefined
+      ? { kind: 'service', service: service.name, name: `_${service.name}._tcp.${url.host}`, weight }
+      : resolveFlag !== undefined
+        ? { kind: 'resolve', name: url.host }
+        : undefined;
+  const { hasPort: _hasPort, portOffset: _portOffset, ...address } = url;
+  return {
+    url: urlToken.text,
+    ...address,
+    weight: weight ?? 1,
+    isBackup,
+    isDown,
+    place: placeInValue(entry, urlToken.offset),
+    ...(discovery === undefined ? {} : { discovery }),
+  };
 }
 
-type UpstreamAddress = Pick<UpstreamConfig, 'scheme' | 'origin' | 'host' | 'port' | 'hostHeader' | 'path'>;
+/**
+ * Why `name` cannot follow `service=`, or undefined when it can: a service name of RFC 6335
+ * section 5.1 (1 to 15 letters, digits and hyphens, at least one letter, no hyphen at either end or
+ * twice in a row), written without the `_` that the SRV name adds (`service=http` looks up
+ * `_http._tcp.HOST`, RFC 2782).
+ */
+function serviceNameProblem(name: string): string | undefined {
+  if (name === '') return "'service=' needs a service name, e.g. service=http (the lookup is _http._tcp.HOST)";
+  if (name.startsWith('_')) {
+    return `write the service without its underscore: service=${name.slice(1).split('.')[0]} (the lookup adds _ and ._tcp)`;
+  }
+  const isValid = name.length <= 15 && /^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(name) && /[A-Za-z]/.test(name);
+  if (!isValid) {
+    return `invalid service name '${name}' (expected 1 to 15 letters, digits and single inner hyphens with at least one letter, RFC 6335 section 5.1)`;
+  }
+  return undefined;
+}
+
+type UpstreamAddress = Pick<UpstreamConfig, 'scheme' | 'origin' | 'host' | 'port' | 'hostHeader' | 'path'> & {
+  /** True when the URL writes a port. */
+  readonly hasPort: boolean;
+  /** Where the port starts in the URL (after the `:`), when it has one. */
+  readonly portOffset: number;
+};
 
 /** `http[s]://host[:port][/path]` → its parts; `fail(offset, reason)` with the offset in `text`. */
 function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) => never): UpstreamAddress {
@@ -130,6 +192,8 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     port,
     hostHeader: port === defaultPort ? hostInUrl : `${hostInUrl}:${port}`,
     path,
+    hasPort: portText !== undefined,
+    portOffset,
   };
 }
 

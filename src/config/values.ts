@@ -7,7 +7,7 @@
  * status classes RFC 9110 section 15.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import type { Cidr, ListenAddress, StatusRange } from './config.js';
+import type { Cidr, ListenAddress, ResolverAddress, StatusRange } from './config.js';
 import { suggest } from './did-you-mean.js';
 
 /**
@@ -194,6 +194,56 @@ export function isHostName(text: string): boolean {
   const labels = text.split('.');
   if (/^\d+$/.test(labels[labels.length - 1] ?? '')) return false;
   return labels.every((label) => /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(label));
+}
+
+// ---- resolver lists ---------------------------------------------------------------------------
+
+const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353';
+
+/**
+ * Parses `resolver`: a comma-separated list of DNS servers, each an IPv4 address with an optional
+ * `:PORT`, a bare IPv6 address, or `[IPv6]:PORT` (port 53 by default, as in `/etc/resolv.conf`).
+ * Names are refused: the resolver is what turns names into addresses (nginx's `resolver` takes
+ * names only because it reads them once from `/etc/hosts` at start-up).
+ *
+ * @returns the servers in written order (the first is asked first).
+ * @throws InvalidValueError pointing at the bad item: empty, not an IP address, bad port.
+ */
+export function parseResolverList(text: string): ResolverAddress[] {
+  const servers: ResolverAddress[] = [];
+  let itemStart = 0;
+  for (const rawItem of text.split(',')) {
+    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
+    itemStart += rawItem.length + 1;
+    const item = rawItem.trim();
+    if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
+    servers.push(parseResolverAddress(item, offset));
+  }
+  return servers;
+}
+
+function parseResolverAddress(item: string, offset: number): ResolverAddress {
+  const invalid = (): never => {
+    throw new InvalidValueError(`invalid resolver address '${item}'`, RESOLVER_HINT, offset);
+  };
+  if (item.startsWith('[')) {
+    const close = item.indexOf(']');
+    const host = close < 0 ? '' : item.slice(1, close).toLowerCase();
+    if (!isIPv6(host) || host.includes('%')) invalid();
+    if (close === item.length - 1) return { host, port: 53 };
+    if (item[close + 1] !== ':') invalid();
+    return { host, port: parsePort(item.slice(close + 2), 1, offset + close + 2) };
+  }
+  if (isIPv6(item) && !item.includes('%')) return { host: item.toLowerCase(), port: 53 };
+  const colon = item.indexOf(':');
+  const host = colon < 0 ? item : item.slice(0, colon);
+  if (!isIPv4(host)) {
+    if (isHostName(host)) {
+      throw new InvalidValueError(`invalid resolver '${host}'`, 'a DNS server is given by its IP address, not a name', offset);
+    }
+    invalid();
+  }
+  return { host, port: colon < 0 ? 53 : parsePort(item.slice(colon + 1), 1, offset + colon + 1) };
 }
 
 // ---- CIDR lists ------------------------------------------------------------------------------------

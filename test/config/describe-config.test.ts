@@ -88,6 +88,17 @@ trace = on
     const config = parseConfig('[proxy.a]\npath=/\npass=http://a\npass=http://b\nretries=0\n', 'env.ini');
     assert.match(describeConfig(config), /\n {6}retries 0\n/, 'got no retries line, want "retries 0"');
   });
+
+  it('names what each discovery line looks up, and the resolver when set', () => {
+    const config = parseConfig(
+      '[server]\nresolver=127.0.0.1:5353,::1\nresolver_timeout=1s\n[proxy.a]\npath=/\npass=http://api.test:8080 resolve\npass=http://web.test service=http weight=2\n',
+      'env.ini',
+    );
+    const got = describeConfig(config);
+    assert.match(got, /\n {2}resolver 127\.0\.0\.1:5353,\[::1\], resolver_timeout 1s\n/, got);
+    assert.match(got, /\n {6}http:\/\/api\.test:8080 resolve \(A and AAAA of api\.test\)\n/, got);
+    assert.match(got, /\n {6}http:\/\/web\.test weight=2 service=http \(SRV of _http\._tcp\.web\.test\)\n/, got);
+  });
 });
 
 describe('routesInMatchingOrder', () => {

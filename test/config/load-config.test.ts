@@ -105,6 +105,8 @@ describe('defaults', () => {
       tlsMinVersion: 'TLSv1.2',
       redirectHttps: false,
       hstsMaxAgeSeconds: undefined,
+      resolvers: [],
+      resolverTimeoutMs: 2_000,
     });
   });
 
@@ -125,6 +127,7 @@ describe('defaults', () => {
       connectTimeoutMs: 5_000,
       readTimeoutMs: 60_000,
       retries: 0,
+      isRetriesDefault: true,
       maxFails: 1,
       failTimeoutMs: 10_000,
       failFactor: 5,
@@ -178,6 +181,8 @@ tls_cert = "certs/b.pem	certs/b.key"
 tls_min_version = TLSv1.3
 redirect_https = on
 hsts = 365d
+resolver = 127.0.0.53:5353
+resolver_timeout = 750ms
 
 [admin]
 listen = [::1]:9090
@@ -243,6 +248,8 @@ tls_client_cert = me.pem me.key
       tlsMinVersion: 'TLSv1.3',
       redirectHttps: true,
       hstsMaxAgeSeconds: 31_536_000,
+      resolvers: [{ host: '127.0.0.53', port: 5353 }],
+      resolverTimeoutMs: 750,
     });
     assert.deepEqual(trustedProxies.map((n) => n.source), ['10.0.0.0/8', '::1']);
     assert.deepEqual(config.admin, { listen: { host: '::1', port: 9090 }, token: 's3cret-token' });
@@ -274,6 +281,7 @@ tls_client_cert = me.pem me.key
       connectTimeoutMs: 1_500,
       readTimeoutMs: 120_000,
       retries: 1,
+      isRetriesDefault: false,
       maxFails: 0,
       failTimeoutMs: 30_000,
       failFactor: 2,
@@ -431,7 +439,7 @@ describe('pass lines', () => {
     ['misspelt backup', 'http://a bakup', "env.ini:3:17: unknown flag 'bakup' for 'pass' (did you mean 'backup'?)"],
     ['misspelt weight', 'http://a wieght=2', "env.ini:3:17: unknown flag 'wieght=2' for 'pass' (did you mean 'weight=N'?)"],
     ['uppercase down', 'http://a DOWN', "env.ini:3:17: unknown flag 'DOWN' for 'pass' (did you mean 'down'?)"],
-    ['unknown flag', 'http://a max_fails=3', "env.ini:3:17: unknown flag 'max_fails=3' for 'pass' (expected weight=N, backup or down)"],
+    ['unknown flag', 'http://a max_fails=3', "env.ini:3:17: unknown flag 'max_fails=3' for 'pass' (expected weight=N, backup, down, resolve or service=NAME)"],
     ['repeated flag', 'http://a backup backup', "env.ini:3:24: flag 'backup' is repeated in this pass line"],
     ['empty', '', "env.ini:3:8: 'pass' needs an upstream URL (e.g. pass = http://127.0.0.1:9001)"],
   ];
@@ -457,6 +465,78 @@ describe('pass lines', () => {
       '[proxy.a]\npath=/a\npass=http://a:80\npass=http://A\n',
       'env.ini:4:6: upstream http://a:80 is listed twice (first on line 3; use weight=N to give it more turns)',
     );
+  });
+});
+
+describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7)', () => {
+  const pass = (line: string) => route(parseConfig(`[proxy.a]\npath=/a\npass = ${line}\n`, 'env.ini'), 'a').upstreams[0];
+
+  it('reads resolve: the URL host is the name looked up, nothing is resolved while loading', () => {
+    const upstream = pass('http://api.internal.test:8080 resolve weight=3 backup');
+    assert.deepEqual(upstream?.discovery, { kind: 'resolve', name: 'api.internal.test' });
+    assert.deepEqual([upstream?.origin, upstream?.host, upstream?.port, upstream?.weight, upstream?.isBackup], ['http://api.internal.test:8080', 'api.internal.test', 8080, 3, true]);
+    assert.equal(pass('http://a')?.discovery, undefined, 'got a discovery on a plain line, want none');
+  });
+
+  it('reads service=NAME as an SRV lookup of _NAME._tcp.HOST, with weight= applying to every record', () => {
+    assert.deepEqual(pass('http://Web.Service.Consul service=http')?.discovery, {
+      kind: 'service',
+      service: 'http',
+      name: '_http._tcp.web.service.consul',
+      weight: undefined,
+    });
+    assert.deepEqual(pass('https://web.test resolve service=api-v2 weight=5')?.discovery, {
+      kind: 'service',
+      service: 'api-v2',
+      name: '_api-v2._tcp.web.test',
+      weight: 5,
+    });
+  });
+
+  const bad: [string, string, string][] = [
+    ['resolve on an IPv4 literal', 'http://10.0.0.2:80 resolve', "env.ini:3:27: 'resolve' needs a host name to look up, and 10.0.0.2 is an address (drop 'resolve')"],
+    ['resolve on an IPv6 literal', 'http://[::1]:80 resolve', "env.ini:3:24: 'resolve' needs a host name to look up, and ::1 is an address (drop 'resolve')"],
+    ['service on an IP literal', 'http://10.0.0.2 service=http', "env.ini:3:24: 'service=http' needs a host name to look up, and 10.0.0.2 is an address (drop 'service=http')"],
+    ['empty service', 'http://web.test service=', "env.ini:3:32: 'service=' needs a service name, e.g. service=http (the lookup is _http._tcp.HOST)"],
+    ['service with its underscore', 'http://web.test service=_http._tcp', 'env.ini:3:32: write the service without its underscore: service=http (the lookup adds _ and ._tcp)'],
+    ['service too long', 'http://web.test service=abcdefghijklmnop', "env.ini:3:32: invalid service name 'abcdefghijklmnop' (expected 1 to 15 letters, digits and single inner hyphens with at least one letter, RFC 6335 section 5.1)"],
+    ['service of digits', 'http://web.test service=8080', "env.ini:3:32: invalid service name '8080' (expected 1 to 15 letters, digits and single inner hyphens with at least one letter, RFC 6335 section 5.1)"],
+    ['service with a port', 'http://web.test:8080 service=http', "env.ini:3:24: a pass URL with 'service=' takes its ports from the SRV records: drop ':8080' (nginx refuses it too)"],
+    ['repeated resolve', 'http://web.test resolve resolve', "env.ini:3:32: flag 'resolve' is repeated in this pass line"],
+    ['misspelt resolve', 'http://web.test reslove', "env.ini:3:24: unknown flag 'reslove' for 'pass' (did you mean 'resolve'?)"],
+    ['misspelt service', 'http://web.test servce=http', "env.ini:3:24: unknown flag 'servce=http' for 'pass' (did you mean 'service=NAME'?)"],
+  ];
+  for (const [name, line, message] of bad) {
+    it(`rejects: ${name}`, () => assertError(`[proxy.a]\npath=/a\npass = ${line}\n`, message));
+  }
+
+  it('reads resolver and resolver_timeout', () => {
+    const { server } = parseConfig(`[server]\nresolver = 127.0.0.53, 10.0.0.1:5353 ,::1, [fd00::2]:54\nresolver_timeout = 500ms\n${ROUTE}`, 'env.ini');
+    assert.deepEqual(server.resolvers, [
+      { host: '127.0.0.53', port: 53 },
+      { host: '10.0.0.1', port: 5353 },
+      { host: '::1', port: 53 },
+      { host: 'fd00::2', port: 54 },
+    ]);
+    assert.equal(server.resolverTimeoutMs, 500);
+    assert.deepEqual(parseConfig(`[server]\nresolver = system\n${ROUTE}`, 'env.ini').server.resolvers, [], "got servers for 'system', want the system's (empty)");
+  });
+
+  const badServer: [string, string, string][] = [
+    ['a resolver name', 'resolver = dns.google', "env.ini:2:12: invalid resolver 'dns.google' for 'resolver' (a DNS server is given by its IP address, not a name)"],
+    ['a resolver port 0', 'resolver = 127.0.0.1:0', "env.ini:2:22: invalid port '0' for 'resolver' (expected a number from 1 to 65535)"],
+    ['an empty resolver item', 'resolver = 127.0.0.1,,10.0.0.1', "env.ini:2:22: empty item in resolver list for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
+    ['an IPv6 resolver with a port and no brackets', 'resolver = [::1:53', "env.ini:2:12: invalid resolver address '[::1:53' for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
+    ['resolver_timeout 0', 'resolver_timeout = 0', "env.ini:2:20: invalid duration '0' for 'resolver_timeout' (expected at least 1ms)"],
+    ['resolver_timeout above a minute', 'resolver_timeout = 2m', "env.ini:2:20: invalid duration '2m' for 'resolver_timeout' (expected at most 1m)"],
+  ];
+  for (const [name, line, message] of badServer) {
+    it(`rejects: ${name}`, () => assertError(`[server]\n${line}\n${ROUTE}`, message));
+  }
+
+  it('keeps isRetriesDefault apart from a written retries', () => {
+    const config = parseConfig('[proxy.a]\npath=/a\npass=http://a resolve\n[proxy.b]\npath=/b\npass=http://b resolve\nretries=0\n', 'env.ini');
+    assert.deepEqual([route(config, 'a').isRetriesDefault, route(config, 'b').isRetriesDefault], [true, false]);
   });
 });
 

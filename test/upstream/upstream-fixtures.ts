@@ -45,6 +45,7 @@ export function routeConfig(overrides: Partial<RouteConfig> = {}): RouteConfig {
     upstreams,
     passPath: undefined,
     retries: upstreams.length - 1,
+    isRetriesDefault: overrides.retries === undefined,
     health: healthConfig(),
     place,
     ...overrides,

@@ -10,6 +10,7 @@
  * `tlsName` (SNI and the name the certificate must carry), as nginx keeps the `proxy_pass` name.
  */
 import type { UpstreamConfig } from '../config/config.js';
+import type { SourcePlace } from '../errors.js';
 
 /** The addresses one discovery line stands for now. */
 export interface DiscoveredLine {
@@ -65,4 +66,49 @@ export function discoveredUpstreamConfig(line: UpstreamConfig, found: Discovered
     tlsName: line.host,
     discoveredFrom: { name: discovery.name, lineOrigin: line.origin, place: line.place },
   };
+}
+
+/** What discovery changes: the proxy (ProxyServer), or the cluster primary's model that workers copy. */
+export interface DiscoveryTarget {
+  /**
+   * Replaces what the discovery lines of route `routeName` stand for. `lines` lists every discovery
+   * line of that route (by `lineOrigin`) with its current upstreams; a line not listed keeps what it had.
+   */
+  setDiscoveredUpstreams(routeName: string, lines: readonly DiscoveredLine[]): void;
+}
+
+/**
+ * How one lookup ended (the `result` label of `proxy_dns_lookups_total`): `ok` an answer with
+ * addresses; `nxdomain` the name does not exist; `empty` it exists without records of the type
+ * (NODATA); `servfail`, `refused`, `timeout` (no answer within `resolver_timeout`), `error` anything
+ * else (an unreachable server, a malformed answer). The first three are answers, the rest failures.
+ */
+export type LookupResult = 'ok' | 'nxdomain' | 'empty' | 'servfail' | 'refused' | 'timeout' | 'error';
+
+/** One discovery line as `/status` shows it. */
+export interface DiscoveryLineStatus {
+  readonly routeName: string;
+  /** `origin` of the pass line. */
+  readonly lineOrigin: string;
+  readonly kind: 'resolve' | 'service';
+  /** The name looked up (`api.test`, `_http._tcp.web.test`). */
+  readonly name: string;
+  /** Where the pass line is written. */
+  readonly place: SourcePlace;
+  /** Upstreams the line stands for now. */
+  readonly upstreamCount: number;
+  /** Wall-clock time (ms since the epoch) of the last answer (`ok`, `nxdomain` or `empty`); undefined before one. */
+  readonly lastAnswerAtMs: number | undefined;
+  /** How the last lookup ended; undefined before the first one ended. */
+  readonly lastResult: LookupResult | undefined;
+  /** One line about the last failure or empty answer (`SERVFAIL from 127.0.0.1:5353`); undefined after `ok`. */
+  readonly lastError: string | undefined;
+}
+
+/** Lookups of one line's name by result, for `proxy_dns_lookups_total{route,name,result}`. */
+export interface LookupCount {
+  readonly routeName: string;
+  readonly name: string;
+  readonly result: LookupResult;
+  readonly count: number;
 }

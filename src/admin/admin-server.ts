@@ -31,7 +31,7 @@ import type { MetricsState } from './metrics-collector.js';
 import { renderMetrics } from './metrics-exposition.js';
 import { EXPOSITION_CONTENT_TYPE } from './prometheus-text.js';
 import { renderStatusPage } from './status-page.js';
-import { buildStatusSnapshot, type CarriedCounters, type StatusSnapshot, type WorkerReport, type WorkerStartFailure } from './status-snapshot.js';
+import { buildStatusSnapshot, type CarriedCounters, type DiscoveryView, type StatusSnapshot, type WorkerReport, type WorkerStartFailure } from './status-snapshot.js';
 import { parseRegisteredUpstream, type UpstreamRegistry } from './upstream-registry.js';
 
 /** Largest JSON body the admin API reads: 64 KiB. */
@@ -56,6 +56,8 @@ export interface AdminServerOptions {
   /** Gathers the counters: this process's in single mode, every worker's in a cluster. */
   readonly collect: () => Promise<CollectedCounters>;
   readonly mode: 'single' | 'cluster';
+  /** DNS discovery of this process (the cluster primary's with workers); absent without one. */
+  readonly discovery?: DiscoveryView;
   /** Called after drain/enable (cluster mode pushes the change to the workers). */
   readonly onStateChange?: () => void;
   /** Registry clock (ms); must match the registry's. Default `Date.now`. */
@@ -115,6 +117,7 @@ export class AdminServer {
       mode: this.#options.mode,
       carried,
       workerStartFailures,
+      ...(this.#options.discovery === undefined ? {} : { discovery: this.#options.discovery }),
       registry: this.#options.registry.entries(),
       registryNowMs: (this.#options.registryNow ?? Date.now)(),
       probeNowMs: (this.#options.probeNow ?? Date.now)(),

@@ -8,7 +8,7 @@ import type { Timers } from '../timers.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import { AdminServer } from './admin-server.js';
 import { MetricsCollector } from './metrics-collector.js';
-import { collectWorkerReport } from './status-snapshot.js';
+import { collectWorkerReport, type DiscoveryView } from './status-snapshot.js';
 import { UpstreamRegistry } from './upstream-registry.js';
 
 export interface LocalAdmin {
@@ -29,6 +29,8 @@ export interface LocalAdminOptions {
   readonly proxyNow?: () => number;
   /** Override `[admin] listen`'s port (tests pass 0). */
   readonly port?: number;
+  /** The proxy's DNS discovery (src/cli/discovery-runner.ts), shown on the pages. */
+  readonly discovery?: DiscoveryView;
 }
 
 /** Starts the admin listener for `proxy` on `config.listen`; logs where it listens. */
@@ -47,6 +49,7 @@ export async function startLocalAdmin(proxy: ProxyServer, config: AdminConfig, l
     proxy,
     registry,
     mode: 'single',
+    ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
     collect: async () => ({ reports: [collectWorkerReport(proxy, metrics.state, proxyNow())], metrics: metrics.state }),
     log,
     ...(options.registryNow === undefined ? {} : { registryNow: options.registryNow }),

@@ -16,6 +16,8 @@
  * | `proxy_upstream_weight` / `proxy_upstream_effective_weight` | gauge | route, upstream | configured / current weight |
  * | `proxy_upstream_failures_total` | counter | route, upstream | failed attempts (passive health) |
  * | `proxy_log_lines_dropped_total` | counter | log (`access`, `error`) | log lines dropped because their destination failed or fell behind (src/log/log-sink.ts) |
+ * | `proxy_dns_lookups_total` | counter | route, name, result | DNS lookups of discovery lines (SPEC 7), result `ok`, `nxdomain`, `empty`, `servfail`, `refused`, `timeout` or `error` (src/discovery/discovered-line.ts `LookupResult`) |
+ * | `proxy_discovered_upstreams` | gauge | route, name | upstreams the discovery lines of that name stand for now (summed over the route's lines of one name) |
  * | `proxy_tls_certificate_expiry_seconds` | gauge | cert (the `tls_cert` file, or `acme`), names (comma separated) | notAfter of each certificate the HTTPS listener serves, seconds since the epoch (the convention of `ssl_certificate_expiry_seconds` in exporters: alert on `… - time() < 14 * 86400`) |
  *
  * Upstream counters live on the Upstream objects; an upstream removed by a reload or the registry
@@ -117,6 +119,20 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
       samples: fromKeys(metrics.logLinesDropped, ['log']),
     },
     {
+      name: 'proxy_dns_lookups_total',
+      help: 'DNS lookups of discovery lines (resolve, service=), by route, name looked up and result.',
+      type: 'counter',
+      samples: [...snapshot.dnsLookups]
+        .sort((a, b) => compareKeys([a.route, a.name, a.result], [b.route, b.name, b.result]))
+        .map(({ route, name, result, count }) => ({ labels: { route, name, result }, value: count })),
+    },
+    {
+      name: 'proxy_discovered_upstreams',
+      help: 'Upstreams the discovery lines of a route stand for now, by route and name looked up.',
+      type: 'gauge',
+      samples: discoveredCounts(snapshot),
+    },
+    {
       name: 'proxy_tls_certificate_expiry_seconds',
       help: 'When each certificate of the HTTPS listener expires (notAfter), seconds since the epoch, by certificate file (or acme) and names.',
       type: 'gauge',
@@ -127,4 +143,25 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
     },
   ];
   return renderExposition(families);
+}
+
+/** Members per route and name (two lines of one route may look up one name on two ports). */
+function discoveredCounts(snapshot: StatusSnapshot): Sample[] {
+  const counts = new Map<string, { route: string; name: string; value: number }>();
+  for (const line of snapshot.discovery) {
+    const key = `${line.route}\t${line.name}`;
+    const entry = counts.get(key) ?? { route: line.route, name: line.name, value: 0 };
+    entry.value += line.upstreams;
+    counts.set(key, entry);
+  }
+  return [...counts.values()]
+    .sort((a, b) => compareKeys([a.route, a.name], [b.route, b.name]))
+    .map(({ route, name, value }) => ({ labels: { route, name }, value }));
+}
+
+function compareKeys(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! !== b[i]!) return a[i]! < b[i]! ? -1 : 1;
+  }
+  return 0;
 }

@@ -2,8 +2,9 @@
  * `GET /status`: one self-contained HTML page (inline CSS and JavaScript, no external assets, so it
  * works on an air-gapped box) that shows every route with its strategy and every upstream with its
  * state, weights, active requests, totals, last probe and the strategy's live state — the numbers a
- * learner wants to watch while the balancing algorithms and health checks run — and the HTTPS
- * listener's certificates with their names and expiry.
+ * learner wants to watch while the balancing algorithms and health checks run — the DNS discovery
+ * lines (SPEC 7) with their last lookup, each discovered upstream tagged with the name and the
+ * `pass` line it came from, and the HTTPS listener's certificates with their names and expiry.
  *
  * The page arrives with the current snapshot embedded (so it is complete without JavaScript and for
  * `chromium --dump-dom`), then polls `GET /status.json` every second, redraws the tables and keeps a
@@ -58,6 +59,7 @@ export function renderStatusPage(snapshot: StatusSnapshot): string {
 </header>
 <div id="worker-failures" class="warn"></div>
 <main id="routes"></main>
+<section id="discovery" class="route"></section>
 <section id="certificates" class="route"></section>
 <script id="initial-status" type="application/json">${data}</script>
 <script>
@@ -113,7 +115,8 @@ function render(snapshot) {
     "worker " + f.slot + " cannot start: " + esc(f.reason) + " (" + f.failedStarts + " failed start(s) in a row; next attempt in " + Math.ceil(f.nextAttemptInMs / 1000) + " s)").join("<br>");
   const html = snapshot.routes.map((route) => {
     const rows = route.upstreams.map((u) => {
-      const tags = (u.isBackup ? '<span class="tag">backup</span>' : "") + (u.registry ? '<span class="tag">registered</span>' : "");
+      const tags = (u.isBackup ? '<span class="tag">backup</span>' : "") + (u.registry ? '<span class="tag">registered</span>' : "") +
+        (u.discoveredFrom ? '<span class="tag">' + esc(u.discoveredFrom.name) + '</span> <span class="muted">from ' + esc(u.discoveredFrom.line) + "</span>" : "");
       const perWorker = snapshot.mode === "cluster" ? '<div class="muted">' + u.workers.map((w) => "pid " + w.pid + ": " + w.healthState.toUpperCase() + ", " + w.requestsTotal + " req").join("; ") + "</div>" : "";
       return "<tr>" +
         "<td><code>" + esc(u.address) + "</code>" + tags + perWorker + "</td>" +
@@ -132,6 +135,14 @@ function render(snapshot) {
       "<tbody>" + rows + "</tbody></table></section>";
   }).join("");
   document.getElementById("routes").innerHTML = html || '<p class="muted">no routes</p>';
+  const lines = snapshot.discovery.map((d) =>
+    "<tr><td>" + esc(d.route) + "</td><td><code>" + esc(d.name) + "</code></td><td>" + esc(d.kind) + '</td><td><code class="muted">' + esc(d.line) + "</code></td>" +
+    '<td class="num">' + d.upstreams + "</td><td>" + (d.lastResult === null ? '<span class="muted">pending</span>' : esc(d.lastResult)) + "</td>" +
+    "<td>" + (d.lastAnswerAt === null ? '<span class="muted">none yet</span>' : esc(new Date(d.lastAnswerAt).toLocaleTimeString()) + ' <span class="muted">' + Math.max(0, Math.round((atMs - Date.parse(d.lastAnswerAt)) / 1000)) + "s ago</span>") + "</td>" +
+    "<td>" + (d.lastError === null ? "" : esc(d.lastError)) + "</td></tr>").join("");
+  const discovery = document.getElementById("discovery");
+  discovery.hidden = snapshot.discovery.length === 0;
+  discovery.innerHTML = "<h2>DNS discovery</h2><table><thead><tr><th>route</th><th>name</th><th>kind</th><th>line</th><th>upstreams</th><th>last result</th><th>last answer</th><th>last error</th></tr></thead><tbody>" + lines + "</tbody></table>";
   const certificates = snapshot.certificates.map((c) =>
     "<tr><td><code>" + esc(c.file === null ? "acme" : c.file) + "</code>" + (c.isDefault ? '<span class="tag">default</span>' : "") + "</td>" +
     "<td>" + esc(c.names.join(", ")) + "</td><td>" + esc(c.notAfter) + '</td><td class="num">' + Math.floor((c.notAfterSeconds * 1000 - atMs) / 86400000) + "</td></tr>").join("");

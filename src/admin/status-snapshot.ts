@@ -8,15 +8,27 @@
  * 2. `buildStatusSnapshot` — one process with the authoritative view of routes, health, draining and
  *    the registry (the single process, or the cluster primary) joins the reports: totals and active
  *    requests add up, effective weight is the lowest any worker has, an upstream counts as ejected
- *    when some worker ejected it, and every upstream also lists what each worker sees.
+ *    when some worker ejected it, and every upstream also lists what each worker sees. DNS
+ *    discovery (SPEC 7) is read from the same process (workers never resolve): each discovered
+ *    upstream names the `pass` line and the name it came from, and every discovery line gets a row
+ *    with its last lookup.
  *
  * Everything here is plain JSON, so reports travel over the cluster's IPC channel as they are.
  */
 import type { Upstream } from '../upstream/upstream.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
-import type { RouteConfig } from '../config/config.js';
+import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import type { MetricsState } from './metrics-collector.js';
 import type { RegistryEntry } from './upstream-registry.js';
+import type { DiscoveryLineStatus, LookupCount, LookupResult } from '../discovery/discovered-line.js';
+
+/** What the admin pages read of DNS discovery: the single process's, or the cluster primary's (workers have none). */
+export interface DiscoveryView {
+  /** Every discovery line of the config in force; empty without discovery. */
+  readonly lines: readonly DiscoveryLineStatus[];
+  /** Lookups by route, name and result since the start. */
+  readonly lookupCounts: readonly LookupCount[];
+}
 
 /** One process's counters for one upstream. */
 export interface UpstreamCounters {
@@ -86,6 +98,8 @@ export interface UpstreamStatus {
   readonly strategyState: Readonly<Record<string, number | string>> | null;
   /** Set for an upstream added by the registry. */
   readonly registry: { readonly ttlMs: number; readonly expiresInMs: number } | null;
+  /** Set for an address a discovery line found: the name looked up, the line (`env.ini:12`) and its origin. */
+  readonly discoveredFrom: { readonly name: string; readonly line: string; readonly lineOrigin: string } | null;
   /** Each worker's own view (one entry in single-process mode). */
   readonly workers: readonly ({ readonly pid: number } & UpstreamCounters)[];
 }
@@ -116,6 +130,27 @@ export interface CertificateStatus {
   readonly isDefault: boolean;
 }
 
+/** One discovery line (a `pass` line with `resolve` or `service=`) and its last lookup. */
+export interface DiscoveryLineSnapshot {
+  readonly route: string;
+  /** `origin` of the pass line, e.g. `http://api.test:8080`. */
+  readonly lineOrigin: string;
+  /** Where the pass line is written: `env.ini:12`. */
+  readonly line: string;
+  /** `A/AAAA` for `resolve`, `SRV` for `service=`. */
+  readonly kind: 'A/AAAA' | 'SRV';
+  /** The name looked up (`api.test`, `_http._tcp.web.test`). */
+  readonly name: string;
+  /** Upstreams the line stands for now. */
+  readonly upstreams: number;
+  /** How the last lookup ended (`ok`, `nxdomain`, `empty`, `servfail`, `refused`, `timeout`, `error`); null before one ended. */
+  readonly lastResult: LookupResult | null;
+  /** ISO time of the last answer (`ok`, `nxdomain` or `empty`); null before one. */
+  readonly lastAnswerAt: string | null;
+  /** One line about the last failure or empty answer; null after `ok`. */
+  readonly lastError: string | null;
+}
+
 export interface StatusSnapshot {
   /** ISO time the snapshot was made. */
   readonly generatedAt: string;
@@ -131,6 +166,10 @@ export interface StatusSnapshot {
   readonly routes: readonly RouteStatus[];
   /** The HTTPS listener's certificates, in SNI precedence order (`tls_cert` in file order, then ACME); empty without `tls_listen`. */
   readonly certificates: readonly CertificateStatus[];
+  /** Every discovery line, in the order discovery lists them; empty without discovery. */
+  readonly discovery: readonly DiscoveryLineSnapshot[];
+  /** DNS lookups since the start, by route, name and result (`proxy_dns_lookups_total`). */
+  readonly dnsLookups: readonly { readonly route: string; readonly name: string; readonly result: LookupResult; readonly count: number }[];
 }
 
 /**
@@ -171,6 +210,8 @@ export interface SnapshotOptions {
   readonly carried?: CarriedCounters;
   /** Worker slots that cannot start (cluster only). */
   readonly workerStartFailures?: readonly WorkerStartFailure[];
+  /** DNS discovery of the authoritative process; absent = none. */
+  readonly discovery?: DiscoveryView;
 }
 
 /**
@@ -234,6 +275,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
               },
         strategyState: firstState[index] ?? null,
         registry: entry === undefined ? null : { ttlMs: entry.ttlMs, expiresInMs: Math.max(0, entry.expiresAtMs - options.registryNowMs) },
+        discoveredFrom: discoveredFromOf(upstream.config.discoveredFrom),
         workers: perWorker,
       };
     });
@@ -269,7 +311,26 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
       notAfterSeconds: Math.floor(pair.notAfterMs / 1000),
       isDefault: index === 0,
     })),
+    discovery: (options.discovery?.lines ?? []).map(
+      (line): DiscoveryLineSnapshot => ({
+        route: line.routeName,
+        lineOrigin: line.lineOrigin,
+        line: `${line.place.file}:${line.place.line}`,
+        kind: line.kind === 'resolve' ? 'A/AAAA' : 'SRV',
+        name: line.name,
+        upstreams: line.upstreamCount,
+        lastResult: line.lastResult ?? null,
+        lastAnswerAt: line.lastAnswerAtMs === undefined ? null : new Date(line.lastAnswerAtMs).toISOString(),
+        lastError: line.lastError ?? null,
+      }),
+    ),
+    dnsLookups: (options.discovery?.lookupCounts ?? []).map(({ routeName, name, result, count }) => ({ route: routeName, name, result, count })),
   };
+}
+
+function discoveredFromOf(source: UpstreamConfig['discoveredFrom']): UpstreamStatus['discoveredFrom'] {
+  if (source === undefined) return null;
+  return { name: source.name, line: `${source.place.file}:${source.place.line}`, lineOrigin: source.lineOrigin };
 }
 
 function stateLabel(isDown: boolean, isDraining: boolean, health: 'up' | 'down', isEjected: boolean): UpstreamStateLabel {

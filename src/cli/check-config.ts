@@ -5,8 +5,11 @@
  * storage when it exists: acme-manager.ts `checkAcmeFiles`), and every `tls_cert` pair read (certificates are configuration: a missing file, a
  * key that does not match, an expired certificate are errors at the pair's file:line:column; one
  * expiring within 14 days is a warning). Then the summary of describe-config.ts, with each pair's
- * names and expiry.
+ * names and expiry, and a note on the discovery lines (`resolve`, `service=`, SPEC 7): their flags
+ * were checked by the loader, but nothing is looked up (`nginx -t` does not resolve `resolve`
+ * servers either), so `--check` passes while the DNS server is away; they are looked up at start-up.
  */
+import type { Config } from '../config/config.js';
 import { loadConfigFile } from './load-config-file.js';
 import { checkAccessLogPath } from '../gateway/access-log.js';
 import { describeConfig } from '../config/describe-config.js';
@@ -40,5 +43,16 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
   const errors = [...checks.flatMap((check) => check.errors.map((error) => error.message)), ...acmeProblems.map((problem) => problem.message)];
   if (errors.length > 0) return { exitCode: 1, output: '', messages: [...warnings, ...errors] };
   const summary = describeConfig(config, checks.map((check) => check.pair!));
-  return { exitCode: 0, output: `${summary}configuration file ${configFile} is valid\n`, messages: warnings };
+  return { exitCode: 0, output: `${summary}${discoveryNote(config)}configuration file ${configFile} is valid\n`, messages: warnings };
+}
+
+/** `note: …` naming every name the discovery lines look up, or '' without discovery lines. */
+function discoveryNote(config: Config): string {
+  const names = config.routes.flatMap((route) =>
+    route.upstreams.flatMap(({ discovery }) =>
+      discovery === undefined ? [] : [`${discovery.name} (${discovery.kind === 'resolve' ? 'A/AAAA' : 'SRV'}, route ${route.name})`],
+    ),
+  );
+  if (names.length === 0) return '';
+  return `note: not looked up now, the proxy resolves them at start-up and as their TTLs run out: ${names.join(', ')}\n`;
 }

@@ -14,7 +14,7 @@ import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import type { ProcessSignals } from '../process/process-signals.js';
 import { runDemo } from './run-demo.js';
-import { runSimulate } from './simulate.js';
+import { resolveDiscoveryLines, runSimulate } from './simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
 import { runHeartbeat } from './heartbeat.js';
 import { startLocalAdmin } from '../admin/local-admin.js';
@@ -59,12 +59,12 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         const running = await startProxy(config, log);
         let admin: Awaited<ReturnType<typeof startLocalAdmin>> | undefined;
         try {
-          admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log);
+          admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log, { discovery: running.discovery });
         } catch (error) {
           await running.stop(); // do not keep serving after reporting a fatal error
           throw error;
         }
-        reloadOnHangup(command.configFile, (config) => running.proxy.reload(config), log, signals);
+        reloadOnHangup(command.configFile, (config) => running.reload(config), log, signals);
         const stopped = waitForShutdown(admin === undefined ? [running] : [running, admin], log, signals);
         signals.startUpDone(log); // a SIGHUP or SIGTERM held since the first moment is handled now
         return await stopped;
@@ -72,8 +72,10 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       case 'demo':
         return await runDemo(command.configFile, command.user, command.listen, log, signals);
       case 'simulate': {
-        const config = loadConfigFile(command.configFile);
+        // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated).
+        const { config, messages } = await resolveDiscoveryLines(loadConfigFile(command.configFile), command.route);
         printOutput(
+          messages.map((message) => `${message}\n`).join('') +
           runSimulate(config, command.route, {
             n: command.n,
             ...(command.clientIp === undefined ? {} : { clientIp: command.clientIp }),

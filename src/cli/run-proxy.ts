@@ -4,13 +4,16 @@
  * exit 0. A second signal exits at once. The signals come from a `SignalSource`: in `run`, the
  * latch that holds them from the first moment (process-signals.ts). With `[acme]`, the
  * certificate manager runs beside the proxy (`loadAcme`): challenges on the plain listener, its
- * certificate on the TLS one.
+ * certificate on the TLS one. With `resolve` / `service=` pass lines, DNS discovery runs beside it
+ * too (discovery-runner.ts): its first lookups start before the listeners open, and a name that
+ * does not resolve yet is not fatal (its route answers 503 until it does, SPEC 7).
  */
 import type { AcmeConfig, Config } from '../config/config.js';
 import { AcmeManager, type AcmeTarget } from '../tls/acme/acme-manager.js';
 import { formatListenAddress } from '../config/values.js';
 import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
+import { DiscoveryRunner } from './discovery-runner.js';
 import { keepYoungGenerationSmall } from '../process/young-generation.js';
 import type { LifecycleSignal, SignalSource } from '../process/process-signals.js';
 
@@ -21,6 +24,10 @@ export interface RunningProxy {
   readonly port: number | undefined;
   /** The HTTPS listener's port; undefined without `tls_listen`. */
   readonly tlsPort: number | undefined;
+  /** DNS discovery for the proxy's routes (idle without discovery lines); `reload` follows SIGHUP with it. */
+  readonly discovery: DiscoveryRunner;
+  /** Reloads the proxy (ProxyServer.reload), then discovery with the same config. @throws as ProxyServer.reload */
+  reload(config: Config): ReloadSummary;
   stop(): Promise<boolean>;
 }
 
@@ -64,8 +71,10 @@ export async function startProxy(config: Config, log: (line: string) => void): P
   keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
   const { listen, tlsListen } = config.server;
+  const discovery = new DiscoveryRunner({ target: proxy, log });
   let acme: AcmeManager | undefined;
   try {
+    discovery.apply(config);
     // [acme]: the stored certificate is in place before the first handshake; orders start once the
     // plain listener answers the challenges.
     acme = config.acme === undefined ? undefined : await loadAcme(config.acme, proxy, log);
@@ -77,13 +86,20 @@ export async function startProxy(config: Config, log: (line: string) => void): P
     ];
     log(`proxy listening on ${addresses.join(' and ')} with ${config.routes.length} route(s) from ${config.file}`);
     acme?.start();
+    const reload = (next: Config): ReloadSummary => {
+      const summary = proxy.reload(next);
+      discovery.apply(next);
+      return summary;
+    };
     const stop = (): Promise<boolean> => {
       acme?.stop();
+      discovery.stop();
       return proxy.close();
     };
-    return { proxy, port, tlsPort, stop };
+    return { proxy, port, tlsPort, discovery, reload, stop };
   } catch (error) {
     acme?.stop();
+    discovery.stop();
     await proxy.close(0);
     throw error;
   }

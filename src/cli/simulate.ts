@@ -7,9 +7,15 @@
  * Upstreams are labelled a, b, c, … in config order, as in the SPEC's sequences (`a a b a c a a`).
  * Nothing is dispatched, so active requests stay 0 (least-connections then shows its round-robin
  * tie order) and effective weights stay at their configured values; `down` upstreams are skipped.
+ *
+ * A route with discovery lines (`resolve`, `service=`, SPEC 7) is simulated on the addresses DNS
+ * gives at that moment: `resolveDiscoveryLines` looks each line up once (the config's `resolver`
+ * and `resolver_timeout`) and puts its addresses where the line is written; a line that cannot be
+ * resolved is reported and left out, and the simulation goes on with the rest.
  */
-import type { Config, RouteConfig } from '../config/config.js';
+import type { Config, RouteConfig, ServerConfig, UpstreamConfig } from '../config/config.js';
 import { UsageError } from '../errors.js';
+import { lookupLineOnce } from '../discovery/discovery.js';
 import { createBalancer } from '../upstream/balancer/strategies.js';
 import { Upstream } from '../upstream/upstream.js';
 
@@ -24,6 +30,52 @@ export interface SimulateOptions {
   readonly random?: () => number;
 }
 
+/** One lookup of a discovery line: its addresses as upstreams, or why there are none. */
+export type LineResolver = (
+  line: UpstreamConfig,
+  server: ServerConfig,
+) => Promise<{ readonly upstreams: readonly UpstreamConfig[] } | { readonly error: string }>;
+
+/**
+ * `config` with the discovery lines of route `routeName` replaced by the addresses one lookup
+ * each gives now (in line order; an address already listed by an earlier line is not repeated),
+ * and the lines to print first: `could not resolve NAME: REASON` for each line that failed, and a
+ * last one when the route has no upstream left. A route without discovery lines comes back as it is.
+ *
+ * @param resolveLine the lookup; default `lookupLineOnce` of src/discovery (DNS, the config's resolver)
+ * @throws UsageError when `routeName` is not a route of `config`
+ */
+export async function resolveDiscoveryLines(
+  config: Config,
+  routeName: string,
+  resolveLine: LineResolver = (line, server) => lookupLineOnce(line, server),
+): Promise<{ readonly config: Config; readonly messages: readonly string[] }> {
+  const route = findRoute(config, routeName);
+  if (!route.upstreams.some((upstream) => upstream.discovery !== undefined)) return { config, messages: [] };
+  const answers = await Promise.all(
+    route.upstreams.map(async (upstream) => (upstream.discovery === undefined ? { upstreams: [upstream] } : await resolveLine(upstream, config.server))),
+  );
+  const messages: string[] = [];
+  const upstreams = new Map<string, UpstreamConfig>();
+  answers.forEach((answer, index) => {
+    if ('error' in answer) {
+      messages.push(`could not resolve ${route.upstreams[index]!.discovery!.name}: ${answer.error}`);
+      return;
+    }
+    for (const upstream of answer.upstreams) if (!upstreams.has(upstream.origin)) upstreams.set(upstream.origin, upstream);
+  });
+  if (upstreams.size === 0) messages.push(`route ${route.name} has no upstream to simulate: no discovery line resolved`);
+  const resolved: RouteConfig = { ...route, upstreams: [...upstreams.values()] };
+  return { config: { ...config, routes: config.routes.map((candidate) => (candidate === route ? resolved : candidate)) }, messages };
+}
+
+function findRoute(config: Config, routeName: string): RouteConfig {
+  const route = config.routes.find((candidate) => candidate.name === routeName);
+  if (route !== undefined) return route;
+  const names = config.routes.map((candidate) => candidate.name).join(', ');
+  throw new UsageError(`unknown route '${routeName}' (routes: ${names === '' ? 'none' : names})`);
+}
+
 /**
  * The text `simulate` prints: a header naming the upstreams, a table (step, state before, pick, state
  * after), the pick sequence, and the distribution (count and percent per upstream). Ends with `\n`.
@@ -32,11 +84,7 @@ export interface SimulateOptions {
  *   when `n` is not a non-negative integer
  */
 export function runSimulate(config: Config, routeName: string, options: SimulateOptions): string {
-  const route = config.routes.find((candidate) => candidate.name === routeName);
-  if (route === undefined) {
-    const names = config.routes.map((candidate) => candidate.name).join(', ');
-    throw new UsageError(`unknown route '${routeName}' (routes: ${names === '' ? 'none' : names})`);
-  }
+  const route = findRoute(config, routeName);
   if (!Number.isInteger(options.n) || options.n < 0) throw new UsageError(`-n must be a whole number >= 0, got ${options.n}`);
   const clientIp = options.clientIp ?? '127.0.0.1';
   const upstreams = route.upstreams.map((upstreamConfig) => new Upstream(upstreamConfig, route.name));
@@ -93,7 +141,14 @@ function upstreamLines(route: RouteConfig, labels: readonly string[]): string[] 
     route.upstreams.map((upstream, i) => [
       labels[i]!,
       upstream.origin,
-      [`weight=${upstream.weight}`, upstream.isBackup ? 'backup' : '', upstream.isDown ? 'down' : ''].filter(Boolean).join(' '),
+      [
+        `weight=${upstream.weight}`,
+        upstream.isBackup ? 'backup' : '',
+        upstream.isDown ? 'down' : '',
+        upstream.discoveredFrom === undefined ? '' : `from ${upstream.discoveredFrom.name}`,
+      ]
+        .filter(Boolean)
+        .join(' '),
     ]),
     [false, false, false],
   ).map((line) => `  ${line}`);

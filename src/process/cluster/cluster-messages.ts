@@ -13,6 +13,7 @@
 import type { Config, UpstreamConfig } from '../../config/config.js';
 import type { ProbeRecord } from '../../upstream/upstream.js';
 import type { WorkerReport } from '../../admin/status-snapshot.js';
+import type { DiscoveredLine } from '../../discovery/discovered-line.js';
 
 /** The primary's view of one upstream, which every worker copies. */
 export interface PushedUpstream {
@@ -22,10 +23,19 @@ export interface PushedUpstream {
   readonly lastProbe: ProbeRecord | undefined;
 }
 
-/** Primary → workers: health, draining and registry of every route. Sent on change and to a new worker. */
+/**
+ * Primary → workers: registry, discovered addresses, health and draining of every route. Sent on
+ * change and to a new worker. `discovered` is what the primary's DNS discovery found for each
+ * discovery line of the route (SPEC 7: workers never ask DNS themselves).
+ */
 export interface UpstreamStateMessage {
   readonly type: 'upstream-state';
-  readonly routes: readonly { readonly name: string; readonly registered: readonly UpstreamConfig[]; readonly upstreams: readonly PushedUpstream[] }[];
+  readonly routes: readonly {
+    readonly name: string;
+    readonly registered: readonly UpstreamConfig[];
+    readonly discovered: readonly DiscoveredLine[];
+    readonly upstreams: readonly PushedUpstream[];
+  }[];
 }
 
 /** Primary → a new worker: run this config (the one the primary serves) with this upstream state. */

@@ -11,6 +11,10 @@
  *   it pushes to the workers (`UpstreamStateMessage`) within `PUSH_INTERVAL_MS` of a change, so a
  *   backend that goes DOWN is DOWN in every worker within one health interval plus that;
  * - the upstream registry and admin drain/enable, applied to the model and pushed the same way;
+ * - DNS discovery (`resolve` / `service=` lines, SPEC 7): the one Discovery of the cluster runs
+ *   here against the model, and every new set is pushed at once (not at the next interval), so the
+ *   DNS servers see one resolver's queries however many workers run, and a worker that starts
+ *   later gets the current sets in its `start` message. Workers never ask DNS;
  * - reload: SIGHUP re-reads the file here; a broken file is rejected with its place and nothing
  *   changes; a valid one is applied to the model and sent to every worker;
  * - the admin listener, which asks every worker for its counters and answers with the totals,
@@ -54,6 +58,7 @@ import { MetricsCollector, mergeMetrics } from '../../admin/metrics-collector.js
 import type { WorkerReport, WorkerStartFailure } from '../../admin/status-snapshot.js';
 import { UpstreamRegistry } from '../../admin/upstream-registry.js';
 import { loadAcme, reloadOnHangup } from '../../cli/run-proxy.js';
+import { DiscoveryRunner, hasDiscoveryLines } from '../../cli/discovery-runner.js';
 import type { AcmeManager } from '../../tls/acme/acme-manager.js';
 import type { ProcessSignals } from '../process-signals.js';
 import { whenWorkerGone } from './worker-gone.js';
@@ -127,6 +132,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     routes: model.routes.map((route) => ({
       name: route.name,
       registered: model.registeredUpstreams(route.name),
+      discovered: model.discoveredLines(route.name),
       upstreams: route.upstreams.map((u) => ({ origin: u.origin, healthState: u.healthState, isDraining: u.isDraining, lastProbe: u.lastProbe })),
     })),
   });
@@ -140,6 +146,16 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
   const pushTimer = setInterval(pushIfChanged, PUSH_INTERVAL_MS);
 
   const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
+  // Each new set goes to the workers at once: the model's route is rebuilt, then pushed.
+  const discovery = new DiscoveryRunner({
+    target: {
+      setDiscoveredUpstreams: (routeName, lines) => {
+        model.setDiscoveredUpstreams(routeName, lines);
+        pushIfChanged();
+      },
+    },
+    log,
+  });
 
   // [acme]: the model keeps the published tokens (for workers that start later) and the certificate
   // (for the admin's /status and /metrics); `acmeCertificate` is what a starting worker is handed.
@@ -171,6 +187,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     await model.close(0);
     throw error;
   }
+  discovery.apply(config);
 
   let nextReportId = 1;
   const pendingReports = new Map<number, (report: WorkerReport) => void>();
@@ -211,6 +228,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       proxy: model,
       registry,
       mode: 'cluster',
+      discovery,
       collect: async () => {
         const answers = await collectReports();
         const reports = answers.map((answer) => answer.report);
@@ -230,6 +248,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       log(`admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`);
     } catch (error) {
       acme?.stop();
+      discovery.stop();
       clearInterval(pushTimer);
       registry.close();
       await model.close(0);
@@ -243,6 +262,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const summary = model.reload(next);
       served = { ...next, server: { ...config.server, trustedProxies: next.server.trustedProxies } };
       broadcast({ type: 'reload', config: next });
+      discovery.apply(next);
       pushIfChanged();
       return summary;
     },
@@ -284,6 +304,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       for (const { worker } of running) worker.process.kill('SIGKILL');
     }, config.server.shutdownTimeoutMs + 2_000);
     acme?.stop();
+    discovery.stop();
     void Promise.all(exited).then(async () => {
       clearTimeout(deadline);
       clearInterval(pushTimer);
@@ -364,7 +385,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     ...(config.server.listen === undefined ? [] : [`${formatListenAddress(config.server.listen)} (http)`]),
     ...(config.server.tlsListen === undefined ? [] : [`${formatListenAddress(config.server.tlsListen)} (https)`]),
   ];
-  log(`primary ${process.pid}: ${workerCount} workers, health checks and registry here; proxy on ${listeners.join(' and ')}`);
+  log(`primary ${process.pid}: ${workerCount} workers, health checks${hasDiscoveryLines(config) ? ', DNS discovery' : ''} and registry here; proxy on ${listeners.join(' and ')}`);
 
   const onSignal = (signal: string): void => {
     if (isStopping) {

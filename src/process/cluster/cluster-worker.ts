@@ -1,7 +1,7 @@
 /**
  * A cluster worker (`[server] workers = N`, node:cluster): it runs the proxy on the shared listening
- * socket, without health checks of its own; the primary probes and pushes the results here
- * (`UpstreamStateMessage`), with draining and registry changes. It never reads the config file: it
+ * socket, without health checks or DNS lookups of its own; the primary probes and resolves and
+ * pushes the results here (`UpstreamStateMessage`), with draining and registry changes. It never reads the config file: it
  * asks the primary, which answers with the config it serves, so a replacement
  * worker runs what the others run even when the file on disk is broken or edited and not reloaded.
  * It listens on `listen` and `tls_listen` (each when set), the HTTPS one with the session ticket key
@@ -136,14 +136,18 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
 }
 
 /**
- * Copies the primary's view into this worker: registered upstreams (rebuilding a route only when its
- * list changed), then health state, draining and the last probe of every upstream. A new successful
+ * Copies the primary's view into this worker: registered upstreams and discovered addresses
+ * (rebuilding a route only when its list changed), then health state, draining and the last probe
+ * of every upstream (after the lists, so a newly discovered address gets its state too). A new successful
  * probe restores the full effective weight, as it does in the process that probed (SPEC 4).
  */
 export function applyUpstreamState(proxy: ProxyServer, message: UpstreamStateMessage): void {
   for (const pushed of message.routes) {
     if (JSON.stringify(proxy.registeredUpstreams(pushed.name)) !== JSON.stringify(pushed.registered)) {
       proxy.setRegisteredUpstreams(pushed.name, pushed.registered);
+    }
+    if (JSON.stringify(proxy.discoveredLines(pushed.name)) !== JSON.stringify(pushed.discovered)) {
+      proxy.setDiscoveredUpstreams(pushed.name, pushed.discovered);
     }
     const route = proxy.routes.find((candidate) => candidate.name === pushed.name);
     if (route === undefined) continue;

@@ -11,6 +11,7 @@
 import type { AccessLogRecord } from '../gateway/access-log.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import { droppedLogLines } from '../log/process-log.js';
+import { upstreamAddress } from './status-snapshot.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
@@ -81,7 +82,7 @@ export class MetricsCollector {
     const stopExchanges = proxy.observe((record) => this.recordExchange(record));
     const stopProbes = proxy.observeProbes((upstreamConfig, result) => {
       const route = proxy.routes.find((candidate) => candidate.upstreams.some((upstream) => upstream.config === upstreamConfig));
-      this.recordProbe(route?.name ?? NO_ROUTE, upstreamConfig.hostHeader, result.ok);
+      this.recordProbe(route?.name ?? NO_ROUTE, upstreamAddress(upstreamConfig), result.ok);
     });
     return () => {
       stopExchanges();

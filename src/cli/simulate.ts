@@ -13,7 +13,7 @@
  * and `resolver_timeout`) and puts its addresses where the line is written; a line that cannot be
  * resolved is reported and left out, and the simulation goes on with the rest.
  */
-import type { Config, RouteConfig, ServerConfig, UpstreamConfig } from '../config/config.js';
+import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { UsageError } from '../errors.js';
 import { lookupLineOnce } from '../discovery/discovery.js';
 import { createBalancer } from '../upstream/balancer/strategies.js';
@@ -30,30 +30,19 @@ export interface SimulateOptions {
   readonly random?: () => number;
 }
 
-/** One lookup of a discovery line: its addresses as upstreams, or why there are none. */
-export type LineResolver = (
-  line: UpstreamConfig,
-  server: ServerConfig,
-) => Promise<{ readonly upstreams: readonly UpstreamConfig[] } | { readonly error: string }>;
-
 /**
  * `config` with the discovery lines of route `routeName` replaced by the addresses one lookup
  * each gives now (in line order; an address already listed by an earlier line is not repeated),
  * and the lines to print first: `could not resolve NAME: REASON` for each line that failed, and a
  * last one when the route has no upstream left. A route without discovery lines comes back as it is.
  *
- * @param resolveLine the lookup; default `lookupLineOnce` of src/discovery (DNS, the config's resolver)
  * @throws UsageError when `routeName` is not a route of `config`
  */
-export async function resolveDiscoveryLines(
-  config: Config,
-  routeName: string,
-  resolveLine: LineResolver = (line, server) => lookupLineOnce(line, server),
-): Promise<{ readonly config: Config; readonly messages: readonly string[] }> {
+export async function resolveDiscoveryLines(config: Config, routeName: string): Promise<{ readonly config: Config; readonly messages: readonly string[] }> {
   const route = findRoute(config, routeName);
   if (!route.upstreams.some((upstream) => upstream.discovery !== undefined)) return { config, messages: [] };
   const answers = await Promise.all(
-    route.upstreams.map(async (upstream) => (upstream.discovery === undefined ? { upstreams: [upstream] } : await resolveLine(upstream, config.server))),
+    route.upstreams.map(async (upstream) => (upstream.discovery === undefined ? { upstreams: [upstream] } : await lookupLineOnce(upstream, config.server))),
   );
   const messages: string[] = [];
   const upstreams = new Map<string, UpstreamConfig>();

@@ -19,7 +19,10 @@ import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { RouteTable } from '../upstream/route-table.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
-import { ConnectionPool } from '../wire/connection-pool.js';
+import { ConnectionPool, poolKey } from '../wire/connection-pool.js';
+import type { DiscoveredLine, DiscoveryTarget } from '../discovery/discovered-line.js';
+import type { Upstream } from '../upstream/upstream.js';
+import type { TlsClientSettings } from '../wire/tls-client.js';
 import { HealthChecker, type HealthCheckTarget } from '../upstream/health/health-checker.js';
 import type { Timers } from '../timers.js';
 import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
@@ -66,7 +69,15 @@ export interface ReloadSummary {
 /** Called with every finished request (the access log's record): metrics and the status page use it. */
 export type RecordObserver = (record: AccessLogRecord) => void;
 
-export class ProxyServer {
+/** One pool key in use: the arguments `ConnectionPool.retire` takes for it. */
+interface PoolTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: TlsClientSettings | undefined;
+  readonly tlsName: string | undefined;
+}
+
+export class ProxyServer implements DiscoveryTarget {
   /** The listening socket (node:net); every connection is served by `#http1`. */
   readonly server: Server;
   /** The routes and their upstreams' runtime state (TLS settings included); reload and the registry change it. */
@@ -79,6 +90,8 @@ export class ProxyServer {
   readonly #deps: RuntimeDeps;
   /** Keep-alive connections to the upstreams, on node:net (src/wire/connection-pool.ts). */
   readonly #pool: ConnectionPool;
+  /** The pool keys the routes in force connect with (`poolKey`): what leaves it is retired. */
+  #poolTargets = new Map<string, PoolTarget>();
   readonly #accessLog: AccessLog;
   readonly #observers = new Set<RecordObserver>();
   readonly #probeObservers = new Set<ProbeObserver>();
@@ -112,6 +125,7 @@ export class ProxyServer {
     // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
     // (and most others), so we rarely write into a connection being closed.
     this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
+    this.#poolTargets = this.#currentPoolTargets();
     this.#healthChecker = new HealthChecker({
       routes: this.#healthTargets(),
       log: this.#deps.log,
@@ -270,6 +284,28 @@ export class ProxyServer {
     if (this.#table.setRegistered(routeName, configs)) this.#routesChanged();
   }
 
+  /** What the discovery lines of `routeName` stand for now (see `setDiscoveredUpstreams`). */
+  discoveredLines(routeName: string): readonly DiscoveredLine[] {
+    return this.#table.discoveredLines(routeName);
+  }
+
+  /**
+   * Replaces what the discovery lines (`resolve`, `service=`) of `routeName` stand for, under
+   * traffic and without a reload (SPEC 7; src/discovery runs the lookups and calls this): the route
+   * is rebuilt with each discovery line expanded into `lines`' upstreams (a line not listed keeps
+   * what it had; see RouteTable.setDiscovered for the order and the merging of duplicates). An
+   * address that stays keeps its object (health, counters, ejection, effective weight, draining,
+   * its health-check streaks and schedule) and its pooled connections, and the balancer continues
+   * where it was; a new one starts UP and, with `health_check = on`, is probed at once; one that
+   * left gets no new request, those in flight finish, and once no route uses its address any more
+   * its pooled connections close (idle ones now, busy ones when their exchange ends) and its probes
+   * stop. Does nothing when no route of that name is in force; the lines survive `reload` for the
+   * discovery lines that are still there.
+   */
+  setDiscoveredUpstreams(routeName: string, lines: readonly DiscoveredLine[]): void {
+    if (this.#table.setDiscovered(routeName, lines)) this.#routesChanged();
+  }
+
   /**
    * Swaps in a new config without dropping in-flight requests or the listening socket (SIGHUP):
    * new routes and balancers; the runtime state (health, counters, ejection, draining) of every
@@ -329,10 +365,30 @@ export class ProxyServer {
     return { ...change, warnings };
   }
 
-  /** The request path routes by the new table, and the health checker watches its upstreams. */
+  /**
+   * The request path routes by the new table, the health checker watches its upstreams, and the
+   * pooled connections of addresses no route connects to any more are retired.
+   */
   #routesChanged(): void {
     this.#context.router = new Router(this.#table.routes);
     this.#healthChecker.update(this.#healthTargets());
+    const before = this.#poolTargets;
+    this.#poolTargets = this.#currentPoolTargets();
+    for (const [key, target] of before) {
+      if (!this.#poolTargets.has(key)) this.#pool.retire(target.host, target.port, target.tls, target.tlsName);
+    }
+  }
+
+  /** Every pool key the routes in force connect with, as the request path makes them. */
+  #currentPoolTargets(): Map<string, PoolTarget> {
+    const targets = new Map<string, PoolTarget>();
+    for (const route of this.#table.routes) {
+      for (const upstream of route.upstreams) {
+        const target = poolTargetOf(upstream, route.upstreamTls);
+        targets.set(poolKey(target.host, target.port, target.tls, target.tlsName), target);
+      }
+    }
+    return targets;
   }
 
   /** What the health checker watches: every route now in force with its runtime upstreams. */
@@ -426,6 +482,13 @@ export class ProxyServer {
     await this.#accessLog.close();
     return isDrained;
   }
+}
+
+/** The pool key's parts of one upstream, as the request path acquires its connections. */
+function poolTargetOf(upstream: Upstream, routeTls: TlsClientSettings): PoolTarget {
+  const { config } = upstream;
+  const isTls = config.scheme === 'https';
+  return { host: config.host, port: config.port, tls: isTls ? routeTls : undefined, tlsName: isTls ? config.tlsName : undefined };
 }
 
 /** The `Strict-Transport-Security` value for `hsts` (RFC 6797 §6.1.1), or undefined when it is off. */

@@ -5,14 +5,31 @@
  *
  * An upstream whose route and origin stay keeps its object, so its runtime state survives the
  * change: health, counters, ejection, effective weight, draining, and its place in the health
- * checker. A new key gets a new object; a key no route has any more is dropped from the store
- * (requests in flight finish on the objects they started with).
+ * checker. A new key gets a new object; a key no route has any more is dropped from the store and
+ * drained (`isDraining`: requests in flight finish on the objects they started with, and a retry of
+ * one of them never picks it again); if it comes back later it is a new object that starts fresh.
+ *
+ * A route's runtime upstream list (SPEC 7) is built from three sources, in this order:
+ *   1. its `pass` lines in file order, each discovery line (`resolve`, `service=`) replaced by the
+ *      addresses its last good DNS answer gave (`setDiscovered`; none until an answer came): a
+ *      discovery line itself is never connected to;
+ *   2. the upstreams the admin registry added (`setRegistered`).
+ * An origin (scheme, address and port) appears once: a plain `pass` line wins over a discovered
+ * address or a registered one wherever it is written (the operator's weight and flags for that
+ * address apply), otherwise the first occurrence wins. With `retries` not written, a route's retries
+ * are recounted as (upstreams − 1, at least 0) on every rebuild.
+ *
+ * The addresses of one discovery line keep their order across answers: those that stay keep
+ * their places, new ones follow in answer order (DNS servers rotate the records of an answer, and a
+ * list reshuffled at every TTL would make round robin's turns uneven). nginx (`zone` + `resolve`)
+ * and HAProxy (`server-template` slots) keep a surviving address in its place the same way.
  */
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { Upstream } from './upstream.js';
 import { Route, type RuntimeDeps } from './route.js';
 import { buildRouteTls } from './upstream-tls.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
+import type { DiscoveredLine } from '../discovery/discovered-line.js';
 
 /** What a change did to the store, for the reload log line. */
 export interface StoreChange {
@@ -27,6 +44,8 @@ export class RouteTable {
   #routes: readonly Route[];
   /** Upstreams added at run time by the admin registry, per route name; they survive reloads. */
   readonly #registered = new Map<string, readonly UpstreamConfig[]>();
+  /** What each discovery line of a route stands for now: route name → lineOrigin → upstreams. */
+  readonly #discovered = new Map<string, Map<string, readonly UpstreamConfig[]>>();
   /** Every runtime upstream now in a route, by `storeKey`. */
   #upstreams = new Map<string, Upstream>();
   /** Each route's TLS client settings, by route name, read from the files of `#config`. */
@@ -39,7 +58,7 @@ export class RouteTable {
     this.#tls = buildRouteTls(config.routes);
     this.#deps = deps;
     this.#routes = [];
-    this.#rebuild(config, () => true);
+    this.#rebuild(config, () => true, false);
   }
 
   get config(): Config {
@@ -66,7 +85,40 @@ export class RouteTable {
     if (configs.length === 0) this.#registered.delete(routeName);
     else this.#registered.set(routeName, [...configs]);
     if (!this.#routes.some((route) => route.name === routeName)) return false;
-    this.#rebuild(this.#config, (routeConfig) => routeConfig.name === routeName);
+    this.#rebuild(this.#config, (routeConfig) => routeConfig.name === routeName, true);
+    return true;
+  }
+
+  /**
+   * What the discovery lines of `routeName` stand for now, one entry per line that had an answer,
+   * in the order of the route's `pass` lines (addresses in the order the route uses them).
+   */
+  discoveredLines(routeName: string): readonly DiscoveredLine[] {
+    const lines = this.#discovered.get(routeName);
+    if (lines === undefined) return [];
+    return [...lines].map(([lineOrigin, upstreams]) => ({ lineOrigin, upstreams }));
+  }
+
+  /**
+   * Replaces what the listed discovery lines of `routeName` stand for (a line not listed keeps what
+   * it had; an empty `upstreams` empties it) and rebuilds that route only, other routes keeping
+   * their objects. Upstream objects of addresses that stay are kept (see the file comment), and the
+   * new balancer takes over the old one's state for them (round-robin position, smooth weighted
+   * round robin's current weights). An entry whose `lineOrigin` is not a discovery line of the
+   * route is ignored, and so is a member whose `discoveredFrom.lineOrigin` is not its entry's.
+   * Returns false (and changes nothing) when no route of that name is in force.
+   */
+  setDiscovered(routeName: string, lines: readonly DiscoveredLine[]): boolean {
+    const routeConfig = this.#config.routes.find((candidate) => candidate.name === routeName);
+    if (routeConfig === undefined) return false;
+    const kept = this.#discovered.get(routeName) ?? new Map<string, readonly UpstreamConfig[]>();
+    for (const line of lines) {
+      if (!routeConfig.upstreams.some((passLine) => passLine.discovery !== undefined && passLine.origin === line.lineOrigin)) continue;
+      const members = line.upstreams.filter((member) => member.discoveredFrom?.lineOrigin === line.lineOrigin);
+      kept.set(line.lineOrigin, inStableOrder(kept.get(line.lineOrigin) ?? [], members));
+    }
+    this.#discovered.set(routeName, kept);
+    this.#rebuild(this.#config, (candidate) => candidate.name === routeName, true);
     return true;
   }
 
@@ -78,14 +130,29 @@ export class RouteTable {
   reload(config: Config): StoreChange {
     this.#tls = buildRouteTls(config.routes);
     this.#config = config;
-    return this.#rebuild(config, () => true);
+    this.#keepDiscoveredOf(config);
+    return this.#rebuild(config, () => true, false);
+  }
+
+  /** Forgets the discovered lines of (route, lineOrigin) pairs that are no discovery line of `config`. */
+  #keepDiscoveredOf(config: Config): void {
+    for (const [routeName, lines] of [...this.#discovered]) {
+      const routeConfig = config.routes.find((candidate) => candidate.name === routeName);
+      for (const lineOrigin of [...lines.keys()]) {
+        const isStill = routeConfig?.upstreams.some((passLine) => passLine.discovery !== undefined && passLine.origin === lineOrigin) === true;
+        if (!isStill) lines.delete(lineOrigin);
+      }
+      if (lines.size === 0) this.#discovered.delete(routeName);
+    }
   }
 
   /**
    * Builds the routes `isRebuilt` selects from `config` (the others keep their Route objects), takes
-   * each upstream from the store or creates it, and drops the keys no route has any more.
+   * each upstream from the store or creates it, and drops (and drains) the keys no route has any
+   * more. With `isSetChange` (discovery or the registry, not a reload) a rebuilt route's balancer
+   * takes over its predecessor's state.
    */
-  #rebuild(config: Config, isRebuilt: (routeConfig: RouteConfig) => boolean): StoreChange {
+  #rebuild(config: Config, isRebuilt: (routeConfig: RouteConfig) => boolean, isSetChange: boolean): StoreChange {
     const previous = this.#upstreams;
     const current = new Map<string, Upstream>();
     let kept = 0;
@@ -95,8 +162,8 @@ export class RouteTable {
         for (const upstream of existing.upstreams) current.set(storeKey(routeConfig.name, upstream.origin), upstream);
         return existing;
       }
-      const withRegistered = this.#withRegistered(routeConfig);
-      const upstreams = withRegistered.upstreams.map((upstreamConfig) => {
+      const runtimeConfig = this.#runtimeConfig(routeConfig);
+      const upstreams = runtimeConfig.upstreams.map((upstreamConfig) => {
         const key = storeKey(routeConfig.name, upstreamConfig.origin);
         let upstream = previous.get(key);
         if (upstream === undefined) {
@@ -108,22 +175,64 @@ export class RouteTable {
         current.set(key, upstream);
         return upstream;
       });
-      return new Route(withRegistered, this.#deps, upstreams, this.#tls.get(routeConfig.name));
+      const predecessor = isSetChange ? existing : undefined;
+      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.get(routeConfig.name), predecessor);
     });
     this.#upstreams = current;
     let removed = 0;
-    for (const key of previous.keys()) if (!current.has(key)) removed++;
+    for (const [key, upstream] of previous) {
+      if (current.has(key)) continue;
+      removed++;
+      upstream.isDraining = true; // its object lives on only in requests in flight
+    }
     const added = current.size - (previous.size - removed);
     return { kept, added, removed };
   }
 
-  /** `routeConfig` with its registered upstreams appended (origins a `pass` line has are skipped). */
-  #withRegistered(routeConfig: RouteConfig): RouteConfig {
-    const registered = this.registeredUpstreams(routeConfig.name).filter(
-      (candidate) => !routeConfig.upstreams.some((configured) => configured.origin === candidate.origin),
-    );
-    return registered.length === 0 ? routeConfig : { ...routeConfig, upstreams: [...routeConfig.upstreams, ...registered] };
+  /**
+   * `routeConfig` as it runs now: its upstreams expanded and merged as the file comment says, and
+   * `retries` recounted when it was not written.
+   */
+  #runtimeConfig(routeConfig: RouteConfig): RouteConfig {
+    const discovered = this.#discovered.get(routeConfig.name);
+    const isPlainLine = (upstream: UpstreamConfig): boolean => upstream.discovery === undefined;
+    const configuredOrigins = new Set(routeConfig.upstreams.filter(isPlainLine).map((upstream) => upstream.origin));
+    const seen = new Set<string>();
+    const upstreams: UpstreamConfig[] = [];
+    const add = (upstream: UpstreamConfig, isConfigured: boolean): void => {
+      if (seen.has(upstream.origin) || (!isConfigured && configuredOrigins.has(upstream.origin))) return;
+      seen.add(upstream.origin);
+      upstreams.push(upstream);
+    };
+    for (const passLine of routeConfig.upstreams) {
+      if (isPlainLine(passLine)) add(passLine, true);
+      else for (const member of discovered?.get(passLine.origin) ?? []) add(member, false);
+    }
+    for (const registered of this.registeredUpstreams(routeConfig.name)) add(registered, false);
+    const isUnchanged = upstreams.length === routeConfig.upstreams.length && upstreams.every((upstream, i) => upstream === routeConfig.upstreams[i]);
+    if (isUnchanged) return routeConfig;
+    const retries = routeConfig.isRetriesDefault ? Math.max(0, upstreams.length - 1) : routeConfig.retries;
+    return { ...routeConfig, upstreams, retries };
   }
+}
+
+/**
+ * A discovery line's new members in the route's order: those of `before` that are still in
+ * `answer` keep their relative order (each with its config from the new answer), then the new ones
+ * in answer order. An origin repeated in the answer is taken once.
+ */
+function inStableOrder(before: readonly UpstreamConfig[], answer: readonly UpstreamConfig[]): readonly UpstreamConfig[] {
+  const byOrigin = new Map<string, UpstreamConfig>();
+  for (const member of answer) if (!byOrigin.has(member.origin)) byOrigin.set(member.origin, member);
+  const ordered: UpstreamConfig[] = [];
+  for (const member of before) {
+    const now = byOrigin.get(member.origin);
+    if (now === undefined) continue;
+    ordered.push(now);
+    byOrigin.delete(member.origin);
+  }
+  ordered.push(...byOrigin.values());
+  return ordered;
 }
 
 /** The store's key: an upstream is the same one when both its route and its origin are. */

@@ -5,7 +5,8 @@
  * `pick()` an upstream, then `recordFailure()` or `recordSuccess()` for how the attempt went.
  */
 import type { RouteConfig } from '../config/config.js';
-import type { Balancer, PickContext } from './balancer/balancer.js';
+import type { PickContext } from './balancer/balancer.js';
+import type { RouteBalancer } from './balancer/route-balancer.js';
 import { createBalancer } from './balancer/strategies.js';
 import { BasicAuthenticator } from '../auth/basic-auth.js';
 import { Upstream } from './upstream.js';
@@ -26,7 +27,7 @@ export interface RuntimeDeps {
 export class Route {
   readonly config: RouteConfig;
   readonly upstreams: readonly Upstream[];
-  readonly balancer: Balancer;
+  readonly balancer: RouteBalancer;
   readonly group: UpstreamGroup;
   /** Set when `auth_basic` is: the proxy demands credentials itself (SPEC 1.2, RFC 7617). */
   readonly authenticator: BasicAuthenticator | undefined;
@@ -38,14 +39,16 @@ export class Route {
    * @param upstreams runtime state to keep (a reload passes the old objects of unchanged addresses)
    * @param upstreamTls the settings built for the whole config (RouteTable); default: built from
    *   `config.tls` now
+   * @param predecessor the route this one replaces when only its upstream set changed (discovery,
+   *   registry): its balancer's state is taken over for the upstreams that stay (`createBalancer`)
    * @throws ConfigValueError when `upstreamTls` is not given and a `tls_*` file does not load
    */
-  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[], upstreamTls?: TlsClientSettings) {
+  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[], upstreamTls?: TlsClientSettings, predecessor?: Route) {
     this.config = config;
     this.upstreamTls = upstreamTls ?? buildUpstreamTls(config.tls);
     this.#deps = deps;
     this.upstreams = upstreams ?? config.upstreams.map((u) => new Upstream(u, config.name));
-    this.balancer = createBalancer(config, this.upstreams, deps);
+    this.balancer = createBalancer(config, this.upstreams, deps, predecessor?.balancer);
     this.group = new UpstreamGroup(config, this.upstreams);
     this.authenticator = config.authBasic === undefined ? undefined : new BasicAuthenticator(config.authBasic, config.authUsers);
   }

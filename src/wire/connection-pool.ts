@@ -30,11 +30,20 @@
  * the TCP connect and the handshake together, one limit for "no usable connection yet", as Go's
  * `tls.DialWithDialer` applies a dialer's timeout to both (nginx's `proxy_connect_timeout` is the
  * TCP connect only, and Go's `http.Transport` gives the handshake a `TLSHandshakeTimeout` of its own). The idle lists are keyed by origin and the settings'
- * identity, so routes with different `tls_*` settings never share a connection. The last TLS session
+ * identity and the name TLS verifies (a discovered address serves its line's name: two names on one
+ * address are two keys), so routes with different `tls_*` settings, or one address reached under
+ * two names, never share a connection or a session. The last TLS session
  * per key is kept and offered to the next new connection (RFC 8446 section 2.2 tickets, RFC 5077 for
  * TLS 1.2), so only the first connection pays the full handshake; a session is kept only from a
  * connection whose certificate was accepted, since node does not check the name again on a
  * resumed session.
+ *
+ * Retiring a key (`retire`): when an address leaves every route (a DNS answer dropped it, a reload
+ * or the registry removed it), its idle connections close at once and the ones in use close when
+ * their exchange ends instead of going back to the idle list; its TLS session is forgotten. If the
+ * address comes back later it starts with new connections. (nginx closes a removed peer's cached
+ * `keepalive` connections as they come back to the cache; Envoy drains the connection pools of a
+ * host that left a STRICT_DNS cluster the same way.)
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -67,6 +76,11 @@ export interface AcquireOptions {
   readonly connectTimeoutMs: number;
   /** TLS settings for an `https://` upstream; undefined (default) = plain TCP. */
   readonly tls?: TlsClientSettings | undefined;
+  /**
+   * With `tls`, the name to send as SNI and verify when the settings name none
+   * (`tls_server_name`): a discovered address's line host. Default: `host`.
+   */
+  readonly tlsName?: string | undefined;
   /** Aborts a pending connect (the client went away); the promise rejects with `signal.reason`. */
   readonly signal?: AbortSignal;
   /** Open a new connection even when an idle one is there (the retry after a stale one). */
@@ -126,8 +140,10 @@ export class UpstreamConnection {
    * retryable (see the file comment).
    */
   wasReused = false;
+  /** Its key was retired (`ConnectionPool.retire`) while it was in use: closed on release, never idle again. */
+  isRetired = false;
 
-  /** `host:port` (plus the TLS settings' identity), the key of the origin's idle list. */
+  /** `host:port` (plus the TLS settings' identity and verified name: `poolKey`), the key of the origin's idle list. */
   readonly originKey: string;
   /** The holder's event handler; undefined while idle (or before the holder sets it). */
   handler: ConnectionHandler | undefined = undefined;
@@ -136,12 +152,15 @@ export class UpstreamConnection {
   /** The socket's idle timeout now in force, ms (0 = none). */
   #timeoutMs = 0;
 
-  /** @param tls the settings of a TLS connection (its socket is a `tls.TLSSocket`); undefined for plain TCP */
-  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false, tls?: TlsClientSettings) {
+  /**
+   * @param tls the settings of a TLS connection (its socket is a `tls.TLSSocket`); undefined for plain TCP
+   * @param tlsName with `tls`, the name verified when the settings name none (default `host`)
+   */
+  constructor(socket: net.Socket, host: string, port: number, isForUpgrade = false, tls?: TlsClientSettings, tlsName?: string) {
     this.socket = socket;
     this.host = host;
     this.port = port;
-    this.originKey = originKey(host, port, tls);
+    this.originKey = poolKey(host, port, tls, tlsName);
     this.isForUpgrade = isForUpgrade;
   }
 
@@ -198,11 +217,12 @@ export class ConnectionPool {
 
   /**
    * The most recently released live idle connection to `host:port` (over TLS with `tls`, made with
-   * those settings), or undefined: the synchronous half of `acquire`, for callers that set up
-   * cancellation only when they must wait for a connect.
+   * those settings and verifying `tlsName`, see `AcquireOptions.tlsName`), or undefined: the
+   * synchronous half of `acquire`, for callers that set up cancellation only when they must wait
+   * for a connect.
    */
-  acquireIdle(host: string, port: number, tls?: TlsClientSettings): UpstreamConnection | undefined {
-    return this.isClosed ? undefined : this.takeIdle(originKey(host, port, tls));
+  acquireIdle(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): UpstreamConnection | undefined {
+    return this.isClosed ? undefined : this.takeIdle(poolKey(host, port, tls, tlsName));
   }
 
   /**
@@ -222,7 +242,7 @@ export class ConnectionPool {
     if (this.isClosed) return Promise.reject(new UpstreamConnectError('upstream pool is closed'));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
     const isNewRequired = options.isNewRequired === true || options.isForUpgrade === true;
-    const reused = isNewRequired ? undefined : this.takeIdle(originKey(host, port, options.tls));
+    const reused = isNewRequired ? undefined : this.takeIdle(poolKey(host, port, options.tls, options.tlsName));
     if (reused !== undefined) return Promise.resolve(reused);
     return this.connect(host, port, options);
   }
@@ -240,7 +260,7 @@ export class ConnectionPool {
     if (!this.active.delete(connection)) return;
     connection.handler = undefined; // from now on any byte, EOF or error drops it (see connect)
     const socket = connection.socket;
-    if (this.isClosed || !isUsable(socket) || socket.readableLength > 0) {
+    if (this.isClosed || connection.isRetired || !isUsable(socket) || socket.readableLength > 0) {
       this.destroy(connection);
       return;
     }
@@ -287,6 +307,19 @@ export class ConnectionPool {
       socket.on('error', ignoreError); // a late error of a socket we gave up on is not news
       socket.destroy();
     }
+  }
+
+  /**
+   * Retires the key of `host:port` with `tls` and `tlsName` (the arguments of `acquire`): its idle
+   * connections are closed now, those in use (or connecting) when they are released, and its TLS
+   * session is forgotten. Later `acquire`s open new connections as usual. For an address that no
+   * route uses any more (see the file comment).
+   */
+  retire(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): void {
+    const key = poolKey(host, port, tls, tlsName);
+    for (const connection of [...(this.idle.get(key) ?? [])]) this.destroy(connection);
+    for (const connection of this.active) if (connection.originKey === key) connection.isRetired = true;
+    this.sessions.delete(key);
   }
 
   /** Destroys every connection, idle or in use. Resolves when all their sockets have closed. Later `acquire`s reject. */
@@ -341,16 +374,17 @@ export class ConnectionPool {
     return new Promise((resolve, reject) => {
       const isForUpgrade = options.isForUpgrade === true;
       const tlsSettings = options.tls;
-      const key = originKey(host, port, tlsSettings);
+      const tlsName = options.tlsName ?? host;
+      const key = poolKey(host, port, tlsSettings, tlsName);
       let socket: net.Socket;
       if (isForUpgrade) {
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings);
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings, tlsName);
       } else if (tlsSettings !== undefined) {
         // No shared read buffer over TLS: a TLSSocket given `onread` keeps handing over bytes it had
         // already decrypted after `pause()`, which would overwrite a view a writer still holds (the
         // body of a response to a slow client). Its `data` events bring fresh buffers, and `pause()`
         // stops them.
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true }, key, tlsSettings);
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true }, key, tlsSettings, tlsName);
       } else {
         // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
         // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
@@ -363,9 +397,9 @@ export class ConnectionPool {
           else connection.handler.onData(chunk);
           return true; // a handler that must stop reading pauses the socket itself
         };
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings);
+        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings, tlsName);
       }
-      const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings);
+      const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings, tlsName);
       this.open.add(connection);
       this.active.add(connection);
       // The connection's one set of listeners (and `onRead` above), for its whole life: to the
@@ -447,15 +481,16 @@ export class ConnectionPool {
   }
 
   /**
-   * A new socket: plain TCP with `connectFunction`, or `tls.connect` with the settings' options and
-   * the last session of `key` to resume. Every session the connection receives (TLS 1.3 sends its
+   * A new socket: plain TCP with `connectFunction`, or `tls.connect` with the settings' options
+   * (SNI and the verified name: the settings' `serverName`, else `tlsName`) and the last session of
+   * `key` to resume. Every session the connection receives (TLS 1.3 sends its
    * tickets after the handshake, TLS 1.2 during it) replaces the kept one. Node emits `session` only
    * once the certificate was accepted (it holds back one that came earlier), so a connection that
    * was refused leaves none behind.
    */
-  private openSocket(options: net.TcpNetConnectOpts, key: string, settings: TlsClientSettings | undefined): net.Socket {
+  private openSocket(options: net.TcpNetConnectOpts, key: string, settings: TlsClientSettings | undefined, tlsName: string): net.Socket {
     if (settings === undefined) return this.connectFunction(options);
-    const socket = tls.connect({ ...options, ...tlsConnectOptions(settings, options.host ?? ''), session: this.sessions.get(key) });
+    const socket = tls.connect({ ...options, ...tlsConnectOptions(settings, tlsName), session: this.sessions.get(key) });
     socket.on('session', (session: Buffer) => this.keepSession(key, session));
     return socket;
   }
@@ -472,9 +507,12 @@ function isUsable(socket: net.Socket): boolean {
   return !socket.destroyed && socket.readyState === 'open' && !socket.readableEnded && !socket.writableEnded;
 }
 
-/** `host:port`, and for TLS the settings' identity after a space (never part of a host). */
-function originKey(host: string, port: number, tls: TlsClientSettings | undefined): string {
-  return tls === undefined ? `${host}:${port}` : `${host}:${port} ${tls.identity}`;
+/**
+ * The pool's key: `host:port`, and for TLS the settings' identity and the name it verifies (the
+ * settings' `serverName`, else `tlsName`, else `host`) after spaces (never part of a host).
+ */
+export function poolKey(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): string {
+  return tls === undefined ? `${host}:${port}` : `${host}:${port} ${tls.identity} ${tls.serverName ?? tlsName ?? host}`;
 }
 
 function formatOrigin(host: string, port: number): string {

@@ -59,8 +59,10 @@ function checkVerifiedName(name: string, cert: tls.PeerCertificate): Error | und
 }
 
 /**
- * `tls.connect` options for a connection to `host` (the URL's host, without brackets): SNI and the
- * verified name are `serverName` when set, else `host`; no SNI for an IP address.
+ * `tls.connect` options for a connection to an upstream called `host`: the URL's host without
+ * brackets, or for a discovered address its line's host (`UpstreamConfig.tlsName`: the certificate
+ * names the service, not the address). SNI and the verified name are `serverName` when set, else
+ * `host`; no SNI for an IP address.
  */
 export function tlsConnectOptions(settings: TlsClientSettings, host: string): TlsConnectOptions {
   const name = settings.serverName ?? host;

@@ -55,6 +55,11 @@ export interface UpstreamAddress {
   readonly port: number;
   /** `http://host:port`, for error messages. */
   readonly origin: string;
+  /**
+   * For an `https://` upstream: the name TLS sends as SNI and verifies when the route sets no
+   * `tls_server_name` (a discovered address's line host); absent = `host`.
+   */
+  readonly tlsName?: string | undefined;
 }
 
 /** Everything one exchange needs. */
@@ -232,7 +237,7 @@ export class UpstreamExchange implements ConnectionHandler {
     try {
       const isUpgrade = this.#options.upgrade !== undefined;
       const tls = this.#options.tls;
-      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, tls);
+      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, tls, upstream.tlsName);
       if (idle !== undefined) {
         connection = idle;
       } else {
@@ -243,6 +248,7 @@ export class UpstreamExchange implements ConnectionHandler {
           isNewRequired: true,
           isForUpgrade: isUpgrade,
           tls,
+          tlsName: upstream.tlsName,
         });
       }
     } catch (error) {

@@ -4,7 +4,10 @@
  * group only the keys on its arcs of the ring move.
  *
  * Steps. Once, when built: each upstream gets `virtual_nodes × weight` points on a ring of 2^32
- * positions, point j of upstream u at position(`${u.origin}#${j}`); the points are sorted. Here
+ * positions, point j of upstream u at position(`${u.origin}#${j}`); the points are sorted (points
+ * of two upstreams at one position by origin). A point depends only on its upstream's origin and
+ * weight, never on its index in the list, so a changed set (DNS discovery, the registry) builds a
+ * ring in which every point of an upstream that stayed is where it was. Here
  * position(text) = mix32(hash(text)): the route's `hash` (crc32 or fnv1a) spread by MurmurHash3's
  * finalizer, because raw CRC-32 of similar texts clusters (see mix32 in hash.ts). Per pick:
  *   1. h = position(key).
@@ -101,6 +104,7 @@ export class ConsistentHashBalancer implements Balancer {
       this.#owners[p] = owner;
       this.#positions[p] = (value - owner) / OWNER_BITS;
     }
+    this.#orderCollisionsByOrigin();
     this.#arcShares = new Float64Array(upstreams.length);
     for (let p = 0; p < total; p++) {
       // The arc (previous point, this point] belongs to this point's owner; point 0's arc wraps.
@@ -131,6 +135,24 @@ export class ConsistentHashBalancer implements Balancer {
       if (isAvailable(upstream)) return upstream;
     }
     return undefined;
+  }
+
+  /**
+   * Points of different upstreams at the very same position (a 32-bit collision) are ordered by
+   * origin, not by list index, so which one owns the position does not depend on the order of the
+   * list (a DNS answer's order changes from one lookup to the next). Runs are rare and short.
+   */
+  #orderCollisionsByOrigin(): void {
+    const positions = this.#positions;
+    for (let start = 0; start < positions.length; ) {
+      let end = start + 1;
+      while (end < positions.length && positions[end] === positions[start]) end++;
+      if (end - start > 1) {
+        const run = [...this.#owners.subarray(start, end)].sort((a, b) => compareText(this.#upstreams[a]!.origin, this.#upstreams[b]!.origin));
+        this.#owners.set(run, start);
+      }
+      start = end;
+    }
   }
 
   /** Ring position of a point name or key: the route's hash, spread by mix32. */
@@ -171,4 +193,8 @@ export function ringPointCounts(upstreams: readonly Upstream[], virtualNodes: nu
     counts[i] = Math.max(1, Math.floor(virtualNodes * upstream.config.weight * scale));
   });
   return counts;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

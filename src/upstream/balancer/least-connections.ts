@@ -17,6 +17,10 @@
  *   a b a b …, 10 requests split 5/5. With weights a=3, b=1 and requests never ending: each pick
  *   evens out active/weight, so after 40 picks a has 30 and b 10.
  *
+ * A changing set (DNS discovery, the registry): the loads live on the upstreams, so they carry
+ * over by themselves; the tie cursor continues at the upstream it pointed at (or the next one of
+ * the old order that stayed).
+ *
  * Properties: adapts to upstream speed without measuring it; O(n) per pick (every upstream's count is
  * read), the one strategy here besides smooth weighted round robin that cannot avoid it; one
  * integer of state. Counts are per proxy process, so with several workers each balances its own share.
@@ -31,6 +35,7 @@
 import type { AvailabilityPredicate, Balancer, PickContext, StrategyOptions } from './balancer.js';
 import { availableFor } from './balancer.js';
 import type { Upstream } from '../upstream.js';
+import { firstStayingPlace, placesOf } from './carried-position.js';
 
 export class LeastConnectionsBalancer implements Balancer {
   readonly name = 'least-connections';
@@ -39,9 +44,13 @@ export class LeastConnectionsBalancer implements Balancer {
   /** Where the next walk starts, for round-robin order among ties. */
   #cursor = 0;
 
-  constructor(upstreams: readonly Upstream[], options: StrategyOptions) {
+  /** @param previous the strategy this one replaces: its tie cursor carries over */
+  constructor(upstreams: readonly Upstream[], options: StrategyOptions, previous?: Balancer) {
     this.#upstreams = upstreams;
     this.#now = options.now;
+    if (previous instanceof LeastConnectionsBalancer) {
+      this.#cursor = firstStayingPlace(previous.#upstreams, previous.#cursor, placesOf(upstreams)) ?? 0;
+    }
   }
 
   pick(context: PickContext): Upstream | undefined {

@@ -14,6 +14,11 @@
  *   | 4    | 0 (a)         | a      | 1            |   → a b c a b c
  *   With b DOWN the walk skips it: a c a c; when b is back it rejoins at its place in the cycle.
  *
+ * A changing set (DNS discovery, the registry): the new balancer continues right after the
+ * upstream `previous` picked last, if it stayed; if it left, with the upstream that was due next in
+ * the old order, or the first one after it that stayed. A new upstream placed right after the last
+ * pick therefore gets the next turn; none of the staying ones loses or repeats a turn.
+ *
  * Properties: perfectly even over every full cycle; O(1) per pick in the steady state, O(n) when it
  * must walk over unavailable upstreams; one integer of state. The cursor moves past the upstream it
  * returned, not merely by one, so an unavailable upstream's turn goes to the next one only once.
@@ -23,6 +28,7 @@
 import type { Balancer, PickContext, StrategyOptions } from './balancer.js';
 import { availableFor } from './balancer.js';
 import type { Upstream } from '../upstream.js';
+import { firstStayingPlace, placesOf } from './carried-position.js';
 
 export class RoundRobinBalancer implements Balancer {
   readonly name = 'round-robin';
@@ -30,10 +36,25 @@ export class RoundRobinBalancer implements Balancer {
   readonly #now: () => number;
   /** Index of the next upstream to try. */
   #cursor = 0;
+  /** The upstream picked last, undefined before the first pick (what a changed set continues after). */
+  #lastPicked: Upstream | undefined = undefined;
 
-  constructor(upstreams: readonly Upstream[], options: StrategyOptions) {
+  /** @param previous the strategy this one replaces: its position carries over (see the file comment) */
+  constructor(upstreams: readonly Upstream[], options: StrategyOptions, previous?: Balancer) {
     this.#upstreams = upstreams;
     this.#now = options.now;
+    if (previous instanceof RoundRobinBalancer) this.#adopt(previous);
+  }
+
+  #adopt(previous: RoundRobinBalancer): void {
+    const places = placesOf(this.#upstreams);
+    const lastPlace = previous.#lastPicked === undefined ? undefined : places.get(previous.#lastPicked);
+    if (lastPlace !== undefined) {
+      this.#lastPicked = previous.#lastPicked;
+      this.#cursor = (lastPlace + 1) % this.#upstreams.length;
+    } else {
+      this.#cursor = firstStayingPlace(previous.#upstreams, previous.#cursor, places) ?? 0;
+    }
   }
 
   pick(context: PickContext): Upstream | undefined {
@@ -44,6 +65,7 @@ export class RoundRobinBalancer implements Balancer {
       const upstream = this.#upstreams[index]!;
       if (isAvailable(upstream)) {
         this.#cursor = (index + 1) % count;
+        this.#lastPicked = upstream;
         return upstream;
       }
     }

@@ -36,10 +36,18 @@ export class RouteBalancer implements Balancer {
 
   /**
    * @param upstreams every upstream of the route, config order
-   * @param build the strategy constructor, called once for the primaries and once for the backups
+   * @param build the strategy constructor, called once for the primaries and once for the backups,
+   *   with the strategy of the same tier in `previous` (undefined without one)
    * @param now the clock (ms) availability is judged by
+   * @param previous the balancer this one replaces when the route's set changed under traffic
    */
-  constructor(name: string, upstreams: readonly Upstream[], build: (upstreams: readonly Upstream[]) => Balancer, now: () => number = Date.now) {
+  constructor(
+    name: string,
+    upstreams: readonly Upstream[],
+    build: (upstreams: readonly Upstream[], previous: Balancer | undefined) => Balancer,
+    now: () => number = Date.now,
+    previous?: RouteBalancer,
+  ) {
     this.#now = now;
     this.name = name;
     this.upstreams = upstreams;
@@ -49,8 +57,8 @@ export class RouteBalancer implements Balancer {
       upstream.onWeightLowered = (lowered) => this.#degraded.add(lowered);
       if (upstream.effectiveWeight < upstream.config.weight) this.#degraded.add(upstream);
     }
-    this.#primary = build(primaries);
-    this.#backup = build(backups);
+    this.#primary = build(primaries, previous === undefined ? undefined : previous.#primary);
+    this.#backup = build(backups, previous === undefined ? undefined : previous.#backup);
     this.#placeInStrategy = upstreams.map((upstream) =>
       upstream.config.isBackup ? backups.indexOf(upstream) : primaries.indexOf(upstream),
     );

@@ -36,6 +36,13 @@
  * the first one and it is picked — exactly what nginx's loop does (`best == NULL` takes the first
  * peer), and the effective weights have climbed back by the next pick.
  *
+ * A changing set (DNS discovery, the registry): the new balancer takes over `previous`'s current
+ * weights for the upstreams that stay; new ones start at cw 0, as a new peer does in nginx's `zone`.
+ * Σ cw is then no longer 0 when a member with a nonzero cw left, but the offset only shifts the
+ * first picks: each member still gains its effective weight per pick and pays `total` when picked,
+ * so the shares per cycle stay exact from then on (test/upstream/balancer/changing-set.test.ts
+ * traces one change row by row).
+ *
  * Properties: exact shares per cycle, the most even interleaving (no upstream waits longer than
  * needed), deterministic. O(n) per pick (every upstream's cw changes), so it is the one weighted
  * round robin to avoid with thousands of upstreams; n numbers of state, independent of weight size.
@@ -50,6 +57,7 @@
 import type { Balancer, PickContext, StrategyOptions } from './balancer.js';
 import { availableFor } from './balancer.js';
 import type { Upstream } from '../upstream.js';
+import { placesOf } from './carried-position.js';
 
 export class SmoothWeightedRoundRobinBalancer implements Balancer {
   readonly name = 'smooth-weighted-round-robin';
@@ -58,10 +66,21 @@ export class SmoothWeightedRoundRobinBalancer implements Balancer {
   /** Current weight per upstream (can be negative; Float64 holds Σweights up to 10^10 exactly). */
   readonly #currentWeights: Float64Array;
 
-  constructor(upstreams: readonly Upstream[], options: StrategyOptions) {
+  /** @param previous the strategy this one replaces: its upstreams that stay keep their cw */
+  constructor(upstreams: readonly Upstream[], options: StrategyOptions, previous?: Balancer) {
     this.#upstreams = upstreams;
     this.#now = options.now;
     this.#currentWeights = new Float64Array(upstreams.length);
+    if (previous instanceof SmoothWeightedRoundRobinBalancer) this.#adopt(previous);
+  }
+
+  /** Copies the current weight of every upstream of `previous` that is in this one too. */
+  #adopt(previous: SmoothWeightedRoundRobinBalancer): void {
+    const places = placesOf(this.#upstreams);
+    previous.#upstreams.forEach((upstream, i) => {
+      const place = places.get(upstream);
+      if (place !== undefined) this.#currentWeights[place] = previous.#currentWeights[i]!;
+    });
   }
 
   pick(context: PickContext): Upstream | undefined {

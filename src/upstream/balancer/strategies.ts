@@ -21,8 +21,12 @@ import type { Upstream } from '../upstream.js';
 
 export { hashKeyFor } from './hash-key.js';
 
-/** A strategy class: built over a fixed list of upstreams. */
-export type StrategyConstructor = new (upstreams: readonly Upstream[], options: StrategyOptions) => Balancer;
+/**
+ * A strategy class: built over a fixed list of upstreams. `previous` is the strategy it replaces
+ * when the set changed under traffic (discovery, registry): one of the same class takes over its
+ * private state for the upstreams that stay (see each strategy's `adopt` rule); any other is ignored.
+ */
+export type StrategyConstructor = new (upstreams: readonly Upstream[], options: StrategyOptions, previous?: Balancer) => Balancer;
 
 /** Every strategy of SPEC 3, by its config name. */
 export const STRATEGIES: Readonly<Record<StrategyName, StrategyConstructor>> = {
@@ -53,9 +57,11 @@ export interface BalancerDeps {
  * @param route the route's config (strategy, hash, virtual_nodes)
  * @param upstreams the route's runtime upstreams, in config order (one per `pass` line)
  * @param deps injected `random` (uniform in [0, 1)) and `now` (ms)
+ * @param previous the route's balancer before its upstream set changed: its strategies' state is
+ *   taken over for the upstreams that stay (primaries from its primaries, backups from its backups)
  * @returns a RouteBalancer (a Balancer that also lists its upstreams in config order)
  */
-export function createBalancer(route: RouteConfig, upstreams: readonly Upstream[], deps: BalancerDeps = {}): RouteBalancer {
+export function createBalancer(route: RouteConfig, upstreams: readonly Upstream[], deps: BalancerDeps = {}, previous?: RouteBalancer): RouteBalancer {
   const options: StrategyOptions = {
     random: deps.random ?? Math.random,
     now: deps.now ?? Date.now,
@@ -63,5 +69,5 @@ export function createBalancer(route: RouteConfig, upstreams: readonly Upstream[
     virtualNodes: route.virtualNodes,
   };
   const Strategy = STRATEGIES[route.strategy];
-  return new RouteBalancer(route.strategy, upstreams, (list) => new Strategy(list, options), options.now);
+  return new RouteBalancer(route.strategy, upstreams, (list, previousStrategy) => new Strategy(list, options, previousStrategy), options.now, previous);
 }

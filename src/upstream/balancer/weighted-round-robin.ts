@@ -18,6 +18,10 @@
  *   | 5    | b, 1                  | interval over → a    | a      | a, 1                 |
  *   → a a a b a a a b
  *
+ * A changing set (DNS discovery, the registry): if the upstream whose interval runs stayed, its
+ * interval goes on (`served` kept); if it left, the next upstream of the old order that stayed
+ * starts a fresh interval. The other upstreams wait for their turns as before.
+ *
  * Properties: exact shares over every cycle of Σweights picks; O(1) per pick in the steady state, two
  * integers of state, memory independent of the weights.
  *
@@ -33,6 +37,7 @@
 import type { AvailabilityPredicate, Balancer, PickContext, StrategyOptions } from './balancer.js';
 import { availableFor } from './balancer.js';
 import type { Upstream } from '../upstream.js';
+import { firstStayingPlace, placesOf } from './carried-position.js';
 
 export class WeightedRoundRobinBalancer implements Balancer {
   readonly name = 'weighted-round-robin';
@@ -43,9 +48,24 @@ export class WeightedRoundRobinBalancer implements Balancer {
   /** Picks the cursor's upstream has had in its current interval. */
   #served = 0;
 
-  constructor(upstreams: readonly Upstream[], options: StrategyOptions) {
+  /** @param previous the strategy this one replaces: its running interval carries over (see the file comment) */
+  constructor(upstreams: readonly Upstream[], options: StrategyOptions, previous?: Balancer) {
     this.#upstreams = upstreams;
     this.#now = options.now;
+    if (previous instanceof WeightedRoundRobinBalancer) this.#adopt(previous);
+  }
+
+  #adopt(previous: WeightedRoundRobinBalancer): void {
+    const places = placesOf(this.#upstreams);
+    const running = previous.#upstreams[previous.#cursor];
+    const runningPlace = running === undefined ? undefined : places.get(running);
+    if (runningPlace !== undefined) {
+      this.#cursor = runningPlace;
+      this.#served = previous.#served;
+    } else {
+      this.#cursor = firstStayingPlace(previous.#upstreams, previous.#cursor + 1, places) ?? 0;
+      this.#served = 0;
+    }
   }
 
   pick(context: PickContext): Upstream | undefined {

@@ -15,7 +15,8 @@
  *   eyeballs") tries every address of the name.
  * - An `https://` upstream is probed over TLS with its route's settings, verification included
  *   (src/wire/tls-client.ts), so an upstream whose certificate requests would refuse is DOWN, and
- *   the reason says why: `tls: certificate has expired`.
+ *   the reason says why: `tls: certificate has expired`. A discovered address is checked under its
+ *   line's name (`tlsName`, unless the route sets `tls_server_name`), as requests are.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -90,7 +91,7 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
       agent: false,
       autoSelectFamily: true,
       ...(options.lookup ? { lookup: options.lookup } : {}),
-      ...(isTls && options.tls !== undefined ? tlsConnectOptions(options.tls, upstream.host) : {}),
+      ...(isTls && options.tls !== undefined ? tlsConnectOptions(options.tls, upstream.tlsName ?? upstream.host) : {}),
     };
     const upstreamReq = isTls ? https.request(requestOptions) : http.request(requestOptions);
 

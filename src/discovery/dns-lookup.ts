@@ -130,7 +130,7 @@ export class NodeDnsLookup implements DnsLookup {
 
   #failure(code: string, name: string, type: string): LookupFailure {
     const result = classifyDnsError(code);
-    const what = result === 'timeout' ? `no answer within ${this.#timeoutMs}ms` : RESULT_WORDS[result] ?? code;
+    const what = result === 'timeout' ? `no answer within ${this.#timeoutMs}ms` : (RESULT_WORDS[result] ?? (code === 'EBADRESP' ? 'malformed answer (EBADRESP)' : code));
     return { result, reason: `${what} for ${name} ${type} from ${this.#servers}` };
   }
 }

@@ -20,7 +20,7 @@
 import { isIP } from 'node:net';
 import type { UpstreamDiscovery } from '../config/config.js';
 import type { DiscoveredAddress, LookupResult } from './discovered-line.js';
-import type { AddressAnswer, DnsLookup, FamilyAnswer, LookupFailure, ServiceRecord, TtlAddress } from './dns-lookup.js';
+import { MAX_SRV_TARGETS, type AddressAnswer, type DnsLookup, type FamilyAnswer, type LookupFailure, type ServiceRecord, type TtlAddress } from './dns-lookup.js';
 
 /** The most addresses one line stands for (a huge answer is cut, with a note): HAProxy's `server-template` count is a cap too. */
 export const MAX_LINE_ADDRESSES = 512;
@@ -113,7 +113,7 @@ function serviceAnswer(name: string, answer: Awaited<ReturnType<DnsLookup['resol
 function targetAddresses(record: ServiceRecord, memory: FamilyMemory, ttls: number[], notes: string[], onFailure: (failure: LookupFailure) => void): string[] {
   if (isIP(record.target) !== 0) return [record.target];
   if (record.addresses === undefined) {
-    notes.push(`SRV target ${record.target} was not looked up`);
+    notes.push(`SRV target ${record.target} left out: more than ${MAX_SRV_TARGETS} targets`);
     return [];
   }
   const combined = combineFamilies(record.target, record.addresses, memory);

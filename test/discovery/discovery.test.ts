@@ -126,7 +126,9 @@ describe('Discovery', () => {
     h.lookup.addresses.delete('api.test');
     await h.advance(5_000 + 30_000);
     assert.deepEqual(h.pushes.at(-1)!.lines, [{ lineOrigin: 'http://api.test:8080', upstreams: [] }]);
-    assert.equal(h.logs.filter((line) => line.includes('for 30s, line emptied')).length, 1, `got logs ${JSON.stringify(h.logs)}`);
+    assert.equal(h.logs.filter((line) => line.includes(': 0 addresses')).length, 0, 'the emptying is one log line, not two');
+    assert.ok(h.logs.includes('discovery: route a, api.test: nxdomain: NXDOMAIN; keeping for up to 30s 2 addresses, next lookup in 1s'), `got logs ${JSON.stringify(h.logs)}`);
+    assert.equal(h.logs.filter((line) => line.includes('nxdomain for 30s, line emptied (\u2212127.0.0.2 \u2212127.0.0.3), next lookup in 30s')).length, 1, `got logs ${JSON.stringify(h.logs)}`);
     h.discovery.stop();
   });
 

@@ -16,7 +16,7 @@ import type { SourcePlace } from '../errors.js';
 export interface DiscoveredLine {
   /** `origin` of the `pass` line (`http://api.test:8080`): identifies the line within its route. */
   readonly lineOrigin: string;
-  /** One upstream per address:port of the last good answer, in answer order; empty until one came. */
+  /** One upstream per address:port of the last good answer, sorted (primaries, then address, then port); empty until one came. */
   readonly upstreams: readonly UpstreamConfig[];
 }
 

@@ -18,8 +18,8 @@ import {
   type LookupResult,
 } from './discovered-line.js';
 import { NodeDnsLookup, type DnsLookup } from './dns-lookup.js';
-import { lookupLineAnswer, type FamilyMemory, type LineAnswer } from './line-answer.js';
-import { LineSchedule, type LookupEnd } from './line-schedule.js';
+import { isFailure, lookupLineAnswer, type FamilyMemory, type LineAnswer } from './line-answer.js';
+import { HOLD_NX_MS, LineSchedule, type LookupEnd } from './line-schedule.js';
 
 export interface DiscoveryOptions {
   /** Where each route's new sets go. */
@@ -188,12 +188,14 @@ export class Discovery {
     const next = `next lookup in ${formatDelay(end.nextLookupInMs)}`;
     if (answer.result === 'ok') for (const note of answer.notes) this.#log(`${where}: ${note}`);
     if (end.isEpisodeStart && 'reason' in answer) {
-      this.#log(`${where}: ${answer.result}: ${answer.reason}; keeping ${entry.schedule.addresses.length} addresses, ${next}`);
+      const keeping = isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`;
+      this.#log(`${where}: ${answer.result}: ${answer.reason}; ${keeping} ${entry.schedule.addresses.length} addresses, ${next}`);
     }
-    if (end.isHoldExpired) this.#log(`${where}: ${answer.result} for 30s, line emptied`);
     const members = this.#members(entry);
     if (sameMembers(entry.pushed, members)) return;
-    this.#log(`${where}: ${members.length} addresses (${describeChange(entry.pushed, members)}), ${next}`);
+    const change = describeChange(entry.pushed, members);
+    if (end.isHoldExpired) this.#log(`${where}: ${answer.result} for ${HOLD_NX_MS / 1000}s, line emptied (${change}), ${next}`);
+    else this.#log(`${where}: ${members.length} addresses (${change}), ${next}`);
     this.#push(entry.routeName);
   }
 

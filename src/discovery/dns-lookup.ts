@@ -9,7 +9,7 @@
  * ENOTFOUND → nxdomain, ENODATA → empty, ESERVFAIL → servfail, EREFUSED → refused, ETIMEOUT (or our
  * own guard) → timeout, anything else (EBADRESP for a malformed answer, ECONNREFUSED, …) → error.
  */
-import { Resolver } from 'node:dns/promises';
+import { getServers, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ResolverAddress, ServerConfig } from '../config/config.js';
 import type { LookupResult } from './discovered-line.js';
@@ -44,18 +44,24 @@ export interface ServiceRecord {
   readonly port: number;
   /** The target host name as answered (an IP literal is possible: then `addresses` is undefined). */
   readonly target: string;
-  /** The target's A/AAAA answer; undefined when the target is an IP literal (used as it is). */
+  /** The target's A/AAAA answer; undefined when the target is an IP literal (used as it is) or beyond MAX_SRV_TARGETS. */
   readonly addresses: AddressAnswer | undefined;
 }
 
 /** The SRV answer of one name: `ok` with its records, or how it failed. */
 export type ServiceAnswer = { readonly result: 'ok'; readonly records: readonly ServiceRecord[] } | LookupFailure;
 
+/**
+ * The most distinct SRV targets looked up for one answer (an answer over TCP can carry ~1 500
+ * records); records of the targets beyond it come back with `addresses` undefined and are left out.
+ */
+export const MAX_SRV_TARGETS = 128;
+
 /** What discovery asks DNS. Implementations never reject: every outcome is an answer value. */
 export interface DnsLookup {
   /** A and AAAA of `name`, each with its TTLs. */
   resolveAddresses(name: string): Promise<AddressAnswer>;
-  /** SRV of `name` (`_http._tcp.web.test`), then the A/AAAA of each distinct target, in parallel. */
+  /** SRV of `name` (`_http._tcp.web.test`), then the A/AAAA of each distinct target (at most MAX_SRV_TARGETS), in parallel. */
   resolveService(name: string): Promise<ServiceAnswer>;
 }
 
@@ -77,7 +83,7 @@ export class NodeDnsLookup implements DnsLookup {
   readonly #servers: string;
 
   constructor(server: Pick<ServerConfig, 'resolvers' | 'resolverTimeoutMs'>) {
-    const serverCount = Math.max(1, server.resolvers.length > 0 ? server.resolvers.length : new Resolver().getServers().length);
+    const serverCount = Math.max(1, server.resolvers.length > 0 ? server.resolvers.length : getServers().length);
     this.#timeoutMs = server.resolverTimeoutMs;
     this.#resolver = new Resolver({ timeout: Math.max(1, Math.floor(server.resolverTimeoutMs / serverCount)), tries: 1 });
     if (server.resolvers.length > 0) this.#resolver.setServers(server.resolvers.map(serverString));
@@ -92,7 +98,7 @@ export class NodeDnsLookup implements DnsLookup {
   async resolveService(name: string): Promise<ServiceAnswer> {
     const srv = await this.#bounded(name, 'SRV', () => this.#resolver.resolveSrv(name));
     if ('result' in srv) return srv;
-    const targets = [...new Set(srv.map((record) => record.name).filter((target) => target !== '' && isIP(target) === 0))];
+    const targets = [...new Set(srv.map((record) => record.name).filter((target) => target !== '' && isIP(target) === 0))].slice(0, MAX_SRV_TARGETS);
     const answers = new Map(await Promise.all(targets.map(async (target) => [target, await this.resolveAddresses(target)] as const)));
     const records = srv.map((record) => ({
       priority: record.priority,
@@ -130,7 +136,7 @@ export class NodeDnsLookup implements DnsLookup {
 
   #failure(code: string, name: string, type: string): LookupFailure {
     const result = classifyDnsError(code);
-    const what = result === 'timeout' ? `no answer within ${this.#timeoutMs}ms` : RESULT_WORDS[result] ?? code;
+    const what = result === 'timeout' ? `no answer within ${this.#timeoutMs}ms` : (RESULT_WORDS[result] ?? (code === 'EBADRESP' ? 'malformed answer (EBADRESP)' : code));
     return { result, reason: `${what} for ${name} ${type} from ${this.#servers}` };
   }
 }

@@ -20,7 +20,7 @@
 import { isIP } from 'node:net';
 import type { UpstreamDiscovery } from '../config/config.js';
 import type { DiscoveredAddress, LookupResult } from './discovered-line.js';
-import type { AddressAnswer, DnsLookup, FamilyAnswer, LookupFailure, ServiceRecord, TtlAddress } from './dns-lookup.js';
+import { MAX_SRV_TARGETS, type AddressAnswer, type DnsLookup, type FamilyAnswer, type LookupFailure, type ServiceRecord, type TtlAddress } from './dns-lookup.js';
 
 /** The most addresses one line stands for (a huge answer is cut, with a note): HAProxy's `server-template` count is a cap too. */
 export const MAX_LINE_ADDRESSES = 512;
@@ -28,7 +28,7 @@ export const MAX_LINE_ADDRESSES = 512;
 /** Refresh of an SRV line whose targets gave no TTL (all IP literals), seconds. */
 export const SRV_DEFAULT_TTL_SECONDS = 5;
 
-/** The last good records of each family, per looked-up name (the line's, or each SRV target's). */
+/** The last good records of each family, per looked-up name (the line's, or each SRV target in the latest SRV answer). */
 export type FamilyMemory = Map<string, { v4?: readonly TtlAddress[]; v6?: readonly TtlAddress[] }>;
 
 /** How one lookup of a line ended. */
@@ -69,13 +69,15 @@ export async function lookupLineAnswer(discovery: UpstreamDiscovery, linePort: n
 
 /** The family rules of the file's opening paragraph, for one name. */
 export function combineFamilies(name: string, answer: AddressAnswer, memory: FamilyMemory): { readonly records: readonly TtlAddress[]; readonly ttlSeconds: number } | LookupFailure {
-  const remembered = memory.get(name) ?? {};
   const fresh = { v4: recordsOf(answer.v4), v6: recordsOf(answer.v6) };
   if (fresh.v4 !== undefined || fresh.v6 !== undefined) {
-    memory.set(name, { v4: fresh.v4 ?? (isFailure(answer.v4.result) ? remembered.v4 : undefined), v6: fresh.v6 ?? (isFailure(answer.v6.result) ? remembered.v6 : undefined) });
-    const freshRecords = [...(fresh.v4 ?? []), ...(fresh.v6 ?? [])];
-    const kept = [...(fresh.v4 === undefined && isFailure(answer.v4.result) ? (remembered.v4 ?? []) : []), ...(fresh.v6 === undefined && isFailure(answer.v6.result) ? (remembered.v6 ?? []) : [])];
-    return { records: [...freshRecords, ...kept], ttlSeconds: Math.min(...freshRecords.map((record) => record.ttlSeconds)) };
+    // A family that failed stands for its last good records; one that answered (even "none") for its answer.
+    const remembered = memory.get(name) ?? {};
+    const v4 = fresh.v4 ?? (isFailure(answer.v4.result) ? remembered.v4 : undefined);
+    const v6 = fresh.v6 ?? (isFailure(answer.v6.result) ? remembered.v6 : undefined);
+    memory.set(name, { v4, v6 });
+    const freshTtls = [...(fresh.v4 ?? []), ...(fresh.v6 ?? [])].map((record) => record.ttlSeconds);
+    return { records: [...(v4 ?? []), ...(v6 ?? [])], ttlSeconds: Math.min(...freshTtls) };
   }
   const v4 = answer.v4 as LookupFailure;
   const v6 = answer.v6 as LookupFailure;
@@ -93,6 +95,8 @@ function recordsOf(answer: FamilyAnswer): readonly TtlAddress[] | undefined {
 function serviceAnswer(name: string, answer: Awaited<ReturnType<DnsLookup['resolveService']>>, memory: FamilyMemory): LineAnswer {
   if ('reason' in answer) return answer;
   const usable = answer.records.filter((record) => record.port > 0 && record.target !== '' && record.target !== '.');
+  const targets = new Set(usable.map((record) => record.target));
+  for (const target of memory.keys()) if (!targets.has(target)) memory.delete(target); // targets that left (pods come and go)
   if (usable.length === 0) return { result: 'empty', reason: `no usable SRV record for ${name}` };
   const lowestPriority = Math.min(...usable.map((record) => record.priority));
   const addresses: DiscoveredAddress[] = [];
@@ -113,7 +117,7 @@ function serviceAnswer(name: string, answer: Awaited<ReturnType<DnsLookup['resol
 function targetAddresses(record: ServiceRecord, memory: FamilyMemory, ttls: number[], notes: string[], onFailure: (failure: LookupFailure) => void): string[] {
   if (isIP(record.target) !== 0) return [record.target];
   if (record.addresses === undefined) {
-    notes.push(`SRV target ${record.target} was not looked up`);
+    notes.push(`SRV target ${record.target} left out: more than ${MAX_SRV_TARGETS} targets`);
     return [];
   }
   const combined = combineFamilies(record.target, record.addresses, memory);

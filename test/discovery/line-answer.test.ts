@@ -101,6 +101,22 @@ describe('lookupLineAnswer: service (SRV)', () => {
     assert.equal(got.result === 'ok' && got.notes.some((note) => note.startsWith('SRV target gone.test left out')), true, `got notes ${got.result === 'ok' ? got.notes : ''}`);
   });
 
+  it('leaves out, with a note, a target the lookup did not resolve (beyond MAX_SRV_TARGETS)', async () => {
+    const answer: ServiceAnswer = { result: 'ok', records: [srv(1, 1, 9001, 'a.test', v4(5, '127.0.0.2')), srv(1, 1, 9002, 'z.test')] };
+    const got = await lookupLineAnswer(serviceLine, 80, fakeLookup({}, { '_http._tcp.web.test': answer }), new Map());
+    assert.deepEqual(summary(got), { result: 'ok', addresses: ['127.0.0.2:9001 w1'], ttl: 5 });
+    assert.deepEqual(got.result === 'ok' ? got.notes : [], ['SRV target z.test left out: more than 128 targets']);
+  });
+
+  it('remembers only the targets of the latest SRV answer', async () => {
+    const memory: FamilyMemory = new Map();
+    const first: ServiceAnswer = { result: 'ok', records: [srv(1, 1, 9001, 'a.test', v4(5, '127.0.0.2')), srv(1, 1, 9001, 'b.test', v4(5, '127.0.0.3'))] };
+    const second: ServiceAnswer = { result: 'ok', records: [srv(1, 1, 9001, 'b.test', v4(5, '127.0.0.3'))] };
+    await lookupLineAnswer(serviceLine, 80, fakeLookup({}, { '_http._tcp.web.test': first }), memory);
+    await lookupLineAnswer(serviceLine, 80, fakeLookup({}, { '_http._tcp.web.test': second }), memory);
+    assert.deepEqual([...memory.keys()], ['b.test']);
+  });
+
   it('SRV failures and NXDOMAIN pass through; every target failing is a failure; no usable record is empty', async () => {
     const cases: [ServiceAnswer, string][] = [
       [{ result: 'servfail', reason: 'SERVFAIL' }, 'servfail'],

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import type { DiscoveredAddress } from '../../src/discovery/discovered-line.js';
 import type { LineAnswer } from '../../src/discovery/line-answer.js';
 import { LineSchedule, refreshDelayMs, retryDelayMs, type LookupEnd } from '../../src/discovery/line-schedule.js';
+import { advanceSettled, settle } from '../helpers/discovery-fakes.js';
 import { FakeTimers } from '../helpers/health-fakes.js';
 
 const ok = (ttlSeconds: number, ...hosts: string[]): LineAnswer => ({
@@ -44,21 +45,11 @@ function harness(answers: LineAnswer[], hold = false) {
     },
     onLookupEnd: (end) => ends.push(end),
   });
-  /** Moves the clock timer by timer, letting each lookup's answer land before the next timer. */
-  const advance = async (ms: number) => {
-    const endMs = timers.nowMs + ms;
-    for (;;) {
-      const dueMs = Math.min(...[...timers.pending.values()].map((t) => t.atMs));
-      if (!(dueMs <= endMs)) break;
-      timers.advance(dueMs - timers.nowMs);
-      await flush();
-    }
-    timers.advance(endMs - timers.nowMs);
-  };
+  const advance = (ms: number) => advanceSettled(timers, ms);
   return { timers, schedule, lookupTimes, ends, pending, advance, maxInFlight: () => maxInFlight };
 }
 
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+const flush = settle;
 
 describe('LineSchedule', () => {
   it('clamps the TTL to 1 s .. 1 h (TTL 0 → 1 s, as Consul answers)', () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load-config.js';
 import { RouteTable } from '../../src/upstream/route-table.js';
 import type { UpstreamConfig } from '../../src/config/config.js';
+import { discoveredUpstreamConfig } from '../../src/discovery/discovered-line.js';
 
 const deps = { now: () => 0, random: () => 0, log: () => {} };
 const ini =
@@ -34,4 +35,120 @@ test('a reload keeps registered upstreams and counts kept / added / removed by r
   assert.deepEqual(change, { kept: 2, added: 1, removed: 1 });
   assert.equal(table.routes[0]!.upstreams[1], registered, 'the registered upstream survives the reload with its object');
   assert.notEqual(table.routes[1]!.upstreams[0], table.routes[0]!.upstreams[0], 'route b gets its own object for the same origin');
+});
+
+// ---- discovered upstreams (issue 14 item 2) ------------------------------------------------------
+
+const discoveryIni =
+  '[server]\naccess_log = off\n[proxy.api]\npath = /api\nstrategy = round-robin\n' +
+  'pass = http://127.0.0.9:8080\npass = http://api.test:8080 resolve\npass = http://web.test service=http backup\n' +
+  '[proxy.other]\npath = /other\npass = http://127.0.0.2:8080\n';
+
+/** The members a discovery line of route `api` stands for, one per address (SRV: address:port). */
+function membersOf(table: RouteTable, lineOrigin: string, addresses: readonly string[]): UpstreamConfig[] {
+  const line = table.config.routes[0]!.upstreams.find((upstream) => upstream.origin === lineOrigin)!;
+  return addresses.map((text) => {
+    const [address, port] = text.split(' ') as [string, string | undefined];
+    return discoveredUpstreamConfig(line, { address, port: port === undefined ? line.port : Number(port), srvWeight: 1 });
+  });
+}
+
+const API = 'http://api.test:8080';
+const WEB = 'http://web.test:80';
+
+test('a discovery line is replaced by its addresses, in file order, then the registered ones; the line itself is never an upstream', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  assert.deepEqual(table.routes[0]!.upstreams.map((u) => u.origin), ['http://127.0.0.9:8080'], 'before any answer only the plain line');
+  assert.equal(table.routes[0]!.config.retries, 0, 'got retries counting the discovery lines, want upstreams − 1 = 0');
+  assert.equal(table.setDiscovered('api', [
+    { lineOrigin: WEB, upstreams: membersOf(table, WEB, ['127.0.0.5 9000']) },
+    { lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.3', '127.0.0.4']) },
+  ]), true);
+  const registered = { ...membersOf(table, API, ['127.0.0.6'])[0]!, discoveredFrom: undefined, tlsName: undefined };
+  table.setRegistered('api', [registered]);
+  const route = table.routes[0]!;
+  assert.deepEqual(route.upstreams.map((u) => u.origin), [
+    'http://127.0.0.9:8080', 'http://127.0.0.3:8080', 'http://127.0.0.4:8080', 'http://127.0.0.5:9000', 'http://127.0.0.6:8080',
+  ]);
+  assert.equal(route.config.retries, 4, `got retries ${route.config.retries}, want 5 upstreams − 1 (registered ones counted too)`);
+  assert.equal(route.upstreams[3]!.config.isBackup, true, 'the service= line is a backup line');
+  assert.deepEqual(table.discoveredLines('api').map((line) => line.lineOrigin), [API, WEB], 'in pass-line order');
+});
+
+test('duplicates merge by origin: a plain pass line wins wherever it is written, else the first occurrence', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  table.setDiscovered('api', [
+    { lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.9', '127.0.0.3']) },
+    { lineOrigin: WEB, upstreams: membersOf(table, WEB, ['127.0.0.3 8080']) },
+  ]);
+  const route = table.routes[0]!;
+  assert.deepEqual(route.upstreams.map((u) => u.origin), ['http://127.0.0.9:8080', 'http://127.0.0.3:8080']);
+  assert.equal(route.upstreams[0]!.config.discoveredFrom, undefined, 'got the discovered copy of 127.0.0.9, want the plain line');
+  assert.equal(route.upstreams[1]!.config.discoveredFrom?.lineOrigin, API, 'got the later line for 127.0.0.3, want the first');
+});
+
+test('setDiscovered ignores lines that are not discovery lines of the route and members of another line; unknown route → false', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  const before = table.routes[0]!.upstreams.map((u) => u.origin);
+  table.setDiscovered('api', [
+    { lineOrigin: 'http://127.0.0.9:8080', upstreams: membersOf(table, API, ['127.0.0.3']) },
+    { lineOrigin: WEB, upstreams: membersOf(table, API, ['127.0.0.4']) },
+  ]);
+  const after = table.routes[0]!.upstreams.map((u) => u.origin);
+  assert.deepEqual(after, before, `got ${after.join(', ')}, want only the plain line`);
+  assert.equal(table.setDiscovered('nope', []), false);
+});
+
+test('an address that stays keeps its object (health, ejection, counters) and its place; new ones follow; one that left is drained', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2', '127.0.0.3', '127.0.0.4']) }]);
+  const [, two, three, four] = table.routes[0]!.upstreams;
+  three!.ejectedUntilMs = 10_000;
+  three!.requestsTotal = 7;
+  four!.healthState = 'down';
+  // The next answer drops .2, adds .5 and lists the others rotated (DNS servers rotate answers).
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.5', '127.0.0.4', '127.0.0.3']) }]);
+  const route = table.routes[0]!;
+  assert.deepEqual(route.upstreams.map((u) => u.origin), ['http://127.0.0.9:8080', 'http://127.0.0.3:8080', 'http://127.0.0.4:8080', 'http://127.0.0.5:8080']);
+  assert.equal(route.upstreams[1], three, 'got a new object for .3, want the one that stayed');
+  assert.equal(route.upstreams[1]!.isEjected(5_000), true, 'an ejected address stays ejected across a new answer');
+  assert.equal(route.upstreams[1]!.requestsTotal, 7);
+  assert.equal(route.upstreams[2]!.healthState, 'down', 'DOWN is kept');
+  assert.equal(route.upstreams[3]!.healthState, 'up', 'a new address starts UP');
+  assert.equal(two!.isDraining, true, 'got the leaving object still pickable by requests in flight, want it draining');
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2']) }]);
+  const back = table.routes[0]!.upstreams[1]!;
+  assert.notEqual(back, two, 'an address that comes back later starts fresh');
+  assert.equal(back.isDraining, false);
+});
+
+test('an answer without addresses leaves a route with no upstream: retries 0 and nothing to pick', () => {
+  const ini = '[server]\naccess_log = off\n[proxy.api]\npath = /api\npass = http://api.test:8080 resolve\n';
+  const table = new RouteTable(parseConfig(ini, 'env.ini'), deps);
+  assert.equal(table.routes[0]!.upstreams.length, 0);
+  assert.equal(table.routes[0]!.pick({ clientIp: '127.0.0.1', hashKey: '', tried: new Set() }), undefined);
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2', '127.0.0.3']) }]);
+  assert.equal(table.routes[0]!.config.retries, 1);
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: [] }]);
+  assert.equal(table.routes[0]!.upstreams.length, 0, 'an empty line empties the route');
+});
+
+test('a written retries is not recounted', () => {
+  const ini = '[server]\naccess_log = off\n[proxy.api]\npath = /api\nretries = 5\npass = http://api.test:8080 resolve\n';
+  const table = new RouteTable(parseConfig(ini, 'env.ini'), deps);
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2']) }]);
+  assert.equal(table.routes[0]!.config.retries, 5);
+});
+
+test('a reload keeps the discovered lines that are still discovery lines and drops the others', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  table.setDiscovered('api', [
+    { lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.3']) },
+    { lineOrigin: WEB, upstreams: membersOf(table, WEB, ['127.0.0.5 9000']) },
+  ]);
+  const kept = table.routes[0]!.upstreams[1];
+  table.reload(parseConfig(discoveryIni.replace(' service=http backup', ''), 'env.ini'));
+  assert.deepEqual(table.routes[0]!.upstreams.map((u) => u.origin), ['http://127.0.0.9:8080', 'http://127.0.0.3:8080', 'http://web.test:80']);
+  assert.equal(table.routes[0]!.upstreams[1], kept, 'the discovered address keeps its object across the reload');
+  assert.deepEqual(table.discoveredLines('api').map((line) => line.lineOrigin), [API]);
 });

@@ -124,6 +124,29 @@ describe('ConnectionPool over TLS', () => {
     assert.equal(pool.acquireIdle('localhost', upstream.port, settings('first')), connection, 'want it back with the same identity');
   });
 
+  it('a discovered address is verified under its line name (tlsName), sent as SNI, and each name has its own connections', async () => {
+    const { upstream, pool } = await setUp('wildcard');
+    const tlsSettings = settings('discovered');
+    const first = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, tls: tlsSettings, tlsName: 'a.wild.test' });
+    assert.equal(await get(first, '/'), 'wildcard /');
+    pool.release(first);
+    assert.equal(pool.acquireIdle('127.0.0.1', upstream.port, tlsSettings, 'b.wild.test'), undefined, 'got the connection of another name on the same address');
+    assert.equal(pool.acquireIdle('127.0.0.1', upstream.port, tlsSettings), undefined, 'got a connection verified under a name for the bare address');
+    const second = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, tls: tlsSettings, tlsName: 'b.wild.test' });
+    assert.equal(await get(second, '/'), 'wildcard /');
+    pool.release(second);
+    assert.equal(pool.acquireIdle('127.0.0.1', upstream.port, tlsSettings, 'a.wild.test'), first, 'want the first name its own connection back');
+    assert.deepEqual(upstream.connections.map((c) => c.servername), ['a.wild.test', 'b.wild.test']);
+    assert.deepEqual(upstream.connections.map((c) => c.isResumed), [false, false], 'got a session of one name resumed under another');
+    await assert.rejects(pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, tls: tlsSettings }), UpstreamTlsError, 'the bare address is not in the certificate');
+    const pinned = settings('pinned', { serverName: 'wild.test' });
+    const third = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, tls: pinned, tlsName: 'a.wild.test' });
+    assert.equal(await get(third, '/'), 'wildcard /'); // the server has seen the handshake by now
+    const names = upstream.connections.map((c) => c.servername);
+    assert.equal(names.at(-1), 'wild.test', `got SNI ${names.join(', ')}, want tls_server_name to win over the line name`);
+    pool.destroy(third);
+  });
+
   for (const version of ['TLSv1.3', 'TLSv1.2'] as const) {
     it(`resumes the last ${version} session on a new connection`, async () => {
       const { upstream, pool } = await setUp('localhost', { maxVersion: version });

@@ -129,6 +129,28 @@ describe('ConnectionPool', () => {
     return { upstream, pool };
   }
 
+  it('retire closes the idle connections of an address at once and a busy one when it is released', async () => {
+    const { upstream, pool } = await setUp();
+    const idle = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    const busy = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isNewRequired: true });
+    await roundTrip(idle, 'GET', '/idle');
+    pool.release(idle);
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    pool.retire('127.0.0.1', upstream.port);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 0 }, 'got the idle connection kept, want it closed now');
+    await once(upstream.connections[0]!, 'close');
+    const { body } = await roundTrip(busy, 'GET', '/busy');
+    assert.match(body, /^GET \/busy/, 'the exchange in flight finishes on its connection');
+    pool.release(busy);
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got the busy connection pooled after its exchange, want it closed');
+    await once(upstream.connections[1]!, 'close');
+    const fresh = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
+    assert.equal(fresh.wasReused, false, 'an address that comes back starts with new connections');
+    await roundTrip(fresh, 'GET', '/again');
+    pool.release(fresh);
+    assert.equal(pool.stats().idle, 1, 'a connection made after the retire is pooled as usual');
+  });
+
   it('reuses one socket for sequential requests and says so', async () => {
     const { upstream, pool } = await setUp();
     const seen: { body: string; wasReused: boolean }[] = [];

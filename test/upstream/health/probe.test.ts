@@ -1,11 +1,15 @@
 /**
  * The health probe against real sockets on port 0 (SPEC 4): status verdicts, refused connections,
  * a server that never answers (aborted at health_timeout), a huge body (capped, socket closed),
- * `localhost` on either address family, and abort.
+ * `localhost` on either address family, and abort; over TLS, a discovered address checked under
+ * its line name.
  */
 import assert from 'node:assert/strict';
 import dns from 'node:dns/promises';
 import http from 'node:http';
+import https from 'node:https';
+import tls from 'node:tls';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
@@ -233,5 +237,25 @@ describe('isHealthyStatus / summarizeProbeError', () => {
       const got = summarizeProbeError(error, isConnected);
       assert.equal(got, want, `got ${got}, want ${want}`);
     }
+  });
+});
+
+describe('probe over TLS of a discovered address', () => {
+  it('verifies the certificate against the line name (tlsName) and sends it as SNI, not the address', async () => {
+    const pem = (name: string): Buffer => readFileSync(new URL(`../../fixtures/tls/${name}`, import.meta.url));
+    const names: (string | false)[] = [];
+    const server = https.createServer({ cert: pem('wildcard.pem'), key: pem('wildcard.key') }, (_req, res) => res.end());
+    server.on('secureConnection', (socket: tls.TLSSocket & { servername?: string | false }) => names.push(socket.servername ?? false));
+    server.on('tlsClientError', () => {});
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const settings = { identity: 't', secureContext: tls.createSecureContext({ ca: pem('ca.pem') }), serverName: undefined, isVerified: true };
+    const address = upstreamConfig({ port, scheme: 'https', origin: `https://127.0.0.1:${port}`, hostHeader: 'api.wild.test' });
+    const discovered = await probe({ ...address, tlsName: 'api.wild.test' }, check(), { timeoutMs: 2000, tls: settings });
+    assert.equal(discovered.ok, true, `got ${discovered.error}, want the probe verified under api.wild.test`);
+    assert.deepEqual(names, ['api.wild.test']);
+    const bare = await probe(address, check(), { timeoutMs: 2000, tls: settings });
+    assert.match(bare.error ?? '', /^tls: /, `got ${bare.error}, want the bare address refused (not in the certificate)`);
   });
 });

@@ -343,9 +343,12 @@ export class ProxyServer implements DiscoveryTarget {
         tlsMinVersion: 0,
         redirectHttps: 0,
         hstsMaxAgeSeconds: 0,
+        // DNS discovery (src/cli/discovery-runner.ts) is reloaded with the same config and asks the new servers.
+        resolvers: 0,
+        resolverTimeoutMs: 0,
       });
     if (restartOnly(before.server) !== restartOnly(config.server)) {
-      warnings.push('[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https and hsts take effect only after a restart');
+      warnings.push('[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart');
     }
     if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');

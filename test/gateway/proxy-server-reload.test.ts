@@ -23,7 +23,7 @@ test('reload keeps the runtime state of unchanged upstreams and warns only about
 
   const restart = proxy.reload(parseConfig(`[server]\naccess_log = off\nheader_timeout = 3s\n[admin]\nlisten = 127.0.0.1:9090\n[proxy.a]\npath = /a\npass = http://127.0.0.1:9001\n`, 'env.ini'));
   assert.deepEqual(restart.warnings, [
-    '[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https and hsts take effect only after a restart',
+    '[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart',
     '[admin] changes take effect only after a restart',
   ]);
 });

@@ -2,7 +2,7 @@
  * DNS discovery in one process (`workers = 1`, SPEC 7), as users run it (`node dist/main.js` from a
  * private build) with the test DNS responder on loopback: a name that does not resolve at start-up
  * is not fatal (503 until it resolves, then 200 from the address); SIGHUP with a second discovery
- * line starts its lookups; SIGTERM exits 0 at once (discovery keeps nothing alive). And `simulate`
+ * line and a new `resolver_timeout` starts its lookups without a restart warning; SIGTERM exits 0 at once (discovery keeps nothing alive). And `simulate`
  * on a discovery route prints the addresses of one lookup and exits.
  */
 import { test, before, after } from 'node:test';
@@ -30,8 +30,8 @@ async function addressBackend(host: string, port: number): Promise<http.Server> 
   return server;
 }
 
-const configText = (proxyPort: number, dnsPort: number, passLines: readonly string[]): string =>
-  ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', `resolver = 127.0.0.1:${dnsPort}`, 'resolver_timeout = 500ms', '[proxy.api]', 'path = /', ...passLines.map((line) => `pass = ${line}`), ''].join('\n');
+const configText = (proxyPort: number, dnsPort: number, passLines: readonly string[], resolverTimeout = '500ms'): string =>
+  ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', `resolver = 127.0.0.1:${dnsPort}`, `resolver_timeout = ${resolverTimeout}`, '[proxy.api]', 'path = /', ...passLines.map((line) => `pass = ${line}`), ''].join('\n');
 
 test('one process: 503 while the name does not resolve, 200 once it does; SIGHUP adds a line; SIGTERM exits 0 at once', { timeout: 30_000 }, async () => {
   const dns = await startDnsResponder();
@@ -58,9 +58,11 @@ test('one process: 503 while the name does not resolve, 200 once it does; SIGHUP
     });
     assert.equal(served.body, '127.0.0.2');
 
-    writeFileSync(file, configText(proxyPort, dns.port, [`http://api.test:${port} resolve`, `http://more.test:${port} resolve`]));
+    // A second line and a new resolver_timeout: both apply at the reload (no "only after a restart").
+    writeFileSync(file, configText(proxyPort, dns.port, [`http://api.test:${port} resolve`, `http://more.test:${port} resolve`], '700ms'));
     process.kill(cli.pid, 'SIGHUP');
     await cli.line(/reloaded /);
+    assert.doesNotMatch(cli.stderr(), /only after a restart/, 'got a restart warning for resolver_timeout, which a reload applies');
     await waitFor('a question for more.test', async () => (dns.count('more.test', 'A') > 0 ? true : undefined));
 
     const stoppingAt = Date.now();

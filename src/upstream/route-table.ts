@@ -24,6 +24,7 @@
  * list reshuffled at every TTL would make round robin's turns uneven). nginx (`zone` + `resolve`)
  * and HAProxy (`server-template` slots) keep a surviving address in its place the same way.
  */
+import { isIP } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { Upstream } from './upstream.js';
 import { Route, type RuntimeDeps } from './route.js';
@@ -95,8 +96,12 @@ export class RouteTable {
    */
   discoveredLines(routeName: string): readonly DiscoveredLine[] {
     const lines = this.#discovered.get(routeName);
-    if (lines === undefined) return [];
-    return [...lines].map(([lineOrigin, upstreams]) => ({ lineOrigin, upstreams }));
+    const routeConfig = this.#config.routes.find((candidate) => candidate.name === routeName);
+    if (lines === undefined || routeConfig === undefined) return [];
+    return routeConfig.upstreams.flatMap((passLine) => {
+      const upstreams = lines.get(passLine.origin);
+      return passLine.discovery === undefined || upstreams === undefined ? [] : [{ lineOrigin: passLine.origin, upstreams }];
+    });
   }
 
   /**
@@ -105,7 +110,7 @@ export class RouteTable {
    * their objects. Upstream objects of addresses that stay are kept (see the file comment), and the
    * new balancer takes over the old one's state for them (round-robin position, smooth weighted
    * round robin's current weights). An entry whose `lineOrigin` is not a discovery line of the
-   * route is ignored, and so is a member whose `discoveredFrom.lineOrigin` is not its entry's.
+   * route is ignored, and so is a member that is not an address of that line (see `isMemberOf`).
    * Returns false (and changes nothing) when no route of that name is in force.
    */
   setDiscovered(routeName: string, lines: readonly DiscoveredLine[]): boolean {
@@ -113,8 +118,9 @@ export class RouteTable {
     if (routeConfig === undefined) return false;
     const kept = this.#discovered.get(routeName) ?? new Map<string, readonly UpstreamConfig[]>();
     for (const line of lines) {
-      if (!routeConfig.upstreams.some((passLine) => passLine.discovery !== undefined && passLine.origin === line.lineOrigin)) continue;
-      const members = line.upstreams.filter((member) => member.discoveredFrom?.lineOrigin === line.lineOrigin);
+      const passLine = routeConfig.upstreams.find((candidate) => candidate.discovery !== undefined && candidate.origin === line.lineOrigin);
+      if (passLine === undefined) continue;
+      const members = line.upstreams.filter((member) => isMemberOf(passLine, member));
       kept.set(line.lineOrigin, inStableOrder(kept.get(line.lineOrigin) ?? [], members));
     }
     this.#discovered.set(routeName, kept);
@@ -214,6 +220,23 @@ export class RouteTable {
     const retries = routeConfig.isRetriesDefault ? Math.max(0, upstreams.length - 1) : routeConfig.retries;
     return { ...routeConfig, upstreams, retries };
   }
+}
+
+/**
+ * True when `member` can stand for discovery line `passLine`: it says it came from that line, has
+ * the line's scheme, and its host is an IP address with a port in 1..65535. A DNS answer decides
+ * where traffic goes, so nothing else gets in: not a host name (which a connect would look up in
+ * the system's resolver and `/etc/hosts`), not another scheme.
+ */
+function isMemberOf(passLine: UpstreamConfig, member: UpstreamConfig): boolean {
+  return (
+    member.discoveredFrom?.lineOrigin === passLine.origin &&
+    member.scheme === passLine.scheme &&
+    isIP(member.host) !== 0 &&
+    Number.isInteger(member.port) &&
+    member.port >= 1 &&
+    member.port <= 65535
+  );
 }
 
 /**

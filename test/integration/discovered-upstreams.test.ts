@@ -4,13 +4,18 @@
  * sets handed to `ProxyServer.setDiscoveredUpstreams` directly (no DNS here; src/discovery does the
  * lookups). Round robin over three addresses, a change that moves traffic at once while a slow
  * request on the leaving address finishes and its pooled connection then closes, SRV-like backups
- * that serve only when the primaries are down, and SRV weights 3:1 under weighted round robin.
+ * that serve only when the primaries are down, SRV weights 3:1 under weighted round robin, and an
+ * `https://` address verified under its line's name.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
+import type tls from 'node:tls';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { discoveredUpstreamConfig, type DiscoveredLine } from '../../src/discovery/discovered-line.js';
 import type { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { request, startTestProxy } from '../helpers/proxy-harness.js';
@@ -157,4 +162,25 @@ test('SRV weights 3:1 under weighted round robin over discovered members', async
   s.proxy.setDiscoveredUpstreams('api', line(s.proxy, s.port, [{ address: '127.0.0.2', srvWeight: 3 }, { address: '127.0.0.3', srvWeight: 1 }]));
   const spread = tally(await bodies(s.proxyPort, 40));
   assert.deepEqual(spread, { '127.0.0.2': 30, '127.0.0.3': 10 }, `got ${JSON.stringify(spread)}, want 30/10`);
+});
+
+test('an https:// discovered address is reached with SNI and verification under its line name, not the address', async (t) => {
+  const fixtures = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
+  const names: (string | false)[] = [];
+  const server = https.createServer({ cert: readFileSync(`${fixtures}wildcard.pem`), key: readFileSync(`${fixtures}wildcard.key`) }, (_req, res) => res.end('wild'));
+  server.on('secureConnection', (socket: tls.TLSSocket & { servername?: string | false }) => names.push(socket.servername ?? false));
+  server.on('tlsClientError', () => {});
+  server.listen(0, '127.0.0.2');
+  await once(server, 'listening');
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  const running = await startTestProxy(`[server]\naccess_log = off\n[proxy.api]\npath = /\ntls_ca = ${fixtures}ca.pem\npass = https://api.wild.test:${port} resolve\n`, { deps: { log: () => {} } });
+  t.after(() => running.close());
+  running.proxy.setDiscoveredUpstreams('api', line(running.proxy, port, [{ address: '127.0.0.2' }]));
+  const response = await request(running.port, { path: '/' });
+  assert.equal(response.status, 200, `got ${response.status} ${response.body}, want 200 (the wildcard certificate names api.wild.test, not 127.0.0.2)`);
+  assert.deepEqual(names, ['api.wild.test'], `got SNI ${names.join(', ')}`);
 });

@@ -87,13 +87,22 @@ test('duplicates merge by origin: a plain pass line wins wherever it is written,
   assert.equal(route.upstreams[1]!.config.discoveredFrom?.lineOrigin, API, 'got the later line for 127.0.0.3, want the first');
 });
 
-test('setDiscovered ignores lines that are not discovery lines of the route and members of another line; unknown route → false', () => {
+test('setDiscovered ignores lines that are not discovery lines of the route, members of another line, and members that are no address of the line; unknown route → false', () => {
   const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
   const before = table.routes[0]!.upstreams.map((u) => u.origin);
   table.setDiscovered('api', [
     { lineOrigin: 'http://127.0.0.9:8080', upstreams: membersOf(table, API, ['127.0.0.3']) },
     { lineOrigin: WEB, upstreams: membersOf(table, API, ['127.0.0.4']) },
   ]);
+  const [member] = membersOf(table, API, ['127.0.0.4']);
+  table.setDiscovered('api', [{
+    lineOrigin: API,
+    upstreams: [
+      { ...member!, host: 'evil.test', origin: 'http://evil.test:8080' },
+      { ...member!, scheme: 'https', origin: 'https://127.0.0.4:8080' },
+      { ...member!, port: 0, origin: 'http://127.0.0.4:0' },
+    ],
+  }]);
   const after = table.routes[0]!.upstreams.map((u) => u.origin);
   assert.deepEqual(after, before, `got ${after.join(', ')}, want only the plain line`);
   assert.equal(table.setDiscovered('nope', []), false);

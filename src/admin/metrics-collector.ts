@@ -11,7 +11,7 @@
 import type { AccessLogRecord } from '../gateway/access-log.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import { droppedLogLines } from '../log/process-log.js';
-import { upstreamAddress } from './status-snapshot.js';
+import { upstreamAddress } from '../upstream/upstream.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'

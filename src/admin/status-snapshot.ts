@@ -251,7 +251,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
       const probe = upstream.lastProbe;
       return {
         origin: upstream.origin,
-        address: upstreamAddress(upstream.config),
+        address: upstream.address,
         state: stateLabel(upstream.config.isDown, upstream.isDraining, upstream.healthState, isEjected),
         isBackup: upstream.config.isBackup,
         isDown: upstream.config.isDown,
@@ -328,15 +328,6 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
   };
 }
 
-/**
- * `host:port` naming an upstream on `/status` and in `/metrics`: the `pass` URL's authority for a
- * configured upstream (`localhost:9001`), the address for a discovered one (`10.0.0.7:8080`,
- * `[fd00::7]:8080`), whose `hostHeader` is its line's name and the same for all of the line's addresses.
- */
-export function upstreamAddress(config: UpstreamConfig): string {
-  if (config.discoveredFrom === undefined) return config.hostHeader;
-  return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-}
 
 function discoveredFromOf(source: UpstreamConfig['discoveredFrom']): UpstreamStatus['discoveredFrom'] {
   if (source === undefined) return null;

@@ -87,8 +87,8 @@ export class Discovery {
 
   /**
    * Follows `config` from now on: a line whose route name, pass origin and discovery (kind + name)
-   * stay keeps its schedule and last answer (no extra query), and is re-pushed at once when its
-   * flags (weight, backup, down) changed the member configs; new lines are looked up at once;
+   * stay keeps its schedule and last answer (no extra query), and is re-pushed at once when
+   * anything else of the line changed (flags, path, its place in the file); new lines are looked up at once;
    * removed lines stop. New `resolver` / `resolver_timeout` apply from the next lookup.
    */
   reload(config: Config): void {
@@ -96,13 +96,14 @@ export class Discovery {
     if (!sameResolverSettings(this.#server, config.server)) this.#lookup = this.#makeLookup(config.server);
     this.#server = config.server;
     const previous = this.#entries;
+    const previousLines = new Map([...previous].map(([key, entry]) => [key, entry.line]));
     this.#entries = this.#entriesOf(config, previous);
     for (const [key, entry] of previous) if (!this.#entries.has(key)) entry.schedule.stop();
     const routesToPush = new Set<string>();
     for (const [key, entry] of this.#entries) {
       if (!previous.has(key)) {
         if (this.#isStarted) entry.schedule.start();
-      } else if (!sameMembers(entry.pushed, this.#members(entry))) {
+      } else if (!sameMembers(entry.pushed, this.#members(entry)) || !isSameLine(previousLines.get(key)!, entry.line)) {
         routesToPush.add(entry.routeName);
       }
     }
@@ -246,6 +247,11 @@ function sameResolverSettings(a: ServerConfig, b: ServerConfig): boolean {
     a.resolvers.length === b.resolvers.length &&
     a.resolvers.every((resolver, i) => resolver.host === b.resolvers[i]!.host && resolver.port === b.resolvers[i]!.port)
   );
+}
+
+/** True when two configs of one pass line say the same (members made from them would be equal). */
+function isSameLine(a: UpstreamConfig, b: UpstreamConfig): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** Same member set: origin, weight, backup and down of each, in order. */

@@ -256,7 +256,7 @@ async function proxyRequest(
     if (upstream === undefined) break;
     const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt, { nowMs: context.now(), tried }) : undefined;
     tried.add(upstream);
-    const attemptLog: AttemptLog = { upstream: upstream.config.hostHeader };
+    const attemptLog: AttemptLog = { upstream: upstream.address };
     facts.attempts.push(attemptLog);
 
     const endActiveRequest = upstream.beginRequest();

@@ -40,6 +40,8 @@ export class Upstream {
   // identity
   /** Replaced only by `reconfigure` (reload keeps the runtime state of an unchanged address). */
   config: UpstreamConfig;
+  /** `host:port` of this upstream for logs, status and metrics (`upstreamAddress`); fixed with the origin. */
+  readonly address: string;
   /** Name of the route this upstream belongs to, for logs. */
   readonly routeName: string;
 
@@ -86,6 +88,7 @@ export class Upstream {
   constructor(config: UpstreamConfig, routeName: string) {
     this.config = config;
     this.routeName = routeName;
+    this.address = upstreamAddress(config);
     this.#effectiveWeight = config.weight;
   }
 
@@ -227,4 +230,14 @@ export class Upstream {
     this.failureWindowEndMs = 0;
     this.ejectedUntilMs = 0;
   }
+}
+
+/**
+ * `host:port` naming an upstream in the access log, on `/status` and in `/metrics`: the `pass` URL's authority for a
+ * configured upstream (`localhost:9001`), the address for a discovered one (`10.0.0.7:8080`,
+ * `[fd00::7]:8080`), whose `hostHeader` is its line's name and the same for all of the line's addresses.
+ */
+export function upstreamAddress(config: UpstreamConfig): string {
+  if (config.discoveredFrom === undefined) return config.hostHeader;
+  return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
 }

@@ -162,6 +162,20 @@ describe('Discovery', () => {
     assert.equal(h.timers.pending.size, 0, 'stop() clears every timer');
   });
 
+  it('reload: a line that only moved in the file is re-pushed with its new place, without a query', async () => {
+    const text = `[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`;
+    const h = harness(text);
+    h.discovery.start();
+    await h.advance(0);
+    const asked = h.lookup.asked.length;
+    const pushes = h.pushes.length;
+    h.discovery.reload(config(`# a comment\n${text}`));
+    assert.equal(h.pushes.length, pushes + 1, 'got no push for a moved line, want one');
+    assert.deepEqual(h.discovery.lines.map((line) => line.place.line), [4]);
+    assert.equal(h.lookup.asked.length, asked, 'no query for a moved line');
+    h.discovery.stop();
+  });
+
   it('a removed line whose lookup was running is ignored when it ends', async () => {
     const h = harness(`[proxy.a]\npath=/a\npass = http://slow.test:8080 resolve\n`);
     let answer: (value: AddressAnswer) => void = () => {};

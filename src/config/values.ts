@@ -196,6 +196,18 @@ export function isHostName(text: string): boolean {
   return labels.every((label) => /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(label));
 }
 
+// ---- comma-separated lists -------------------------------------------------------------------------
+
+/** The items of a comma-separated value, trimmed, each with its offset in `text` (for the error's column). */
+function commaItems(text: string): { readonly item: string; readonly offset: number }[] {
+  let itemStart = 0;
+  return text.split(',').map((rawItem) => {
+    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
+    itemStart += rawItem.length + 1;
+    return { item: rawItem.trim(), offset };
+  });
+}
+
 // ---- resolver lists ---------------------------------------------------------------------------
 
 const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353';
@@ -210,16 +222,10 @@ const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.
  * @throws InvalidValueError pointing at the bad item: empty, not an IP address, bad port.
  */
 export function parseResolverList(text: string): ResolverAddress[] {
-  const servers: ResolverAddress[] = [];
-  let itemStart = 0;
-  for (const rawItem of text.split(',')) {
-    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
-    itemStart += rawItem.length + 1;
-    const item = rawItem.trim();
+  return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
-    servers.push(parseResolverAddress(item, offset));
-  }
-  return servers;
+    return parseResolverAddress(item, offset);
+  });
 }
 
 function parseResolverAddress(item: string, offset: number): ResolverAddress {
@@ -260,16 +266,10 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
  */
 export function parseCidrList(text: string): Cidr[] {
   if (text.trim() === '') return [];
-  const networks: Cidr[] = [];
-  let itemStart = 0;
-  for (const rawItem of text.split(',')) {
-    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
-    itemStart += rawItem.length + 1;
-    const item = rawItem.trim();
+  return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in address list', CIDR_HINT, offset);
-    networks.push(parseCidr(item, offset));
-  }
-  return networks;
+    return parseCidr(item, offset);
+  });
 }
 
 function parseCidr(item: string, offset: number): Cidr {
@@ -338,21 +338,15 @@ const STATUS_HINT = 'expected statuses or ranges from 100 to 599, e.g. 200-399 o
  * @throws InvalidValueError pointing at the bad item.
  */
 export function parseStatusRanges(text: string): StatusRange[] {
-  const ranges: StatusRange[] = [];
-  let itemStart = 0;
-  for (const rawItem of text.split(',')) {
-    const offset = itemStart + (rawItem.length - rawItem.trimStart().length);
-    itemStart += rawItem.length + 1;
-    const item = rawItem.trim();
+  return commaItems(text).map(({ item, offset }) => {
     const match = /^(\d{3})(?:-(\d{3}))?$/.exec(item);
     const from = Number(match?.[1]);
     const to = Number(match?.[2] ?? match?.[1]);
     if (match === null || !(from >= 100 && to <= 599 && from <= to)) {
       throw new InvalidValueError(`invalid status range '${item}'`, STATUS_HINT, offset);
     }
-    ranges.push({ from, to });
-  }
-  return ranges;
+    return { from, to };
+  });
 }
 
 // ---- formatting back, for --check ------------------------------------------------------------------

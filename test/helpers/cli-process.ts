@@ -47,6 +47,16 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
 }
 
+/** A backend on `host:port` (port 0: a free one) that answers each request with its own local address, e.g. `127.0.0.2`. */
+export async function addressBackend(host: string, port: number): Promise<http.Server> {
+  const server = http.createServer((req, res) => res.end(req.socket.localAddress));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

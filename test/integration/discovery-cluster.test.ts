@@ -8,7 +8,6 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +15,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
-import { freePort } from '../helpers/cli-process.js';
+import { addressBackend, freePort, get, isAlive, waitFor } from '../helpers/cli-process.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
 
 let mainJs = '';
@@ -24,48 +23,6 @@ before(async () => {
   mainJs = await buildCli();
 });
 after(removeBuild);
-
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 8_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A backend on `host:port` answering its own address. */
-async function addressBackend(host: string, port: number): Promise<http.Server> {
-  const server = http.createServer((req, res) => res.end(req.socket.localAddress));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return server;
-}
 
 test('workers = 2: the primary alone resolves (one resolver rate at TTL 1), each new set reaches both workers, a later worker starts with the current set', { timeout: 40_000 }, async () => {
   const dns = await startDnsResponder();

@@ -7,12 +7,11 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
-import { freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
+import { addressBackend, freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
 
 let mainJs = '';
@@ -20,15 +19,6 @@ before(async () => {
   mainJs = await buildCli();
 });
 after(removeBuild);
-
-async function addressBackend(host: string, port: number): Promise<http.Server> {
-  const server = http.createServer((req, res) => res.end(req.socket.localAddress));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return server;
-}
 
 const configText = (proxyPort: number, dnsPort: number, passLines: readonly string[], resolverTimeout = '500ms'): string =>
   ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', `resolver = 127.0.0.1:${dnsPort}`, `resolver_timeout = ${resolverTimeout}`, '[proxy.api]', 'path = /', ...passLines.map((line) => `pass = ${line}`), ''].join('\n');

@@ -78,6 +78,9 @@ function routeFor(strategy: StrategyName, upstreams: readonly UpstreamConfig[]):
     authForward: false,
     trace: false,
     tls: ROUTE_DEFAULTS.tls,
+    access: [],
+    rateLimit: undefined,
+    connLimit: undefined,
     place: { file: 'bench', line: 1, column: 1 },
   };
 }

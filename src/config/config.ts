@@ -267,6 +267,35 @@ export interface UpstreamTlsConfig {
   readonly clientCertificate: CertificateFiles | undefined;
 }
 
+/** One `access` line (SPEC 8): `allow CIDR|all` or `deny CIDR|all`, nginx's `allow` / `deny`. */
+export interface AccessRule {
+  /** `allow` (true) or `deny` (false). */
+  readonly isAllowed: boolean;
+  /** The network the client IP must be in; undefined for `all`. An IPv4 network also matches `::ffff:`-mapped addresses. */
+  readonly network: Cidr | undefined;
+  readonly place: SourcePlace;
+}
+
+/** `rate_limit = N/s|N/m [burst=N]` (SPEC 8): a token bucket per route and client IP. */
+export interface RateLimitConfig {
+  /** N: tokens added per `periodMs`, 1..1 000 000. */
+  readonly requests: number;
+  /** 1 000 for `/s`, 60 000 for `/m`. */
+  readonly periodMs: 1_000 | 60_000;
+  /** Bucket size, the most requests let through at once after a quiet time: `burst=` or ⌈N/s⌉ (`/m`: ⌈N/60⌉), at least 1. */
+  readonly burst: number;
+  /** As written after normalising, e.g. `10/s burst=5`, for `--check`, `/status` and logs. */
+  readonly source: string;
+  readonly place: SourcePlace;
+}
+
+/** `conn_limit = N` (SPEC 8): requests in flight per client IP on the route, an open tunnel counting as one. */
+export interface ConnLimitConfig {
+  /** 1..1 000 000. */
+  readonly maxInFlight: number;
+  readonly place: SourcePlace;
+}
+
 /** One `[proxy.NAME]` section, with `[proxy]` defaults already applied. */
 export interface RouteConfig {
   /** NAME of `[proxy.NAME]`. */
@@ -312,6 +341,12 @@ export interface RouteConfig {
   /** Default false. */
   readonly trace: boolean;
   readonly tls: UpstreamTlsConfig;
+  /** `access` lines in order, the first match decides, no match allows; empty (default) = everyone. Own lines replace `[proxy]`'s (nginx). */
+  readonly access: readonly AccessRule[];
+  /** `rate_limit`; undefined (default) = off. */
+  readonly rateLimit: RateLimitConfig | undefined;
+  /** `conn_limit`; undefined (default) = off. */
+  readonly connLimit: ConnLimitConfig | undefined;
   readonly place: SourcePlace;
 }
 

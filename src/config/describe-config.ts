@@ -174,6 +174,12 @@ function describeRouteSettings(route: RouteConfig): string[] {
   if (tls.caFile !== undefined) settings.push(`tls_ca ${tls.caFile}`);
   if (tls.serverName !== undefined) settings.push(`tls_server_name ${tls.serverName}`);
   if (tls.clientCertificate !== undefined) settings.push(`tls_client_cert ${tls.clientCertificate.certFile} ${tls.clientCertificate.keyFile}`);
+  if (route.access.length > 0) {
+    const rules = route.access.map((rule) => `${rule.isAllowed ? 'allow' : 'deny'} ${rule.network?.source ?? 'all'}`);
+    settings.push(`access ${rules.join(', ')} (first match decides, else allowed)`);
+  }
+  if (route.rateLimit !== undefined) settings.push(`rate_limit ${route.rateLimit.source} per client IP`);
+  if (route.connLimit !== undefined) settings.push(`conn_limit ${route.connLimit.maxInFlight} per client IP`);
   return settings;
 }
 

@@ -17,6 +17,9 @@ import {
   LETS_ENCRYPT_DIRECTORY,
   STRATEGY_NAMES,
   type AccessLogFormat,
+  type AccessRule,
+  type ConnLimitConfig,
+  type RateLimitConfig,
   type AcmeConfig,
   type AdminConfig,
   type CertificateFiles,
@@ -46,7 +49,9 @@ import {
   parseCidrList,
   parseDuration,
   parseInteger,
+  parseAccessRule,
   parseListenAddress,
+  parseRateLimit,
   parseResolverList,
   parseSize,
   parseStatusRanges,
@@ -63,7 +68,7 @@ export interface LoadConfigOptions {
 }
 
 /** Keys that may repeat in a section, each line adding one item (SPEC 1.1). */
-export const LIST_KEYS = ['pass', 'auth_user', 'tls_cert'] as const;
+export const LIST_KEYS = ['pass', 'auth_user', 'tls_cert', 'access'] as const;
 
 /** `[server]` defaults (SPEC 1.2). */
 export const SERVER_DEFAULTS: ServerConfig = deepFreeze({
@@ -118,6 +123,9 @@ export const ROUTE_DEFAULTS: Omit<
   authForward: false,
   trace: false,
   tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+  access: [],
+  rateLimit: undefined,
+  connLimit: undefined,
 });
 
 /** Upper bounds for whole-number keys, far beyond any sane use but keeping arithmetic exact. */
@@ -372,6 +380,9 @@ interface RouteFields {
   tlsCa?: { readonly file: string; readonly place: SourcePlace };
   tlsServerName?: string;
   tlsClientCertificate?: CertificateFiles | null;
+  access?: AccessRule[];
+  rateLimit?: RateLimitConfig | null;
+  connLimit?: ConnLimitConfig | null;
 }
 
 const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
@@ -405,6 +416,10 @@ const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
   tls_ca: (r, e) => (r.tlsCa = { file: read(e, (t) => parseFilePath(t, 'PEM file')), place: e.valuePlace }),
   tls_server_name: (r, e) => (r.tlsServerName = read(e, parseServerName)),
   tls_client_cert: (r, e) => (r.tlsClientCertificate = e.value === 'off' ? null : readCertificateFiles(e)),
+  access: (r, e) => (r.access ??= []).push({ ...read(e, parseAccessRule), place: e.valuePlace }),
+  rate_limit: (r, e) => (r.rateLimit = e.value === 'off' ? null : { ...read(e, parseRateLimit), place: e.valuePlace }),
+  conn_limit: (r, e) =>
+    (r.connLimit = e.value === 'off' ? null : { maxInFlight: read(e, (t) => parseInteger(t, 1, MAX_COUNT)), place: e.valuePlace }),
 };
 
 /** Reads the route keys of `[proxy]` or `[proxy.NAME]`, checking each list where it is written. */
@@ -479,6 +494,9 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
     authForward: fields.authForward ?? defaults.authForward,
     trace: fields.trace ?? defaults.trace,
     tls: buildUpstreamTls(fields),
+    access: fields.access ?? defaults.access,
+    rateLimit: fields.rateLimit ?? defaults.rateLimit,
+    connLimit: fields.connLimit ?? defaults.connLimit,
     place: section.place,
   };
 }

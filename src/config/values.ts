@@ -272,11 +272,11 @@ export function parseCidrList(text: string): Cidr[] {
   });
 }
 
-function parseCidr(item: string, offset: number): Cidr {
+function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
   const slash = item.indexOf('/');
   const address = slash < 0 ? item : item.slice(0, slash);
   const family = isIPv4(address) ? 4 : isIPv6(address) && !address.includes('%') ? 6 : undefined;
-  if (family === undefined) throw new InvalidValueError(`invalid IP address '${address}'`, CIDR_HINT, offset);
+  if (family === undefined) throw new InvalidValueError(`invalid IP address '${address}'`, hint, offset);
   const bits = family === 4 ? 32 : 128;
   const prefixText = slash < 0 ? String(bits) : item.slice(slash + 1);
   const prefixLength = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
@@ -324,6 +324,60 @@ function clearHostBits(bytes: Uint8Array, prefixLength: number): void {
     const networkBits = Math.min(8, Math.max(0, prefixLength - i * 8));
     bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - networkBits)) & 0xff);
   }
+}
+
+// ---- access rules and limits ----------------------------------------------------------------------
+
+const ACCESS_HINT = 'expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8';
+
+/**
+ * Parses one `access` line: `allow` or `deny`, then `all` or one IP / CIDR network (host bits cleared,
+ * as `trusted_proxies`), nginx's `allow` / `deny` directives.
+ * @throws InvalidValueError pointing at the bad word: not allow/deny, a missing or bad network, extra words.
+ */
+export function parseAccessRule(text: string): { readonly isAllowed: boolean; readonly network: Cidr | undefined } {
+  const words = Array.from(text.matchAll(/\S+/g), (match) => ({ word: match[0], offset: match.index ?? 0 }));
+  const [action, target, extra] = words;
+  if (action === undefined || (action.word !== 'allow' && action.word !== 'deny')) {
+    throw new InvalidValueError(`invalid access rule '${text}'`, ACCESS_HINT, action?.offset ?? 0);
+  }
+  if (target === undefined) throw new InvalidValueError(`'${action.word}' needs a network or 'all'`, ACCESS_HINT, text.length);
+  if (extra !== undefined) {
+    throw new InvalidValueError(`one network per access line, '${extra.word}' is one too many`, 'write one line per network', extra.offset);
+  }
+  const network = target.word === 'all' ? undefined : parseCidr(target.word, target.offset, ACCESS_HINT);
+  return { isAllowed: action.word === 'allow', network };
+}
+
+const RATE_HINT = 'expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20';
+/** The largest N of `rate_limit` and `burst=` (far beyond any sane use, keeping token arithmetic exact). */
+const MAX_RATE = 1_000_000;
+
+/**
+ * Parses `rate_limit`: `N/s` or `N/m` (N 1..1 000 000), then optionally `burst=N` (1..1 000 000);
+ * the default burst is ⌈N/s⌉ (for `N/m`, ⌈N/60⌉), at least 1.
+ * @returns the rate, its period and burst, and `source`, the normalised text (`10/s burst=10`).
+ * @throws InvalidValueError pointing at the bad part.
+ */
+export function parseRateLimit(text: string): { readonly requests: number; readonly periodMs: 1_000 | 60_000; readonly burst: number; readonly source: string } {
+  const words = Array.from(text.matchAll(/\S+/g), (match) => ({ word: match[0], offset: match.index ?? 0 }));
+  const [rate, burstWord, extra] = words;
+  const match = rate === undefined ? null : /^(\d{1,7})\/([sm])$/.exec(rate.word);
+  const requests = Number(match?.[1]);
+  if (match === null || !(requests >= 1 && requests <= MAX_RATE)) {
+    throw new InvalidValueError(`invalid rate '${rate?.word ?? ''}'`, RATE_HINT, rate?.offset ?? 0);
+  }
+  const periodMs = match[2] === 's' ? 1_000 : 60_000;
+  let burst = Math.max(1, Math.ceil(periodMs === 1_000 ? requests : requests / 60));
+  if (burstWord !== undefined) {
+    const burstMatch = /^burst=(\d{1,7})$/.exec(burstWord.word);
+    burst = Number(burstMatch?.[1]);
+    if (burstMatch === null || !(burst >= 1 && burst <= MAX_RATE)) {
+      throw new InvalidValueError(`invalid burst '${burstWord.word}'`, `expected burst=N with N from 1 to ${MAX_RATE}`, burstWord.offset);
+    }
+  }
+  if (extra !== undefined) throw new InvalidValueError(`unexpected '${extra.word}' after the rate`, RATE_HINT, extra.offset);
+  return { requests, periodMs, burst, source: `${requests}/${match[2]} burst=${burst}` };
 }
 
 // ---- status ranges ---------------------------------------------------------------------------------

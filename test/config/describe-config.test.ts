@@ -89,6 +89,12 @@ trace = on
     assert.match(describeConfig(config), /\n {6}retries 0\n/, 'got no retries line, want "retries 0"');
   });
 
+  it('shows access rules and limits', () => {
+    const config = parseConfig('[proxy.a]\npath=/\npass=http://a\naccess=deny 10.0.0.0/8\naccess=allow all\nrate_limit=10/s burst=5\nconn_limit=2\n', 'env.ini');
+    const got = describeConfig(config);
+    assert.match(got, /\n {6}access deny 10\.0\.0\.0\/8, allow all \(first match decides, else allowed\), rate_limit 10\/s burst=5 per client IP, conn_limit 2 per client IP\n/, got);
+  });
+
   it('names what each discovery line looks up, and the resolver when set', () => {
     const config = parseConfig(
       '[server]\nresolver=127.0.0.1:5353,::1\nresolver_timeout=1s\n[proxy.a]\npath=/\npass=http://api.test:8080 resolve\npass=http://web.test service=http weight=2\n',

@@ -146,6 +146,9 @@ describe('defaults', () => {
       authForward: false,
       trace: false,
       tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+      access: [],
+      rateLimit: undefined,
+      connLimit: undefined,
     });
     assert.equal(ROUTE_DEFAULTS.virtualNodes, 160);
   });
@@ -222,6 +225,10 @@ tls_verify = off
 tls_ca = ca.pem
 tls_server_name = API.internal
 tls_client_cert = me.pem me.key
+access = deny 10.1.2.3/8
+access = allow all
+rate_limit = 600/m
+conn_limit = 4
 `;
 
   it('reads [server] and [admin]', () => {
@@ -301,6 +308,16 @@ tls_client_cert = me.pem me.key
           keyPlace: { file: 'env.ini', line: lineOf('tls_client_cert = me.pem me.key'), column: 26 },
         },
       },
+      access: [
+        {
+          isAllowed: false,
+          network: { family: 4, bytes: new Uint8Array([10, 0, 0, 0]), prefixLength: 8, source: '10.1.2.3/8' },
+          place: { file: 'env.ini', line: lineOf('access = deny 10.1.2.3/8'), column: 10 },
+        },
+        { isAllowed: true, network: undefined, place: { file: 'env.ini', line: lineOf('access = allow all'), column: 10 } },
+      ],
+      rateLimit: { requests: 600, periodMs: 60_000, burst: 10, source: '600/m burst=10', place: { file: 'env.ini', line: lineOf('rate_limit = 600/m'), column: 14 } },
+      connLimit: { maxInFlight: 4, place: { file: 'env.ini', line: lineOf('conn_limit = 4'), column: 14 } },
     });
     assert.deepEqual(health, {
       isEnabled: true,
@@ -538,6 +555,68 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
     const config = parseConfig('[proxy.a]\npath=/a\npass=http://a resolve\n[proxy.b]\npath=/b\npass=http://b resolve\nretries=0\n', 'env.ini');
     assert.deepEqual([route(config, 'a').isRetriesDefault, route(config, 'b').isRetriesDefault], [true, false]);
   });
+});
+
+describe('access, rate_limit and conn_limit (SPEC 1.2, 8)', () => {
+  const routeOf = (lines: string) => route(parseConfig(`[proxy.a]\npath=/a\npass=http://a\n${lines}`, 'env.ini'), 'a');
+
+  it('reads access lines in order: IPv4 and IPv6 networks with host bits cleared, and all', () => {
+    const { access } = routeOf('access = allow 127.0.0.2\naccess = allow fd00::1/8\naccess=deny all\n');
+    assert.deepEqual(
+      access.map((rule) => [rule.isAllowed, rule.network?.source ?? 'all', rule.network?.prefixLength, rule.place.line]),
+      [
+        [true, '127.0.0.2', 32, 4],
+        [true, 'fd00::1/8', 8, 5],
+        [false, 'all', undefined, 6],
+      ],
+    );
+    assert.deepEqual([...(access[1]!.network!.bytes)], [0xfd, ...new Array(15).fill(0)], 'host bits below /8 are cleared');
+  });
+
+  it('defaults burst to the rate per second rounded up, at least 1', () => {
+    assert.deepEqual(
+      ['10/s', '1/s', '30/m', '90/m', '7/s burst=3'].map((text) => {
+        const limit = routeOf(`rate_limit = ${text}\n`).rateLimit;
+        return [limit?.requests, limit?.periodMs, limit?.burst, limit?.source];
+      }),
+      [
+        [10, 1_000, 10, '10/s burst=10'],
+        [1, 1_000, 1, '1/s burst=1'],
+        [30, 60_000, 1, '30/m burst=1'],
+        [90, 60_000, 2, '90/m burst=2'],
+        [7, 1_000, 3, '7/s burst=3'],
+      ],
+    );
+  });
+
+  it('inherits from [proxy]; own access lines replace the inherited ones (nginx); off drops an inherited limit', () => {
+    const config = parseConfig(
+      '[proxy]\naccess = deny 10.0.0.0/8\nrate_limit = 5/s\nconn_limit = 2\n[proxy.a]\npath=/a\npass=http://a\n[proxy.b]\npath=/b\npass=http://b\naccess = allow all\nrate_limit = off\nconn_limit = off\n',
+      'env.ini',
+    );
+    const a = route(config, 'a');
+    const b = route(config, 'b');
+    assert.deepEqual([a.access.length, a.access[0]?.isAllowed, a.rateLimit?.source, a.connLimit?.maxInFlight], [1, false, '5/s burst=5', 2]);
+    assert.deepEqual([b.access.length, b.access[0]?.isAllowed, b.rateLimit, b.connLimit], [1, true, undefined, undefined]);
+  });
+
+  const bad: [string, string, string][] = [
+    ['an access verb', 'access = permit 10.0.0.0/8', "env.ini:4:10: invalid access rule 'permit 10.0.0.0/8' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
+    ['an access rule without a network', 'access = deny', "env.ini:4:14: 'deny' needs a network or 'all' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
+    ['a bad access network', 'access = deny 10.0.0.0/33', "env.ini:4:23: invalid prefix length '/33' for 'access' (expected /0 to /32 for IPv4)"],
+    ['an access name', 'access = allow example.com', "env.ini:4:16: invalid IP address 'example.com' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
+    ['two networks on one access line', 'access = allow 10.0.0.1 10.0.0.2', "env.ini:4:25: one network per access line, '10.0.0.2' is one too many for 'access' (write one line per network)"],
+    ['a rate without a unit', 'rate_limit = 10', "env.ini:4:14: invalid rate '10' for 'rate_limit' (expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20)"],
+    ['a rate per hour', 'rate_limit = 10/h', "env.ini:4:14: invalid rate '10/h' for 'rate_limit' (expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20)"],
+    ['a zero rate', 'rate_limit = 0/s', "env.ini:4:14: invalid rate '0/s' for 'rate_limit' (expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20)"],
+    ['a zero burst', 'rate_limit = 10/s burst=0', "env.ini:4:19: invalid burst 'burst=0' for 'rate_limit' (expected burst=N with N from 1 to 1000000)"],
+    ['a misspelt burst', 'rate_limit = 10/s brust=5', "env.ini:4:19: invalid burst 'brust=5' for 'rate_limit' (expected burst=N with N from 1 to 1000000)"],
+    ['words after the burst', 'rate_limit = 10/s burst=5 nodelay', "env.ini:4:27: unexpected 'nodelay' after the rate for 'rate_limit' (expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20)"],
+    ['a zero conn_limit', 'conn_limit = 0', "env.ini:4:14: invalid number '0' for 'conn_limit' (expected a whole number from 1 to 1000000)"],
+  ];
+  for (const [name, line, message] of bad) {
+    it(`rejects: ${name}`, () => assertError(`[proxy.a]\npath=/a\npass=http://a\n${line}\n`, message));
+  }
 });
 
 describe('sections and keys', () => {

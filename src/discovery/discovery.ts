@@ -49,6 +49,8 @@ interface LineEntry {
   lastAnswerAtMs: number | undefined;
   lastResult: LookupResult | undefined;
   lastError: string | undefined;
+  /** The notes of the last `ok` answer (a cut answer, a target left out), logged only when they change. */
+  lastNotes: string;
 }
 
 export class Discovery {
@@ -167,6 +169,7 @@ export class Discovery {
       lastAnswerAtMs: undefined,
       lastResult: undefined,
       lastError: undefined,
+      lastNotes: '',
       schedule: new LineSchedule({
         lookup: () => lookupLineAnswer(entry.line.discovery!, entry.line.port, this.#lookup, memory),
         onLookupEnd: (end) => this.#onLookupEnd(entry, end),
@@ -187,7 +190,10 @@ export class Discovery {
     if (answer.result === 'ok' || answer.result === 'nxdomain' || answer.result === 'empty') entry.lastAnswerAtMs = this.#epochNow();
     const where = `discovery: route ${entry.routeName}, ${name}`;
     const next = `next lookup in ${formatDelay(end.nextLookupInMs)}`;
-    if (answer.result === 'ok') for (const note of answer.notes) this.#log(`${where}: ${note}`);
+    if (answer.result === 'ok' && answer.notes.join('\n') !== entry.lastNotes) {
+      entry.lastNotes = answer.notes.join('\n');
+      for (const note of answer.notes) this.#log(`${where}: ${note}`);
+    }
     if (end.isEpisodeStart && 'reason' in answer) {
       const keeping = isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`;
       this.#log(`${where}: ${answer.result}: ${answer.reason}; ${keeping} ${entry.schedule.addresses.length} addresses, ${next}`);

@@ -115,7 +115,12 @@ export class NodeDnsLookup implements DnsLookup {
     const answer = await this.#bounded(name, type, query);
     if ('result' in answer) return answer;
     const family = type === 'A' ? 4 : 6;
-    const records = answer.filter((record) => isIP(record.address) === family).map((record) => ({ address: record.address, ttlSeconds: record.ttl }));
+    // node (c-ares) gives the TTLs of the first 256 records only; the others get the lowest TTL given.
+    const givenTtls = answer.map((record) => record.ttl).filter((ttl) => Number.isFinite(ttl));
+    const fallbackTtl = givenTtls.length > 0 ? Math.min(...givenTtls) : 0;
+    const records = answer
+      .filter((record) => isIP(record.address) === family)
+      .map((record) => ({ address: record.address, ttlSeconds: Number.isFinite(record.ttl) ? record.ttl : fallbackTtl }));
     return records.length > 0 ? { result: 'ok', records } : { result: 'empty', reason: `no ${type} record for ${name} from ${this.#servers}` };
   }
 

@@ -46,8 +46,9 @@ export interface LineScheduleOptions {
   readonly now: () => number;
 }
 
-/** The TTL of an `ok` answer as the delay of the next lookup, ms (step 2). */
+/** The TTL of an `ok` answer as the delay of the next lookup, ms (step 2); a TTL that is not a number counts as 0. */
 export function refreshDelayMs(ttlSeconds: number): number {
+  if (!Number.isFinite(ttlSeconds)) return MIN_REFRESH_MS;
   return Math.min(MAX_REFRESH_MS, Math.max(MIN_REFRESH_MS, ttlSeconds * 1000));
 }
 

@@ -35,6 +35,19 @@ describe('NodeDnsLookup against a DNS server on loopback', () => {
     });
   });
 
+  it('gives every record of a large answer a TTL: node gives the first 256 only, the rest get the lowest given', async () => {
+    const records = Array.from({ length: 300 }, (_, i) => ({ address: `127.0.${Math.floor(i / 250) + 1}.${(i % 250) + 1}`, ttl: i === 7 ? 9 : 30 }));
+    dns.set('big.test', 'A', records);
+    dns.set('big.test', 'AAAA', 'nodata');
+    const got = await lookup.resolveAddresses('big.test');
+    assert.equal(got.v4.result, 'ok');
+    if (got.v4.result !== 'ok') return;
+    assert.equal(got.v4.records.length, 300);
+    const ttls = new Set(got.v4.records.map((record) => record.ttlSeconds));
+    assert.deepEqual([...ttls].sort(), [30, 9], `got TTLs ${[...ttls].join(', ')}, want 30 and 9 only (no undefined)`);
+    assert.equal(got.v4.records[299]!.ttlSeconds, 9, 'a record past the 256th gets the lowest TTL given');
+  });
+
   it('answers SRV with each target looked up once (an IP-literal target is not)', async () => {
     dns.set('_http._tcp.web.test', 'SRV', [
       { priority: 10, weight: 3, port: 9001, target: 'w1.test', ttl: 30 },

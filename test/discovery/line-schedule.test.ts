@@ -60,6 +60,7 @@ describe('LineSchedule', () => {
       [7, 7_000],
       [3600, 3_600_000],
       [86400, 3_600_000],
+      [NaN, 1_000], // never a timer of NaN, which fires at once (a lookup storm)
     ];
     for (const [ttl, want] of table) assert.equal(refreshDelayMs(ttl), want, `TTL ${ttl}: got ${refreshDelayMs(ttl)}, want ${want}`);
   });

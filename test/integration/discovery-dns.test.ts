@@ -186,10 +186,13 @@ function tally(seen: readonly string[]): Record<string, number> {
   return counts;
 }
 
+/** Each test's limit: a hang fails it instead of the run. */
+const TEST_TIMEOUT_MS = 12_000;
+
 const a = (...addresses: Address[]) => addresses.map((address) => ({ address, ttl: 1 }));
 
 describe('discovery through real DNS', { concurrency: true }, () => {
-  test('three A records (TTL 1) spread round-robin 10/10/10, and steady traffic over 5 s costs about 5 A queries, not one per request', async (t) => {
+  test('three A records (TTL 1) spread round-robin 10/10/10, and steady traffic over 5 s costs about 5 A queries, not one per request', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       passLine: (port) => `http://api.test:${port} resolve`,
       answer: (dns) => {
@@ -218,7 +221,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
     assert.ok(queries * 5 < requests, `got ${queries} queries for ${requests} requests, want far fewer queries than requests`);
   });
 
-  test('an answer that drops .2 and adds .5 moves traffic within 2 TTLs, while a request in flight on .2 finishes with 200', async (t) => {
+  test('an answer that drops .2 and adds .5 moves traffic within 2 TTLs, while a request in flight on .2 finishes with 200', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       passLine: (port) => `http://api.test:${port} resolve`,
       answer: (dns) => {
@@ -261,7 +264,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
     );
   });
 
-  test('an ejected address stays ejected across a new answer that still contains it', async (t) => {
+  test('an ejected address stays ejected across a new answer that still contains it', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       routeKeys: 'max_fails = 1\nfail_timeout = 60s',
       passLine: (port) => `http://api.test:${port} resolve`,
@@ -292,7 +295,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
     assert.equal(laterAttempts.length, 0, `got ${laterAttempts.length} access-log attempts on .4 after the new answer, want 0`);
   });
 
-  test('SERVFAIL, then silence longer than resolver_timeout, then a short NXDOMAIN keep every request on the last good set', async (t) => {
+  test('SERVFAIL, then silence longer than resolver_timeout, then a short NXDOMAIN keep every request on the last good set', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       resolverTimeout: '200ms',
       passLine: (port) => `http://api.test:${port} resolve`,
@@ -327,18 +330,21 @@ describe('discovery through real DNS', { concurrency: true }, () => {
       await until(`a lookup that ended ${result}`, () => s.discovery.lines[0]!.lastResult === result, 5000);
       t.diagnostic(`${label} seen by the proxy ${Math.round(performance.now() - startedAt)} ms into the failures`);
     }
-    await sleep(300);
+    await sleep(1000); // NXDOMAIN ~1 s longer: still far inside the 30 s hold
     isTrafficOn = false;
     await traffic;
+    const lookups = s.discovery.lookupCounts.map((count) => `${count.result} ${count.count}`);
+    t.diagnostic(`${statuses.length} requests; lookups by result: ${lookups.join(', ')}`);
+    for (const [, , result] of phases) assert.ok(lookups.some((entry) => entry.startsWith(`${result} `)), `got lookups ${lookups.join(', ')}, want a ${result} among them`);
     const counts = tally(statuses);
     assert.deepEqual(Object.keys(counts), ['200 127.0.0.2', '200 127.0.0.3'], `got ${JSON.stringify(counts)}, want every request 200 from the last good set`);
     assert.ok(statuses.length >= 50, `got ${statuses.length} requests during the failures, want at least 50`);
     assert.deepEqual(hostsOf(s.upstreams()), ['127.0.0.2', '127.0.0.3'], 'the route still holds the last good set');
   });
 
-  test('SRV weights 3:1 under weighted round robin; the priority-20 record serves only while both priority-10 targets are down', async (t) => {
+  test('SRV weights 3:1 under weighted round robin; the priority-20 record serves only while both priority-10 targets are down', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
-      routeKeys: ['strategy = weighted-round-robin', 'health_check = on', 'health_interval = 100ms', 'health_timeout = 100ms', 'health_fall = 1', 'health_rise = 1'].join('\n'),
+      routeKeys: ['strategy = weighted-round-robin', 'health_check = on', 'health_interval = 100ms', 'health_timeout = 1s', 'health_fall = 1', 'health_rise = 1'].join('\n'),
       passLine: () => 'http://api.test service=http',
       answer: (dns, port) => {
         dns.set('_http._tcp.api.test', 'SRV', [
@@ -375,7 +381,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
     assert.deepEqual(tally(await bodies(s.proxy.port, 10)), { '127.0.0.3': 10 }, 'a priority-10 target back up: the priority-20 one stops serving');
   });
 
-  test('a name that does not resolve at start-up answers 503 with Retry-After, then 200 once DNS answers, without a reload', async (t) => {
+  test('a name that does not resolve at start-up answers 503 with Retry-After, then 200 once DNS answers, without a reload', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       passLine: (port) => `http://api.test:${port} resolve`,
       answer: (dns) => {

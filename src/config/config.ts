@@ -94,7 +94,7 @@ export interface ServerConfig {
   readonly hstsMaxAgeSeconds: number | undefined;
   /**
    * `resolver`: the DNS servers asked for `resolve` and `service=` pass lines (SPEC 7), in order;
-   * empty (default) = the system's (`/etc/resolv.conf`). `/etc/hosts` is never read for these lines.
+   * empty (default, also `resolver = system` or an empty value) = the system's (`/etc/resolv.conf`). `/etc/hosts` is never read for these lines.
    */
   readonly resolvers: readonly ResolverAddress[];
   /** `resolver_timeout`: the limit of one DNS lookup, ms. Default 2 000. */

@@ -9,6 +9,7 @@
  *
  *     http[s]://host[:port][/path]   host = name | IPv4 | [IPv6];  port 1..65535, default 80 (443 for https)
  *
+ * A name may end with the dot of a fully qualified name (`api.svc.cluster.local.`); it is dropped.
  * No user info, query or fragment: they cannot mean anything for an upstream.
  */
 import { isIPv4, isIPv6 } from 'node:net';
@@ -169,6 +170,8 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
   } else {
     const colon = authority.indexOf(':');
     host = (colon < 0 ? authority : authority.slice(0, colon)).toLowerCase();
+    // A fully qualified name's trailing dot (`api.svc.cluster.local.`) is dropped, as from a client's Host.
+    if (host.endsWith('.') && host.length > 1 && !host.endsWith('..')) host = host.slice(0, -1);
     if (host === '') fail(authorityStart, `missing host in pass URL '${text}' (${URL_HINT})`);
     if (!isIPv4(host) && !isHostName(host)) fail(authorityStart, `invalid host '${host}' in pass URL (${URL_HINT})`);
     portText = colon < 0 ? undefined : authority.slice(colon + 1);

@@ -91,11 +91,13 @@ export class Discovery {
    * Follows `config` from now on: a line whose route name, pass origin and discovery (kind + name)
    * stay keeps its schedule and last answer (no extra query), and is re-pushed at once when
    * anything else of the line changed (flags, path, its place in the file); new lines are looked up at once;
-   * removed lines stop. New `resolver` / `resolver_timeout` apply from the next lookup.
+   * removed lines stop. New `resolver` / `resolver_timeout` settings make every kept line look up
+   * again at once (its schedule could be an hour away, or a 30 s backoff against a dead server).
    */
   reload(config: Config): void {
     if (this.#isStopped) return;
-    if (!sameResolverSettings(this.#server, config.server)) this.#lookup = this.#makeLookup(config.server);
+    const isNewResolver = !sameResolverSettings(this.#server, config.server);
+    if (isNewResolver) this.#lookup = this.#makeLookup(config.server);
     this.#server = config.server;
     const previous = this.#entries;
     const previousLines = new Map([...previous].map(([key, entry]) => [key, entry.line]));
@@ -110,6 +112,10 @@ export class Discovery {
       }
     }
     for (const routeName of routesToPush) this.#push(routeName);
+    if (isNewResolver && this.#isStarted && previous.size > 0) {
+      this.#log(`discovery: new resolver settings, every line is looked up again now`);
+      for (const [key, entry] of this.#entries) if (previous.has(key)) entry.schedule.lookupNow();
+    }
   }
 
   /** Stops every schedule; lookups still running are ignored when they end. */

@@ -67,6 +67,10 @@ export class LineSchedule {
   #timer: unknown;
   #isStarted = false;
   #isStopped = false;
+  /** True while a lookup runs. */
+  #isInFlight = false;
+  /** Set by `lookupNow` during a lookup: the next one runs as soon as it ends. */
+  #isRerunDue = false;
 
   constructor(options: LineScheduleOptions) {
     this.#options = options;
@@ -84,6 +88,20 @@ export class LineSchedule {
     this.#run();
   }
 
+  /**
+   * Looks up again now instead of at the scheduled time (new `resolver` settings at a reload):
+   * the pending timer is dropped; a lookup already running is followed at once by another.
+   */
+  lookupNow(): void {
+    if (!this.#isStarted || this.#isStopped) return;
+    if (this.#isInFlight) {
+      this.#isRerunDue = true;
+      return;
+    }
+    if (this.#timer !== undefined) this.#options.timers.clearTimeout(this.#timer);
+    this.#run();
+  }
+
   /** Clears the timer; a lookup still running is ignored when it ends. */
   stop(): void {
     this.#isStopped = true;
@@ -93,6 +111,7 @@ export class LineSchedule {
 
   #run(): void {
     this.#timer = undefined;
+    this.#isInFlight = true;
     let pending: Promise<LineAnswer>;
     try {
       pending = this.#options.lookup();
@@ -106,6 +125,7 @@ export class LineSchedule {
   }
 
   #end(answer: LineAnswer): void {
+    this.#isInFlight = false;
     if (this.#isStopped) return;
     const nowMs = this.#options.now();
     const isEpisodeStart = answer.result !== 'ok' && this.#streak === 0;
@@ -129,6 +149,10 @@ export class LineSchedule {
           nextLookupInMs = Math.min(nextLookupInMs, HOLD_NX_MS - heldMs);
         }
       }
+    }
+    if (this.#isRerunDue) {
+      this.#isRerunDue = false;
+      nextLookupInMs = 0;
     }
     this.#timer = this.#options.timers.setTimeout(() => this.#run(), nextLookupInMs);
     this.#options.onLookupEnd({ answer, addresses: this.#addresses, nextLookupInMs, isEpisodeStart, isHoldExpired });

@@ -495,6 +495,13 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
     assert.equal(pass('http://a')?.discovery, undefined, 'got a discovery on a plain line, want none');
   });
 
+  it('drops the trailing dot of a fully qualified name, on discovery and plain lines', () => {
+    const upstream = pass('http://api.svc.cluster.local.:8080 resolve');
+    assert.deepEqual([upstream?.host, upstream?.origin, upstream?.hostHeader, upstream?.discovery?.name], ['api.svc.cluster.local', 'http://api.svc.cluster.local:8080', 'api.svc.cluster.local:8080', 'api.svc.cluster.local']);
+    assert.equal(pass('https://web.test./v1')?.origin, 'https://web.test:443');
+    assertError('[proxy.a]\npath=/a\npass = http://web..:80\n', "env.ini:3:15: invalid host 'web..' in pass URL (expected http://host[:port][/path] or https://host[:port][/path])");
+  });
+
   it('reads service=NAME as an SRV lookup of _NAME._tcp.HOST, with weight= applying to every record', () => {
     assert.deepEqual(pass('http://Web.Service.Consul service=http')?.discovery, {
       kind: 'service',
@@ -536,7 +543,9 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
       { host: 'fd00::2', port: 54 },
     ]);
     assert.equal(server.resolverTimeoutMs, 500);
-    assert.deepEqual(parseConfig(`[server]\nresolver = system\n${ROUTE}`, 'env.ini').server.resolvers, [], "got servers for 'system', want the system's (empty)");
+    for (const written of ['system', '', '""']) {
+      assert.deepEqual(parseConfig(`[server]\nresolver = ${written}\n${ROUTE}`, 'env.ini').server.resolvers, [], `got servers for resolver = ${written}, want the system's (empty)`);
+    }
   });
 
   const badServer: [string, string, string][] = [

@@ -144,12 +144,15 @@ describe('Discovery', () => {
     assert.equal(h.lookup.asked.length, asked, 'no query at reload for unchanged lines');
     assert.equal(h.pushes.length, pushes, 'no push at reload when nothing changed');
     assert.equal(h.servers.length, 1, 'the same resolver settings keep the lookup');
-    // Route a: api.test gets weight=4 backup; web.test removed; route b: new line new.test; resolver_timeout changes.
+    // Route a: api.test gets weight=4 backup; web.test removed; route b: new line new.test.
     h.lookup.setA('new.test', 5, '127.0.0.9');
-    h.discovery.reload(config(`[server]\nresolver = 127.0.0.1:5353\nresolver_timeout = 500ms\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve weight=4 backup\n[proxy.b]\npath=/b\npass = http://api.test:8080 resolve\npass = http://new.test:8080 resolve\n`));
-    assert.deepEqual(h.pushes.at(-1), { routeName: 'a', lines: [{ lineOrigin: 'http://api.test:8080', upstreams: ['http://127.0.0.2:8080 w4 backup', 'http://127.0.0.3:8080 w4 backup'] }] }, 'a flag change is pushed at once from the last answer');
-    assert.equal(h.servers.length, 2, 'new resolver settings make a new lookup');
-    assert.equal(h.servers[1]!.resolverTimeoutMs, 500);
+    h.discovery.reload(config(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve weight=4 backup\n[proxy.b]\npath=/b\npass = http://api.test:8080 resolve\npass = http://new.test:8080 resolve\n`));
+    assert.deepEqual(
+      h.pushes.slice(pushes).find((push) => push.routeName === 'a'),
+      { routeName: 'a', lines: [{ lineOrigin: 'http://api.test:8080', upstreams: ['http://127.0.0.2:8080 w4 backup', 'http://127.0.0.3:8080 w4 backup'] }] },
+      'a flag change is pushed at once from the last answer',
+    );
+    assert.equal(h.servers.length, 1, 'the same resolver settings keep the lookup');
     await h.advance(0);
     assert.deepEqual(h.lookup.asked.slice(asked), ['new.test'], 'only the new line is looked up at reload');
     assert.deepEqual(h.pushes.at(-1)!.lines.map((line) => line.lineOrigin), ['http://api.test:8080', 'http://new.test:8080']);
@@ -160,6 +163,21 @@ describe('Discovery', () => {
     assert.equal(h.lookup.asked.filter((name) => name === 'api.test').length, 2 + 2 * 12, 'api.test every 5 s on both routes');
     h.discovery.stop();
     assert.equal(h.timers.pending.size, 0, 'stop() clears every timer');
+  });
+
+  it('reload: new resolver settings make a new lookup and every kept line is asked again at once, not at its TTL', async () => {
+    const h = harness();
+    h.discovery.start();
+    await h.advance(0);
+    const asked = h.lookup.asked.length;
+    h.discovery.reload(config(BASE.replace('resolver = 127.0.0.1:5353', 'resolver = 127.0.0.1:5354\nresolver_timeout = 500ms')));
+    assert.deepEqual(h.servers.map((server) => [server.resolvers[0]?.port, server.resolverTimeoutMs]), [[5353, 2_000], [5354, 500]]);
+    await h.advance(0);
+    assert.deepEqual(h.lookup.asked.slice(asked).sort(), ['_http._tcp.web.test', 'api.test', 'api.test'], 'every kept line is asked again at the reload');
+    assert.ok(h.logs.includes('discovery: new resolver settings, every line is looked up again now'), `got logs ${JSON.stringify(h.logs)}`);
+    await h.advance(4_999);
+    assert.equal(h.lookup.asked.length, asked + 3, 'then each line follows its TTL again (5 s), no extra query');
+    h.discovery.stop();
   });
 
   it('reload: a line that only moved in the file is re-pushed with its new place, without a query', async () => {

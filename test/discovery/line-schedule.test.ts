@@ -144,4 +144,27 @@ describe('LineSchedule', () => {
     assert.equal(h.timers.pending.size, 0, 'no timer left after stop()');
     assert.equal(h.maxInFlight(), 1);
   });
+
+  it('lookupNow: drops the pending timer and looks up at once; during a lookup, the next follows it at once; never two at a time', async () => {
+    const h = harness([ok(3600, '10.0.0.1'), ok(3600, '10.0.0.2'), ok(3600, '10.0.0.3')]);
+    h.schedule.start();
+    await h.advance(10_000);
+    h.schedule.lookupNow();
+    await flush();
+    assert.deepEqual(h.lookupTimes, [0, 10_000], 'got the TTL schedule kept, want a lookup at once');
+    assert.deepEqual(hostsOf(h.schedule.addresses), ['10.0.0.2']);
+    await h.advance(3_599_999);
+    assert.equal(h.lookupTimes.length, 2, 'the pending hour-long timer was replaced, not added to');
+    const held = harness([], true);
+    held.schedule.start();
+    held.schedule.lookupNow();
+    assert.equal(held.lookupTimes.length, 1, 'no second lookup while one runs');
+    held.pending.shift()!(ok(3600, '10.0.0.1'));
+    await flush();
+    await held.advance(0);
+    assert.deepEqual(held.lookupTimes, [0, 0], 'the lookup asked for during the first one follows it at once');
+    assert.equal(held.maxInFlight(), 1);
+    held.schedule.stop();
+    h.schedule.stop();
+  });
 });

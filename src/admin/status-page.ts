@@ -42,7 +42,7 @@ export function renderStatusPage(snapshot: StatusSnapshot): string {
   .state-DOWN { background: #fbd9d9; color: #9c1515; }
   .state-down { background: #e4e6e9; color: #4a525a; }
   .state-ejected { background: #ffe7c2; color: #8a4b00; }
-  .state-draining { background: #dde7ff; color: #23408e; }
+  .state-draining, .state-leaving { background: #dde7ff; color: #23408e; }
   .tag { display: inline-block; margin-left: 4px; padding: 0 6px; border-radius: 8px; font-size: 11px; background: #efe6ff; color: #52308a; }
   .probe-ok { color: #11652e; } .probe-fail { color: #9c1515; }
   svg.spark { display: block; }

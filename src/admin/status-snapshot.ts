@@ -74,7 +74,8 @@ export interface WorkerStartFailure {
 }
 
 /** The single state shown for an upstream, most important first: down (config) > draining > DOWN (health) > ejected > UP. */
-export type UpstreamStateLabel = 'down' | 'draining' | 'DOWN' | 'ejected' | 'UP';
+/** `leaving`: its address left the route's set (DNS, registry, reload) and requests are still in flight on it. */
+export type UpstreamStateLabel = 'down' | 'draining' | 'leaving' | 'DOWN' | 'ejected' | 'UP';
 
 export interface UpstreamStatus {
   /** `http://host:port`. */
@@ -181,7 +182,7 @@ export function collectWorkerReport(proxy: ProxyServer, metrics: MetricsState, n
   const strategyState: Record<string, readonly Readonly<Record<string, number | string>>[]> = {};
   for (const route of proxy.routes) {
     strategyState[route.name] = route.balancer.describeState();
-    for (const upstream of route.upstreams) upstreams[`${route.name} ${upstream.origin}`] = countersOf(upstream, nowMs);
+    for (const upstream of [...route.upstreams, ...proxy.leavingUpstreams(route.name)]) upstreams[`${route.name} ${upstream.origin}`] = countersOf(upstream, nowMs);
   }
   return { pid, upstreams, strategyState, metrics };
 }
@@ -238,7 +239,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
 
   const routes = proxy.routes.map((route): RouteStatus => {
     const firstState = reports[0]?.strategyState[route.name] ?? route.balancer.describeState();
-    const upstreams = route.upstreams.map((upstream, index): UpstreamStatus => {
+    const upstreams = [...route.upstreams, ...proxy.leavingUpstreams(route.name)].map((upstream, index): UpstreamStatus => {
       const key = `${route.name} ${upstream.origin}`;
       const perWorker = reports.flatMap((report) => {
         const counters = report.upstreams[key];
@@ -252,7 +253,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
       return {
         origin: upstream.origin,
         address: upstream.address,
-        state: stateLabel(upstream.config.isDown, upstream.isDraining, upstream.healthState, isEjected),
+        state: upstream.hasLeft ? 'leaving' : stateLabel(upstream.config.isDown, upstream.isDraining, upstream.healthState, isEjected),
         isBackup: upstream.config.isBackup,
         isDown: upstream.config.isDown,
         isDraining: upstream.isDraining,

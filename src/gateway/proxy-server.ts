@@ -266,6 +266,11 @@ export class ProxyServer implements DiscoveryTarget {
     return () => this.#probeObservers.delete(observer);
   }
 
+  /** Upstreams that left `routeName`'s set with requests still in flight on them (RouteTable.leavingUpstreams). */
+  leavingUpstreams(routeName: string): readonly Upstream[] {
+    return this.#table.leavingUpstreams(routeName);
+  }
+
   /** The upstreams the admin registry added to `routeName` (see `setRegisteredUpstreams`). */
   registeredUpstreams(routeName: string): readonly UpstreamConfig[] {
     return this.#table.registeredUpstreams(routeName);

@@ -6,8 +6,10 @@
  * An upstream whose route and origin stay keeps its object, so its runtime state survives the
  * change: health, counters, ejection, effective weight, draining, and its place in the health
  * checker. A new key gets a new object; a key no route has any more is dropped from the store and
- * drained (`isDraining`: requests in flight finish on the objects they started with, and a retry of
- * one of them never picks it again); if it comes back later it is a new object that starts fresh.
+ * marked `hasLeft` (requests in flight finish on the objects they started with, and a retry of one
+ * of them never picks it again; `leavingUpstreams` lists it until they have); if it comes back
+ * later it is a new object that starts fresh, except that an operator's drain (admin `drain`) is
+ * remembered: an address drained before it left is drained again when it comes back.
  *
  * A route's runtime upstream list (SPEC 7) is built from three sources, in this order:
  *   1. its `pass` lines in file order, each discovery line (`resolve`, `service=`) replaced by the
@@ -49,6 +51,10 @@ export class RouteTable {
   readonly #discovered = new Map<string, Map<string, readonly UpstreamConfig[]>>();
   /** Every runtime upstream now in a route, by `storeKey`. */
   #upstreams = new Map<string, Upstream>();
+  /** Upstreams that left their route's set with requests in flight, by `storeKey`, until those end. */
+  readonly #leaving = new Map<string, Upstream>();
+  /** Keys of upstreams an operator had drained when they left: drained again if they come back. */
+  readonly #drainedWhileGone = new Set<string>();
   /** Each route's TLS client settings, by route name, read from the files of `#config`. */
   #tls: ReadonlyMap<string, TlsClientSettings>;
   readonly #deps: RuntimeDeps;
@@ -102,6 +108,19 @@ export class RouteTable {
       const upstreams = lines.get(passLine.origin);
       return passLine.discovery === undefined || upstreams === undefined ? [] : [{ lineOrigin: passLine.origin, upstreams }];
     });
+  }
+
+  /**
+   * The upstreams of `routeName` that left its set while requests were in flight on them and still
+   * have some (they take no new ones): `/status` shows them as leaving until they are done.
+   */
+  leavingUpstreams(routeName: string): readonly Upstream[] {
+    const leaving: Upstream[] = [];
+    for (const [key, upstream] of this.#leaving) {
+      if (upstream.activeRequests === 0) this.#leaving.delete(key);
+      else if (upstream.routeName === routeName) leaving.push(upstream);
+    }
+    return leaving;
   }
 
   /**
@@ -174,6 +193,8 @@ export class RouteTable {
         let upstream = previous.get(key);
         if (upstream === undefined) {
           upstream = new Upstream(upstreamConfig, routeConfig.name);
+          this.#leaving.delete(key);
+          if (this.#drainedWhileGone.delete(key)) upstream.isDraining = true;
         } else {
           upstream.reconfigure(upstreamConfig);
           kept++;
@@ -189,8 +210,13 @@ export class RouteTable {
     for (const [key, upstream] of previous) {
       if (current.has(key)) continue;
       removed++;
-      upstream.isDraining = true; // its object lives on only in requests in flight
+      upstream.hasLeft = true; // its object lives on only in requests in flight
+      if (upstream.activeRequests > 0) this.#leaving.set(key, upstream);
+      if (upstream.isDraining) this.#drainedWhileGone.add(key);
     }
+    for (const [key, upstream] of this.#leaving) if (upstream.activeRequests === 0) this.#leaving.delete(key);
+    const routeNames = new Set(config.routes.map((routeConfig) => routeConfig.name));
+    for (const key of this.#drainedWhileGone) if (!routeNames.has(key.slice(0, key.indexOf(' ')))) this.#drainedWhileGone.delete(key);
     const added = current.size - (previous.size - removed);
     return { kept, added, removed };
   }

@@ -74,6 +74,11 @@ export class Upstream {
   ejectedUntilMs = 0;
   /** Set by the admin `drain` action: no new requests, in-flight ones finish. */
   isDraining = false;
+  /**
+   * Set when its address left the route's set (a DNS answer without it, the registry, a reload): no
+   * new requests, and a retry of one in flight never picks it again; in-flight ones finish.
+   */
+  hasLeft = false;
 
   // passive failure accounting (see recordFailure)
   /** Failures counted in the current window; 0 when no window is open. */
@@ -111,10 +116,10 @@ export class Upstream {
 
   /**
    * True when a balancer may pick this upstream: not marked `down`, health UP, not ejected at
-   * `nowMs`, not draining. The single availability predicate every strategy goes through.
+   * `nowMs`, not draining, still in its route's set. The single availability predicate every strategy goes through.
    */
   isAvailable(nowMs: number): boolean {
-    return !this.config.isDown && this.healthState === 'up' && !this.isEjected(nowMs) && !this.isDraining;
+    return !this.config.isDown && this.healthState === 'up' && !this.isEjected(nowMs) && !this.isDraining && !this.hasLeft;
   }
 
   /** True while passive health keeps this upstream out (SPEC 4), i.e. `nowMs < ejectedUntilMs`. */

@@ -134,6 +134,11 @@ test('three addresses round-robin 10/10/10; a new set moves traffic at once whil
   assert.equal(leaving.served, 11, 'got a new request on the leaving address');
   const open = leaving.sockets.filter((socket) => !socket.destroyed);
   assert.equal(open.length, 1, `got ${open.length} open connections on .2 while its slow request runs, want 1: the one carrying the slow request`);
+  assert.deepEqual(
+    s.proxy.leavingUpstreams('api').map((upstream) => [upstream.address, upstream.activeRequests, upstream.hasLeft]),
+    [[`127.0.0.2:${s.port}`, 1, true]],
+    'the leaving address is listed (for /status) while its request runs',
+  );
 
   s.releaseSlow();
   const slowResponse = await slow;
@@ -141,6 +146,7 @@ test('three addresses round-robin 10/10/10; a new set moves traffic at once whil
   assert.equal(slowResponse.body.toString(), '127.0.0.2');
   await until(() => open[0]!.destroyed, 'the leaving address\'s pooled connection to close after its exchange');
   assert.equal(leaving.sockets.length, socketsBefore, 'no new connection to the leaving address');
+  assert.deepEqual(s.proxy.leavingUpstreams('api'), [], 'no longer listed once its request ended');
 });
 
 test('SRV-like backups serve only while every primary is down', async (t) => {

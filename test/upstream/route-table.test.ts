@@ -124,11 +124,29 @@ test('an address that stays keeps its object (health, ejection, counters) and it
   assert.equal(route.upstreams[1]!.requestsTotal, 7);
   assert.equal(route.upstreams[2]!.healthState, 'down', 'DOWN is kept');
   assert.equal(route.upstreams[3]!.healthState, 'up', 'a new address starts UP');
-  assert.equal(two!.isDraining, true, 'got the leaving object still pickable by requests in flight, want it draining');
+  assert.equal(two!.hasLeft, true, 'got the leaving object still pickable by requests in flight, want it marked as left');
+  assert.equal(two!.isAvailable(0), false);
+  assert.equal(two!.isDraining, false, 'leaving is not an operator drain');
   table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2']) }]);
   const back = table.routes[0]!.upstreams[1]!;
   assert.notEqual(back, two, 'an address that comes back later starts fresh');
-  assert.equal(back.isDraining, false);
+  assert.deepEqual([back.isDraining, back.hasLeft], [false, false]);
+});
+
+test('an operator drain survives the address leaving the answer and coming back; leaving addresses with requests in flight are listed', () => {
+  const table = new RouteTable(parseConfig(discoveryIni, 'env.ini'), deps);
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2', '127.0.0.3']) }]);
+  const [, two, three] = table.routes[0]!.upstreams;
+  two!.isDraining = true; // admin POST /routes/api/upstreams/drain
+  const endRequest = three!.beginRequest();
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.4']) }]);
+  assert.deepEqual(table.leavingUpstreams('api').map((u) => u.origin), ['http://127.0.0.3:8080'], 'got the wrong leaving list: .3 has a request in flight, .2 none');
+  endRequest();
+  assert.deepEqual(table.leavingUpstreams('api'), [], 'listed only while requests are in flight');
+  table.setDiscovered('api', [{ lineOrigin: API, upstreams: membersOf(table, API, ['127.0.0.2', '127.0.0.3', '127.0.0.4']) }]);
+  const [, , backTwo, backThree] = table.routes[0]!.upstreams;
+  assert.deepEqual([backTwo!.origin, backTwo!.isDraining], ['http://127.0.0.2:8080', true], 'the drained address comes back drained');
+  assert.deepEqual([backThree!.origin, backThree!.isDraining], ['http://127.0.0.3:8080', false]);
 });
 
 test('an answer without addresses leaves a route with no upstream: retries 0 and nothing to pick', () => {

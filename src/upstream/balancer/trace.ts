@@ -72,6 +72,7 @@ function skipReason(upstream: Upstream, options: TraceOptions): string | undefin
   if (upstream.healthState !== 'up') return 'unhealthy';
   if (options.nowMs !== undefined && options.nowMs < upstream.ejectedUntilMs) return 'ejected';
   if (upstream.isDraining) return 'draining';
+  if (upstream.hasLeft) return 'left';
   if (options.tried?.has(upstream) === true) return 'tried';
   return undefined;
 }

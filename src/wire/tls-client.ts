@@ -50,7 +50,7 @@ export interface TlsConnectOptions {
  * fallback, and Go (since 1.15), browsers, Caddy and Traefik refuse such a certificate. (An IP
  * address node already checks against the IP entries only.)
  */
-export const NO_DNS_SUBJECT_ALT_NAME = 'the certificate has no subjectAltName DNS entry (a subject CN alone is not accepted, RFC 9525 section 6.3)';
+export const NO_DNS_SUBJECT_ALT_NAME = 'the certificate names no DNS name: its subjectAltName has no DNS entry (IP, URI or email entries cannot match a name, and the subject CN is not used, RFC 9525 section 6.3)';
 
 /** `name` against `cert`: its subjectAltName DNS entries for a name, IP entries for an address. */
 function checkVerifiedName(name: string, cert: tls.PeerCertificate): Error | undefined {

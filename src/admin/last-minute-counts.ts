@@ -22,9 +22,10 @@ export function newLastMinuteCounts(): LastMinuteCounts {
   return { seconds: new Array<number>(LAST_MINUTE_SLOTS).fill(-1), counts: new Array<number>(LAST_MINUTE_SLOTS).fill(0) };
 }
 
-/** Counts one event in epoch second `second`. */
+/** Counts one event in epoch second `second` (one older than what its slot holds, after the clock stepped back, is dropped). */
 export function countAt(ring: LastMinuteCounts, second: number): void {
   const slot = second % LAST_MINUTE_SLOTS;
+  if (ring.seconds[slot]! > second) return;
   if (ring.seconds[slot] !== second) {
     ring.seconds[slot] = second;
     ring.counts[slot] = 0;

@@ -140,14 +140,15 @@ test('conn_limit = 2: 5 concurrent slow requests → 2 through, 3 × 429 with Re
   const held: http.ServerResponse[] = [];
   const backend = await backendFor(t, (_req, res) => held.push(res));
   const proxy = await proxyFor(t, `[proxy.a]\npath = /\npass = ${backend.url}\nconn_limit = 2\n`);
-  const answers = Array.from({ length: 5 }, () => get(proxy.port, '/'));
-  const refused = await Promise.all(answers.slice(0, 5).map((answer) => Promise.race([answer, new Promise<undefined>((resolve) => setTimeout(resolve, 1500))])));
-  const limited = refused.filter((answer) => answer?.status === 429);
-  assert.equal(limited.length, 3, `got ${limited.length} × 429 while 2 were held, want 3`);
-  for (const answer of limited) {
-    assert.equal(answer!.headers['retry-after'], '1');
-    assert.equal(answer!.body, 'too many requests: too many requests in flight from your address on this route\n');
+  const settled: Answer[] = [];
+  const answers = Array.from({ length: 5 }, () => get(proxy.port, '/').then((answer) => (settled.push(answer), answer)));
+  await waitFor(() => held.length === 2 && settled.length === 3, 3000, 'two held at the backend and three answered');
+  for (const answer of settled) {
+    assert.equal(answer.status, 429, `got ${answer.status} while 2 were held, want 429`);
+    assert.equal(answer.headers['retry-after'], '1');
+    assert.equal(answer.body, 'too many requests: too many requests in flight from your address on this route\n');
   }
+  await new Promise((resolve) => setImmediate(resolve));
   assert.equal(held.length, 2, `got ${held.length} requests at the backend, want 2`);
   for (const res of held) res.end('slow');
   const statuses = (await Promise.all(answers)).map((answer) => answer.status).sort();

@@ -154,6 +154,17 @@ test('conn_limit = 2: 5 concurrent slow requests → 2 through, 3 × 429 with Re
   const statuses = (await Promise.all(answers)).map((answer) => answer.status).sort();
   assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
   await waitFor(() => limitsOf(proxy).connLimiter.size === 0, 3000, 'every slot back');
+  held.length = 0;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  const inTurn: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const answer = get(proxy.port, '/', { agent });
+    await waitFor(() => held.length === i + 1, 3000, `request ${i + 1} at the backend`);
+    held[i]!.end('ok');
+    inTurn.push((await answer).status);
+  }
+  assert.deepEqual(inTurn, [200, 200, 200], 'requests one after another on one keep-alive connection each got their slot back');
 });
 
 test('conn_limit: the slot is given back exactly once however the exchange ends: client gone, upstream refused, retried, 5xx, read timeout, closed tunnel', async (t) => {

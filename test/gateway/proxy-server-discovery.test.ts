@@ -71,7 +71,7 @@ test('health_check on: a new address appears UP and is probed at once; one that 
   assert.deepEqual(probedHosts().slice(2), ['127.0.0.4'], 'only the new address is probed at once (the one that stayed keeps its schedule)');
   timers.advance(500);
   assert.deepEqual(probedHosts().slice(3).sort(), ['127.0.0.2'], `got probes ${probedHosts().slice(3).join(', ')}: .3 left and must not be probed, .4's probe is still out`);
-  assert.equal(three!.isDraining, true, 'the address that left is drained');
+  assert.equal(three!.hasLeft, true, 'the address that left is marked so');
   assert.equal(proxy.healthChecker.upstreams.includes(three!), false);
 });
 

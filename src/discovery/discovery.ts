@@ -191,6 +191,7 @@ export class Discovery {
     const { answer } = end;
     const name = entry.line.discovery!.name;
     this.#count(entry.routeName, name, answer.result);
+    const wasFailing = entry.lastResult !== undefined && entry.lastResult !== 'ok';
     entry.lastResult = answer.result;
     entry.lastError = 'reason' in answer ? answer.reason : undefined;
     if (answer.result === 'ok' || answer.result === 'nxdomain' || answer.result === 'empty') entry.lastAnswerAtMs = this.#epochNow();
@@ -201,11 +202,16 @@ export class Discovery {
       for (const note of answer.notes) this.#log(`${where}: ${note}`);
     }
     if (end.isEpisodeStart && 'reason' in answer) {
-      const keeping = isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`;
-      this.#log(`${where}: ${answer.result}: ${answer.reason}; ${keeping} ${entry.schedule.addresses.length} addresses, ${next}`);
+      const held = entry.schedule.addresses.length;
+      const keeping = held === 0 ? 'no addresses yet' : `${isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`} ${held} addresses`;
+      const hint = answer.result === 'nxdomain' && (name === 'localhost' || name.endsWith('.localhost')) ? ' (resolve lines ask the resolver, never /etc/hosts)' : '';
+      this.#log(`${where}: ${answer.result}: ${answer.reason}${hint}; ${keeping}, ${next}`);
     }
     const members = this.#members(entry);
-    if (sameMembers(entry.pushed, members)) return;
+    if (sameMembers(entry.pushed, members)) {
+      if (answer.result === 'ok' && wasFailing) this.#log(`${where}: answered again, ${members.length} addresses as before, ${next}`);
+      return;
+    }
     const change = describeChange(entry.pushed, members);
     if (end.isHoldExpired) this.#log(`${where}: ${answer.result} for ${HOLD_NX_MS / 1000}s, line emptied (${change}), ${next}`);
     else this.#log(`${where}: ${members.length} addresses (${change}), ${next}`);

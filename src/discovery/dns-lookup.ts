@@ -77,26 +77,43 @@ export interface DnsLookup {
  * nginx's `resolver_timeout` and HAProxy's `timeout resolve` are likewise one limit per lookup.
  */
 export class NodeDnsLookup implements DnsLookup {
-  readonly #resolver: Resolver;
   readonly #timeoutMs: number;
+  /** c-ares's per-try timeout, ms: resolverTimeoutMs ÷ servers. */
+  readonly #tryTimeoutMs: number;
+  /** `setServers` arguments; empty = the system's. */
+  readonly #serverList: readonly string[];
   /** `127.0.0.1:5353`, or `127.0.0.1:5353, 127.0.0.2:53`: named in failure reasons. */
   readonly #servers: string;
 
   constructor(server: Pick<ServerConfig, 'resolvers' | 'resolverTimeoutMs'>) {
     const serverCount = Math.max(1, server.resolvers.length > 0 ? server.resolvers.length : getServers().length);
     this.#timeoutMs = server.resolverTimeoutMs;
-    this.#resolver = new Resolver({ timeout: Math.max(1, Math.floor(server.resolverTimeoutMs / serverCount)), tries: 1 });
-    if (server.resolvers.length > 0) this.#resolver.setServers(server.resolvers.map(serverString));
-    this.#servers = this.#resolver.getServers().join(', ');
+    this.#tryTimeoutMs = Math.max(1, Math.floor(server.resolverTimeoutMs / serverCount));
+    this.#serverList = server.resolvers.map(serverString);
+    this.#servers = this.#newResolver().getServers().join(', ');
+  }
+
+  /**
+   * A c-ares channel for one name's questions. Each lookup gets its own: c-ares fails every query
+   * outstanding on a channel when one malformed reply arrives (EBADRESP), so a name answered with
+   * garbage would fail the lookups of every other line that shared it. One channel per lookup, once
+   * per TTL, is cheap.
+   */
+  #newResolver(): Resolver {
+    const resolver = new Resolver({ timeout: this.#tryTimeoutMs, tries: 1 });
+    if (this.#serverList.length > 0) resolver.setServers(this.#serverList);
+    return resolver;
   }
 
   async resolveAddresses(name: string): Promise<AddressAnswer> {
-    const [v4, v6] = await Promise.all([this.#family(name, 'A'), this.#family(name, 'AAAA')]);
+    const resolver = this.#newResolver();
+    const [v4, v6] = await Promise.all([this.#family(resolver, name, 'A'), this.#family(resolver, name, 'AAAA')]);
     return { v4, v6 };
   }
 
   async resolveService(name: string): Promise<ServiceAnswer> {
-    const srv = await this.#bounded(name, 'SRV', () => this.#resolver.resolveSrv(name));
+    const resolver = this.#newResolver();
+    const srv = await this.#bounded(name, 'SRV', () => resolver.resolveSrv(name));
     if ('result' in srv) return srv;
     const targets = [...new Set(srv.map((record) => record.name).filter((target) => target !== '' && isIP(target) === 0))].slice(0, MAX_SRV_TARGETS);
     const answers = new Map(await Promise.all(targets.map(async (target) => [target, await this.resolveAddresses(target)] as const)));
@@ -110,8 +127,8 @@ export class NodeDnsLookup implements DnsLookup {
     return { result: 'ok', records };
   }
 
-  async #family(name: string, type: 'A' | 'AAAA'): Promise<FamilyAnswer> {
-    const query = type === 'A' ? () => this.#resolver.resolve4(name, { ttl: true }) : () => this.#resolver.resolve6(name, { ttl: true });
+  async #family(resolver: Resolver, name: string, type: 'A' | 'AAAA'): Promise<FamilyAnswer> {
+    const query = type === 'A' ? () => resolver.resolve4(name, { ttl: true }) : () => resolver.resolve6(name, { ttl: true });
     const answer = await this.#bounded(name, type, query);
     if ('result' in answer) return answer;
     const family = type === 'A' ? 4 : 6;

@@ -130,18 +130,36 @@ function targetAddresses(record: ServiceRecord, memory: FamilyMemory, ttls: numb
   return combined.records.map((r) => r.address);
 }
 
-/** Dedupes, sorts and caps the addresses of an `ok` answer. */
+/**
+ * False for an address no upstream can have: 0.0.0.0/8 and `::` (on Linux a connect to them reaches
+ * this very host), multicast (224.0.0.0/4, ff00::/8), and 240.0.0.0/4 with the broadcast address.
+ * A DNS answer decides where traffic goes; these would only turn a bad record into a loop or a hang.
+ */
+export function isUsableAddress(address: string): boolean {
+  if (isIP(address) === 4) {
+    const firstOctet = Number(address.slice(0, address.indexOf('.')));
+    return firstOctet !== 0 && firstOctet < 224;
+  }
+  const lower = address.toLowerCase();
+  return lower !== '::' && !lower.startsWith('ff');
+}
+
+/** Drops unusable addresses (with a note), dedupes, sorts and caps the addresses of an `ok` answer. */
 function finish(found: readonly DiscoveredAddress[], ttlSeconds: number, notes: readonly string[]): LineAnswer {
+  const unusable = found.filter((entry) => !isUsableAddress(entry.address)).map((entry) => entry.address);
+  const allNotes = [...notes];
+  if (unusable.length > 0) allNotes.push(`left out ${[...new Set(unusable)].join(', ')}: not an address an upstream can have (unspecified, multicast or broadcast)`);
   const seen = new Set<string>();
   const unique = found.filter((entry) => {
+    if (!isUsableAddress(entry.address)) return false;
     const key = `${entry.address}|${entry.port}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
   unique.sort(compareAddresses);
-  const allNotes = [...notes];
   if (unique.length > MAX_LINE_ADDRESSES) allNotes.push(`${unique.length} addresses, only the first ${MAX_LINE_ADDRESSES} are used`);
+  if (unique.length === 0) return { result: 'empty', reason: allNotes.join('; ') };
   return { result: 'ok', addresses: unique.slice(0, MAX_LINE_ADDRESSES), ttlSeconds, notes: allNotes };
 }
 

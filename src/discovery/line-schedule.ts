@@ -9,7 +9,8 @@
  *    lookup is retried after 1 s, 2 s, 4 s, … at most 30 s (Envoy's failure refresh backoff).
  * 4. After `nxdomain` or `empty`: the set stays the last good one until such answers have lasted
  *    30 s since the first of them (HAProxy `hold nx 30s`; an `ok` between resets it), then the line
- *    is emptied; the retries back off as in 3, the one that ends the hold due exactly at 30 s.
+ *    is emptied; the retries back off as in 3 but to at most 5 s (the server works, the name may come
+ *    back any moment), the one that ends the hold due exactly at 30 s.
  * 5. The backoff counts consecutive lookups without `ok`; an `ok` resets it.
  * 6. Never two lookups at once: the next timer is armed only when a lookup has ended.
  */
@@ -21,6 +22,8 @@ export const MIN_REFRESH_MS = 1_000;
 export const MAX_REFRESH_MS = 3_600_000;
 export const FIRST_RETRY_MS = 1_000;
 export const MAX_RETRY_MS = 30_000;
+/** The longest wait after an NXDOMAIN or empty answer (failures back off to MAX_RETRY_MS). */
+export const MAX_ANSWERED_RETRY_MS = 5_000;
 /** How long NXDOMAIN / empty answers must last before the line is emptied (HAProxy `hold nx`). */
 export const HOLD_NX_MS = 30_000;
 
@@ -140,6 +143,9 @@ export class LineSchedule {
       this.#streak += 1;
       nextLookupInMs = retryDelayMs(this.#streak);
       if (!isFailure(answer.result)) {
+        // An answer that the name is gone is no broken server to spare: ask again soon, so a service
+        // scaled back from zero is seen within seconds (HAProxy asks every `timeout resolve`).
+        nextLookupInMs = Math.min(nextLookupInMs, MAX_ANSWERED_RETRY_MS);
         this.#nxSinceMs ??= nowMs;
         const heldMs = nowMs - this.#nxSinceMs;
         if (heldMs >= HOLD_NX_MS) {

@@ -119,6 +119,27 @@ describe('Discovery', () => {
     h.discovery.stop();
   });
 
+  it('logs the end of a failure episode once, and a name that never answered as having no addresses yet', async () => {
+    const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\npass = http://localhost:8080 resolve\n`);
+    h.discovery.start();
+    await h.advance(0);
+    const good = h.lookup.addresses.get('api.test')!;
+    h.lookup.addresses.set('api.test', { v4: { result: 'timeout', reason: 'no answer within 2000ms for api.test A from 127.0.0.1:5353' }, v6: { result: 'timeout', reason: 'x' } });
+    await h.advance(5_000 + 1_000);
+    h.lookup.addresses.set('api.test', good);
+    await h.advance(2_000 + 5_000);
+    const apiLogs = h.logs.filter((line) => line.includes('api.test'));
+    assert.deepEqual(apiLogs.slice(1), [
+      'discovery: route a, api.test: timeout: no answer within 2000ms for api.test A from 127.0.0.1:5353; keeping 2 addresses, next lookup in 1s',
+      'discovery: route a, api.test: answered again, 2 addresses as before, next lookup in 5s',
+    ]);
+    assert.ok(
+      h.logs.some((line) => line.startsWith('discovery: route a, localhost: nxdomain: ') && line.endsWith(' (resolve lines ask the resolver, never /etc/hosts); no addresses yet, next lookup in 1s')),
+      `got logs ${JSON.stringify(h.logs)}`,
+    );
+    h.discovery.stop();
+  });
+
   it('empties a line after 30 s of NXDOMAIN, with one log line', async () => {
     const h = harness(`[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`);
     h.discovery.start();
@@ -128,7 +149,7 @@ describe('Discovery', () => {
     assert.deepEqual(h.pushes.at(-1)!.lines, [{ lineOrigin: 'http://api.test:8080', upstreams: [] }]);
     assert.equal(h.logs.filter((line) => line.includes(': 0 addresses')).length, 0, 'the emptying is one log line, not two');
     assert.ok(h.logs.includes('discovery: route a, api.test: nxdomain: NXDOMAIN; keeping for up to 30s 2 addresses, next lookup in 1s'), `got logs ${JSON.stringify(h.logs)}`);
-    assert.equal(h.logs.filter((line) => line.includes('nxdomain for 30s, line emptied (\u2212127.0.0.2 \u2212127.0.0.3), next lookup in 30s')).length, 1, `got logs ${JSON.stringify(h.logs)}`);
+    assert.equal(h.logs.filter((line) => line.includes('nxdomain for 30s, line emptied (\u2212127.0.0.2 \u2212127.0.0.3), next lookup in 5s')).length, 1, `got logs ${JSON.stringify(h.logs)}`);
     h.discovery.stop();
   });
 

@@ -88,6 +88,20 @@ describe('NodeDnsLookup against a DNS server on loopback', () => {
     });
   }
 
+  it('a garbage answer for one name fails only that name: lookups running beside it get their answers', async () => {
+    dns.set('junk.test', 'A', 'noise');
+    dns.set('junk.test', 'AAAA', 'noise');
+    for (const name of ['good1.test', 'good2.test', 'good3.test']) {
+      dns.set(name, 'A', [{ address: '127.0.0.9', ttl: 5 }]);
+      dns.set(name, 'AAAA', 'nodata');
+      dns.delay(name, 30); // still outstanding when the noise arrives
+    }
+    const fresh = new NodeDnsLookup(server); // no channel state left by the tests before
+    const [junk, ...goods] = await Promise.all(['junk.test', 'good1.test', 'good2.test', 'good3.test'].map((name) => fresh.resolveAddresses(name)));
+    assert.equal(junk!.v4.result, 'error');
+    assert.deepEqual(goods.map((answer) => answer.v4.result), ['ok', 'ok', 'ok'], `got ${goods.map((answer) => JSON.stringify(answer.v4)).join(' ')}`);
+  });
+
   it('a silent server is a timeout within resolver_timeout (+ a small margin)', async () => {
     dns.set('silent.test', 'A', 'silence');
     dns.set('silent.test', 'AAAA', 'silence');

@@ -66,6 +66,20 @@ describe('lookupLineAnswer: resolve (A + AAAA)', () => {
     assert.deepEqual(got.notes, [`600 addresses, only the first ${MAX_LINE_ADDRESSES} are used`]);
   });
 
+  it('leaves out, with a note, addresses no upstream can have: unspecified, multicast, broadcast (an answer of only those is empty)', async () => {
+    const lookup = fakeLookup({
+      'api.test': { v4: a(5, '0.0.0.0', '224.0.0.1', '255.255.255.255', '127.0.0.2', '0.1.2.3', '169.254.1.1'), v6: a(5, '::', 'ff02::1', 'fd00::2') },
+      'bad.test': { v4: a(5, '0.0.0.0', '239.1.1.1'), v6: a(5, '::') },
+    });
+    const answer = await lookupLineAnswer(resolveLine, 80, lookup, new Map());
+    assert.deepEqual(summary(answer), { result: 'ok', addresses: ['127.0.0.2:80', '169.254.1.1:80', 'fd00::2:80'], ttl: 5 });
+    assert.deepEqual(answer.result === 'ok' ? answer.notes : [], [
+      'left out 0.0.0.0, 224.0.0.1, 255.255.255.255, 0.1.2.3, ::, ff02::1: not an address an upstream can have (unspecified, multicast or broadcast)',
+    ]);
+    const onlyBad = await lookupLineAnswer({ kind: 'resolve', name: 'bad.test' }, 80, lookup, new Map());
+    assert.equal(onlyBad.result, 'empty', 'an answer of unusable addresses only is empty (held 30 s like NXDOMAIN)');
+  });
+
   it('a lookup that throws becomes error, not a rejection', async () => {
     const throwing: DnsLookup = { resolveAddresses: () => Promise.reject(new Error('boom')), resolveService: () => Promise.reject(new Error('boom')) };
     assert.equal((await lookupLineAnswer(resolveLine, 80, throwing, new Map())).result, 'error');

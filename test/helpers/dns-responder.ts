@@ -17,8 +17,15 @@ export type DnsRecord =
   | { readonly address: string; readonly ttl: number } // A or AAAA
   | { readonly priority: number; readonly weight: number; readonly port: number; readonly target: string; readonly ttl: number }; // SRV
 
-/** A canned behaviour instead of records: RCODE 3, NOERROR without records, RCODE 2, RCODE 5, no answer, an undecodable answer. */
-export type DnsBehaviour = 'nxdomain' | 'nodata' | 'servfail' | 'refused' | 'silence' | 'garbage';
+/**
+ * A canned behaviour instead of records: RCODE 3, NOERROR without records, RCODE 2, RCODE 5, no
+ * answer, an undecodable answer (a header claiming three records, then a few bytes), or noise (the
+ * query's ID, then a response's flags without TC and 28 bytes of noise: not a DNS message).
+ */
+export type DnsBehaviour = 'nxdomain' | 'nodata' | 'servfail' | 'refused' | 'silence' | 'garbage' | 'noise';
+
+/** The 30 bytes of a `noise` answer after the query's ID (fixed, so a test fails the same way every run). */
+const NOISE = Buffer.from('8180e07b54d8aa1e37c90b6f2d84e5137ac0fe29d64b81c0537e9a129f3a', 'hex');
 
 /** One question as it arrived: `atMs` from `performance.now()`. */
 export interface DnsQuestion {
@@ -38,6 +45,8 @@ export interface DnsResponder {
   set(name: string, type: DnsType, answer: readonly DnsRecord[] | DnsBehaviour): void;
   /** The questions for `name` and `type` so far. */
   count(name: string, type: DnsType): number;
+  /** Holds every answer for `name` (case-insensitive) `ms` before sending it (0: at once, the default). */
+  delay(name: string, ms: number): void;
   close(): Promise<void>;
 }
 
@@ -47,11 +56,15 @@ export async function startDnsResponder(options: { readonly address?: string } =
   const questions: string[] = [];
   const log: DnsQuestion[] = [];
   const answers = new Map<string, readonly DnsRecord[] | DnsBehaviour>();
+  const delays = new Map<string, number>();
+  let askedName = '';
+  let isClosed = false;
   socket.on('error', () => {}); // a send to a vanished peer must not crash the test run
   socket.on('message', (query, peer) => {
     let answer: Buffer | undefined;
     try {
       answer = answerQuery(query, (name, type) => {
+        askedName = name.toLowerCase();
         questions.push(`${name} ${TYPE_NAMES[type] ?? type}`);
         log.push({ name, type: TYPE_NAMES[type] ?? String(type), atMs: performance.now() });
         return answers.get(`${name.toLowerCase()} ${type}`);
@@ -59,7 +72,13 @@ export async function startDnsResponder(options: { readonly address?: string } =
     } catch {
       answer = undefined; // garbage in: no answer
     }
-    if (answer !== undefined) socket.send(answer, peer.port, peer.address);
+    if (answer === undefined) return;
+    const send = (bytes: Buffer): void => {
+      if (!isClosed) socket.send(bytes, peer.port, peer.address);
+    };
+    const delayMs = delays.get(askedName) ?? 0;
+    if (delayMs > 0) setTimeout(() => send(answer), delayMs);
+    else send(answer);
   });
   await new Promise<void>((resolve) => socket.bind(0, address, resolve));
   return {
@@ -68,8 +87,12 @@ export async function startDnsResponder(options: { readonly address?: string } =
     questions,
     log,
     set: (name, type, answer) => void answers.set(`${name.toLowerCase()} ${TYPE_CODES[type]}`, answer),
+    delay: (name, ms) => void delays.set(name.toLowerCase(), ms),
     count: (name, type) => log.filter((q) => q.name.toLowerCase() === name.toLowerCase() && q.type === type).length,
-    close: () => new Promise((resolve) => socket.close(() => resolve())),
+    close: () => {
+      isClosed = true;
+      return new Promise((resolve) => socket.close(() => resolve()));
+    },
   };
 }
 
@@ -99,6 +122,7 @@ function answerQuery(query: Buffer, find: (name: string, type: number) => readon
   header.writeUInt16BE(1, 4); // QDCOUNT
   header.writeUInt16BE(records.length, 6); // ANCOUNT
   const question = query.subarray(12, questionEnd);
+  if (configured === 'noise') return Buffer.concat([query.subarray(0, 2), NOISE]);
   if (configured === 'garbage') {
     header.writeUInt16BE(3, 6); // claims three answers, carries a few bytes of one
     return Buffer.concat([header, question, Buffer.from([0xc0, 0x0c, 0, type >> 8, type & 0xff, 0, 1, 0xff])]);

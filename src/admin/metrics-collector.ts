@@ -1,7 +1,8 @@
 /**
  * The counters behind `/metrics` that no Upstream field holds: requests by route and status class,
  * upstream attempts by status class, the request-duration histogram, retries and health-probe
- * results, and the process's dropped log lines. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
+ * results, the requests refused by `access` and the limits (SPEC 8; with their last minute, for
+ * `/status`), and the process's dropped log lines. It is fed by `ProxyServer.observe` (one access-log record per finished exchange) and
  * `ProxyServer.observeProbes`, and keeps plain JSON-able data (`MetricsState`) so a cluster worker
  * can send it to the primary, which adds the states of all workers up (`mergeMetrics`), together
  * with the last states of workers that exited, so no counter goes down (src/process/cluster/counter-ledger.ts).
@@ -12,6 +13,7 @@ import type { AccessLogRecord } from '../gateway/access-log.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import { droppedLogLines } from '../log/process-log.js';
 import { upstreamAddress } from '../upstream/upstream.js';
+import { addLastMinuteCounts, countAt, newLastMinuteCounts, type LastMinuteCounts } from './last-minute-counts.js';
 
 /**
  * Upper bounds (seconds) of the request-duration histogram: the Prometheus client libraries'
@@ -40,6 +42,12 @@ export interface MetricsState {
   readonly probes: Record<string, number>;
   /** log (`access` | `error`) → lines dropped because their destination failed or fell behind. */
   readonly logLinesDropped: Record<string, number>;
+  /** route → requests refused by its `access` lines (403). */
+  readonly denied: Record<string, number>;
+  /** `route\tlimit` (`rate` | `conn`) → requests refused by `rate_limit` / `conn_limit` (429). */
+  readonly rateLimited: Record<string, number>;
+  /** `route\trefusal` (`access` | `rate_limit` | `conn_limit`) → the refusals of the last minute, by epoch second. */
+  readonly recentRefusals: Record<string, LastMinuteCounts>;
 }
 
 /** The label value for a request that matched no route. */
@@ -51,7 +59,7 @@ export function statusClass(status: number | undefined): string {
 }
 
 export function emptyMetrics(): MetricsState {
-  return { requests: {}, upstreamRequests: {}, durations: {}, retries: {}, probes: {}, logLinesDropped: {} };
+  return { requests: {}, upstreamRequests: {}, durations: {}, retries: {}, probes: {}, logLinesDropped: {}, denied: {}, rateLimited: {}, recentRefusals: {} };
 }
 
 export class MetricsCollector {
@@ -60,6 +68,12 @@ export class MetricsCollector {
    * collector of the process: dropped lines are a fact of the process, counted from its start.
    */
   readonly state: MetricsState = { ...emptyMetrics(), logLinesDropped: droppedLogLines };
+  readonly #epochNow: () => number;
+
+  /** @param epochNow wall clock, ms since the epoch, for the last-minute counts (the same second in every worker). Default `Date.now`. */
+  constructor(epochNow: () => number = Date.now) {
+    this.#epochNow = epochNow;
+  }
 
   /** Counts one finished exchange (an access-log record). */
   recordExchange(record: AccessLogRecord): void {
@@ -70,6 +84,11 @@ export class MetricsCollector {
     }
     if (record.attempts.length > 1) increment(this.state.retries, route, record.attempts.length - 1);
     observeDuration((this.state.durations[route] ??= newHistogram()), record.durationMs / 1000);
+    if (record.refusal !== undefined) {
+      if (record.refusal === 'access') increment(this.state.denied, route);
+      else increment(this.state.rateLimited, `${route}\t${record.refusal === 'rate_limit' ? 'rate' : 'conn'}`);
+      countAt((this.state.recentRefusals[`${route}\t${record.refusal}`] ??= newLastMinuteCounts()), Math.floor(this.#epochNow() / 1000));
+    }
   }
 
   /** Counts one finished health probe of `upstream` (`host:port`) of `route`. */
@@ -95,7 +114,7 @@ export class MetricsCollector {
 export function mergeMetrics(states: readonly MetricsState[]): MetricsState {
   const total = emptyMetrics();
   for (const state of states) {
-    for (const key of ['requests', 'upstreamRequests', 'retries', 'probes', 'logLinesDropped'] as const) {
+    for (const key of ['requests', 'upstreamRequests', 'retries', 'probes', 'logLinesDropped', 'denied', 'rateLimited'] as const) {
       for (const [label, count] of Object.entries(state[key])) increment(total[key], label, count);
     }
     for (const [route, histogram] of Object.entries(state.durations)) {
@@ -104,6 +123,7 @@ export function mergeMetrics(states: readonly MetricsState[]): MetricsState {
       into.sum += histogram.sum;
       into.count += histogram.count;
     }
+    for (const [key, ring] of Object.entries(state.recentRefusals)) addLastMinuteCounts((total.recentRefusals[key] ??= newLastMinuteCounts()), ring);
   }
   return total;
 }

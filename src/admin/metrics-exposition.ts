@@ -15,6 +15,8 @@
  * | `proxy_upstream_active_requests` | gauge | route, upstream | requests in flight |
  * | `proxy_upstream_weight` / `proxy_upstream_effective_weight` | gauge | route, upstream | configured / current weight |
  * | `proxy_upstream_failures_total` | counter | route, upstream | failed attempts (passive health) |
+ * | `proxy_denied_total` | counter | route | requests refused with 403 by the route's `access` lines (SPEC 8) |
+ * | `proxy_rate_limited_total` | counter | route, limit (`rate`, `conn`) | requests refused with 429 by `rate_limit` / `conn_limit` |
  * | `proxy_log_lines_dropped_total` | counter | log (`access`, `error`) | log lines dropped because their destination failed or fell behind (src/log/log-sink.ts) |
  * | `proxy_dns_lookups_total` | counter | route, name, result | DNS lookups of discovery lines (SPEC 7), result `ok`, `nxdomain`, `empty`, `servfail`, `refused`, `timeout` or `error` (src/discovery/discovered-line.ts `LookupResult`) |
  * | `proxy_discovered_upstreams` | gauge | route, name | upstreams the discovery lines of that name stand for now (summed over the route's lines of one name) |
@@ -69,6 +71,18 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
       help: 'Attempts after the first one of a request, by route.',
       type: 'counter',
       samples: fromKeys(metrics.retries, ['route']),
+    },
+    {
+      name: 'proxy_denied_total',
+      help: "Requests refused with 403 by the route's access lines, by route.",
+      type: 'counter',
+      samples: fromKeys(metrics.denied, ['route']),
+    },
+    {
+      name: 'proxy_rate_limited_total',
+      help: 'Requests refused with 429 by rate_limit (limit="rate") or conn_limit (limit="conn"), by route.',
+      type: 'counter',
+      samples: fromKeys(metrics.rateLimited, ['route', 'limit']),
     },
     {
       name: 'proxy_health_checks_total',

@@ -3,7 +3,8 @@
  * works on an air-gapped box) that shows every route with its strategy and every upstream with its
  * state, weights, active requests, totals, last probe and the strategy's live state — the numbers a
  * learner wants to watch while the balancing algorithms and health checks run — the DNS discovery
- * lines (SPEC 7) with their last lookup, each discovered upstream tagged with the name and the
+ * lines (SPEC 7) with their last lookup, each route's access and limits with what they refused in
+ * the last minute (SPEC 8), each discovered upstream tagged with the name and the
  * `pass` line it came from, and the HTTPS listener's certificates with their names and expiry.
  *
  * The page arrives with the current snapshot embedded (so it is complete without JavaScript and for
@@ -105,6 +106,16 @@ function probeCell(probe, healthCheck) {
   return verdict + detail + ' <span class="muted">' + Math.round(probe.ageMs / 1000) + "s ago</span>";
 }
 
+function limitsCell(limits) {
+  const parts = [];
+  if (limits.accessRules > 0) parts.push("access " + limits.accessRules + " rule(s)");
+  if (limits.rateLimit !== null) parts.push("rate_limit " + esc(limits.rateLimit));
+  if (limits.connLimit !== null) parts.push("conn_limit " + limits.connLimit);
+  if (parts.length === 0) return "";
+  const m = limits.lastMinute;
+  return '<span class="limits">' + parts.join(", ") + '; last minute: denied ' + m.denied + ", rate-limited " + m.rateLimited + ", conn-limited " + m.connLimited + "</span>";
+}
+
 function render(snapshot) {
   const atMs = Date.parse(snapshot.generatedAt);
   const classes = Object.entries(snapshot.totals.byStatusClass).sort().map(([k, v]) => k + ": " + v).join(", ");
@@ -130,7 +141,7 @@ function render(snapshot) {
         "</tr>";
     }).join("");
     return '<section class="route"><h2>' + esc(route.name) + ' <code class="muted">' + esc(route.match) + "</code> <span>" + esc(route.strategy) + "</span>" +
-      '<span class="muted">' + (route.healthCheck.isEnabled ? "health " + esc(route.healthCheck.method) + " " + esc(route.healthCheck.path) + " every " + route.healthCheck.intervalMs + " ms" : "health checks off") + "</span></h2>" +
+      '<span class="muted">' + (route.healthCheck.isEnabled ? "health " + esc(route.healthCheck.method) + " " + esc(route.healthCheck.path) + " every " + route.healthCheck.intervalMs + " ms" : "health checks off") + "</span>" + limitsCell(route.limits) + "</h2>" +
       "<table><thead><tr><th>upstream</th><th>state</th><th>weight</th><th>eff. weight</th><th>active</th><th>requests</th><th>failures</th><th>last probe</th><th>latency</th><th>strategy state</th><th>req/s</th></tr></thead>" +
       "<tbody>" + rows + "</tbody></table></section>";
   }).join("");

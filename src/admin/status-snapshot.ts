@@ -19,6 +19,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import type { MetricsState } from './metrics-collector.js';
+import { addLastMinuteCounts, newLastMinuteCounts, sumLastMinute, type LastMinuteCounts } from './last-minute-counts.js';
 import type { RegistryEntry } from './upstream-registry.js';
 import type { DiscoveryLineStatus, LookupCount, LookupResult } from '../discovery/discovered-line.js';
 
@@ -110,6 +111,13 @@ export interface RouteStatus {
   readonly match: string;
   readonly strategy: string;
   readonly healthCheck: { readonly isEnabled: boolean; readonly intervalMs: number; readonly method: string; readonly path: string };
+  /** SPEC 8: the route's `access` lines, `rate_limit` (as `10/s burst=5`) and `conn_limit`, and what they refused in the last 60 s (every worker's). */
+  readonly limits: {
+    readonly accessRules: number;
+    readonly rateLimit: string | null;
+    readonly connLimit: number | null;
+    readonly lastMinute: { readonly denied: number; readonly rateLimited: number; readonly connLimited: number };
+  };
   readonly upstreams: readonly UpstreamStatus[];
 }
 
@@ -212,6 +220,8 @@ export interface SnapshotOptions {
   readonly workerStartFailures?: readonly WorkerStartFailure[];
   /** DNS discovery of the authoritative process; absent = none. */
   readonly discovery?: DiscoveryView;
+  /** Wall clock, ms since the epoch, for the last-minute counts. Default `Date.now()`. */
+  readonly epochNowMs?: number;
 }
 
 /**
@@ -235,6 +245,16 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
       activeRequests: counters.reduce((sum, c) => sum + c.activeRequests, 0),
     };
   });
+
+  const recentRefusals: Record<string, LastMinuteCounts> = {};
+  for (const metrics of [...reports.map((report) => report.metrics), ...(carried === undefined ? [] : [carried.metrics])]) {
+    for (const [key, ring] of Object.entries(metrics.recentRefusals)) addLastMinuteCounts((recentRefusals[key] ??= newLastMinuteCounts()), ring);
+  }
+  const nowSecond = Math.floor((options.epochNowMs ?? Date.now()) / 1000);
+  const lastMinute = (routeName: string, refusal: string): number => {
+    const ring = recentRefusals[`${routeName}\t${refusal}`];
+    return ring === undefined ? 0 : sumLastMinute(ring, nowSecond);
+  };
 
   const routes = proxy.routes.map((route): RouteStatus => {
     const firstState = reports[0]?.strategyState[route.name] ?? route.balancer.describeState();
@@ -288,6 +308,12 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
         intervalMs: route.config.health.intervalMs,
         method: route.config.health.method,
         path: route.config.health.path,
+      },
+      limits: {
+        accessRules: route.config.access.length,
+        rateLimit: route.config.rateLimit?.source ?? null,
+        connLimit: route.config.connLimit?.maxInFlight ?? null,
+        lastMinute: { denied: lastMinute(route.name, 'access'), rateLimited: lastMinute(route.name, 'rate_limit'), connLimited: lastMinute(route.name, 'conn_limit') },
       },
       upstreams,
     };

@@ -8,7 +8,10 @@
  *
  *     127.0.0.1 - tom [30/Nov/2026:10:41:42 +0000] "GET /a HTTP/1.1" 200 23 "-" "curl/8.5.0" route=a upstream="127.0.0.1:9001" upstream_status="200" duration_ms=1.42
  *
- * `json` writes the same facts as one JSON object per line.
+ * A request refused by the route's `access`, `rate_limit` or `conn_limit` (SPEC 8) ends with
+ * `refused=access|rate_limit|conn_limit`, so its 403 or 429 cannot be taken for the upstream's.
+ *
+ * `json` writes the same facts as one JSON object per line (`"refused"` only on such requests).
  */
 import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
@@ -22,6 +25,9 @@ export interface AttemptLog {
   status?: number;
   error?: string;
 }
+
+/** Which check of SPEC 8 refused a request: `access` (403), `rate_limit` or `conn_limit` (429). */
+export type Refusal = 'access' | 'rate_limit' | 'conn_limit';
 
 /** Everything one log line says. */
 export interface AccessLogRecord {
@@ -38,6 +44,8 @@ export interface AccessLogRecord {
   readonly referer: string | undefined;
   readonly userAgent: string | undefined;
   readonly route: string | undefined;
+  /** Set when the proxy refused the request by the route's `access`, `rate_limit` or `conn_limit` (logged `refused=…`). */
+  readonly refusal?: Refusal;
   readonly attempts: readonly AttemptLog[];
   readonly durationMs: number;
   /** Set for upgraded connections (tunnels): bytes each way. */
@@ -60,6 +68,7 @@ export interface ExchangeOutcome {
   /** Response body bytes sent to the client (for a tunnel: the bytes from the upstream). */
   readonly bytesSent: number;
   readonly route?: string | undefined;
+  readonly refusal?: Refusal | undefined;
   readonly attempts: readonly AttemptLog[];
   readonly durationMs: number;
   readonly tunnel?: { readonly bytesFromClient: number; readonly bytesFromUpstream: number } | undefined;
@@ -83,6 +92,7 @@ export function buildAccessLogRecord(request: LoggedRequest | undefined, outcome
     referer: request?.headers.referer,
     userAgent: request?.headers['user-agent'],
     route: outcome.route,
+    ...(outcome.refusal === undefined ? {} : { refusal: outcome.refusal }),
     attempts: outcome.attempts,
     durationMs: outcome.durationMs,
     ...(outcome.tunnel === undefined ? {} : { tunnel: outcome.tunnel }),
@@ -175,11 +185,12 @@ export function formatCombined(r: AccessLogRecord): string {
   // An error may carry words from the upstream (a TLS reason names its certificate's altnames): escaped.
   const statuses = r.attempts.length === 0 ? '-' : r.attempts.map((a) => (a.status !== undefined && a.error !== undefined ? `${a.status} ${a.error}` : (a.status ?? a.error ?? '-'))).join(', ');
   const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
+  const refusal = r.refusal === undefined ? '' : ` refused=${r.refusal}`;
   return (
     `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
     `"${escapeField(`${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
     `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
-    `upstream_status="${escapeField(statuses)}" duration_ms=${r.durationMs.toFixed(2)}${tunnel}`
+    `upstream_status="${escapeField(statuses)}" duration_ms=${r.durationMs.toFixed(2)}${refusal}${tunnel}`
   );
 }
 
@@ -196,6 +207,7 @@ export function formatJson(r: AccessLogRecord): string {
     referer: r.referer ?? null,
     user_agent: r.userAgent ?? null,
     route: r.route ?? null,
+    ...(r.refusal === undefined ? {} : { refused: r.refusal }),
     upstreams: r.attempts,
     duration_ms: Math.round(r.durationMs * 100) / 100,
     ...(r.tunnel === undefined ? {} : { tunnel: r.tunnel }),

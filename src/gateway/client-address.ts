@@ -1,9 +1,29 @@
 /**
- * The client's address as the proxy reports it (X-Forwarded-For, access log, ip-hash), and the
- * `trusted_proxies` check (SPEC 5): an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`, what a dual-stack
- * socket reports for IPv4 peers) is shown as plain IPv4, and the port is never included.
+ * The client's address (SPEC 5 and 8): the `trusted_proxies` check, and the one client IP per
+ * request that access rules, limits, `ip-hash`, `consistent-hash` on `client_ip` and the access log
+ * all use. An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`, what a dual-stack socket reports for IPv4
+ * peers) is shown as plain IPv4, and the port is never included.
+ *
+ * The client IP is the peer's address, or, when the peer is a trusted proxy, found by walking
+ * `X-Forwarded-For` from the right (nginx's `real_ip_header X-Forwarded-For` with
+ * `real_ip_recursive on`, ngx_http_get_forwarded_addr): each entry was written by the hop to its
+ * right, so an entry is believed only while every hop to its right is trusted.
+ *   1. Start with the peer; while the current address is a trusted proxy, step to the next entry
+ *      to the left. The first entry that is not a trusted proxy is the client.
+ *   2. Every entry trusted: the leftmost one is the client.
+ *   3. An entry that is not an address ends the walk: the client is the last address accepted (the
+ *      trusted hop to its right, or the peer). nginx stops the same way; an attacker can only land
+ *      on a trusted proxy's address, never choose one.
+ *   4. Several `X-Forwarded-For` lines are one comma list, in order (nginx since 1.23.0). Empty
+ *      entries are skipped; spaces and tabs around an entry are ignored.
+ *   5. An entry is an IPv4 or IPv6 literal, `IPv4:port` or `[IPv6]:port` (port 1..65535, dropped),
+ *      as nginx's ngx_parse_addr_port takes it; `[IPv6]` without a port, zone ids (`fe80::1%eth0`)
+ *      and anything else are not addresses. IPv6 is written in its canonical form (RFC 5952), so one
+ *      client never counts as two.
+ * From a peer that is not trusted nothing of the header is read: a spoofed `X-Forwarded-For`
+ * changes nothing.
  */
-import { isIP } from 'node:net';
+import { isIP, SocketAddress } from 'node:net';
 import type { Cidr } from '../config/config.js';
 import { ipv4Bytes, ipv6Bytes } from '../config/values.js';
 
@@ -39,4 +59,56 @@ function hasPrefix(address: Uint8Array, network: Uint8Array, prefixLength: numbe
     if ((address[i]! & mask) !== (network[i]! & mask)) return false;
   }
   return true;
+}
+
+/**
+ * The client IP of a request from `peerIp` (already normalised) with `rawHeaders` (a flat
+ * `[name, value, …]` list), as the file comment says. Costs nothing but one check when the peer is
+ * not trusted (and nothing at all when `trusted_proxies` is empty).
+ */
+export function resolveClientIp(peerIp: string, isTrustedPeer: boolean, rawHeaders: readonly string[], trustedProxies: readonly Cidr[]): string {
+  if (!isTrustedPeer) return peerIp;
+  let client = peerIp;
+  for (let i = rawHeaders.length - 2; i >= 0; i -= 2) {
+    const name = rawHeaders[i]!;
+    if (name.length !== 15 || name.toLowerCase() !== 'x-forwarded-for') continue;
+    const entries = rawHeaders[i + 1]!.split(',');
+    for (let j = entries.length - 1; j >= 0; j--) {
+      const entry = entries[j]!.trim();
+      if (entry === '') continue;
+      const address = parseForwardedAddress(entry);
+      if (address === undefined) return client;
+      client = address;
+      if (!isTrustedProxy(address, trustedProxies)) return client;
+    }
+  }
+  return client;
+}
+
+/**
+ * One `X-Forwarded-For` entry as an address (normalised, canonical IPv6), or undefined when it is
+ * not one: an IPv4 or IPv6 literal, `IPv4:port`, `[IPv6]:port` (nginx's ngx_parse_addr_port).
+ */
+export function parseForwardedAddress(entry: string): string | undefined {
+  let address = entry;
+  if (entry.startsWith('[')) {
+    const close = entry.indexOf(']');
+    if (close < 0 || !isPort(entry.slice(close + 2)) || entry[close + 1] !== ':') return undefined;
+    address = entry.slice(1, close);
+    if (isIP(address) !== 6) return undefined;
+  } else if (isIP(entry) === 0) {
+    const colon = entry.indexOf(':');
+    if (colon < 0 || !isPort(entry.slice(colon + 1))) return undefined;
+    address = entry.slice(0, colon);
+    if (isIP(address) !== 4) return undefined;
+  }
+  if (address.includes('%')) return undefined;
+  if (isIP(address) === 6) address = new SocketAddress({ address, family: 'ipv6' }).address;
+  return normalizeClientIp(address);
+}
+
+function isPort(text: string): boolean {
+  if (!/^\d{1,5}$/.test(text)) return false;
+  const port = Number(text);
+  return port >= 1 && port <= 65535;
 }

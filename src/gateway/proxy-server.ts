@@ -28,6 +28,8 @@ import type { Timers } from '../timers.js';
 import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
 import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
+import type { LimitsProvider } from '../limits/limits.js';
+import { LocalLimits } from '../limits/local-limits.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -51,6 +53,11 @@ export interface ProxyServerOptions {
   readonly ticketKeys?: Buffer;
   /** Wall clock for certificate validity, ms since the epoch. Default `Date.now`. */
   readonly epochNow?: () => number;
+  /**
+   * Makes the routes' `rate_limit` / `conn_limit` state (src/limits/limits.ts), at start and at every
+   * reload. Default: this process's own (LocalLimits on the `deps.now` clock).
+   */
+  readonly limits?: LimitsProvider;
 }
 
 /** Called with every finished active health probe (metrics count them by result). */
@@ -114,7 +121,7 @@ export class ProxyServer implements DiscoveryTarget {
     // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
     const certificates = this.#readCertificates(config.server);
     for (const warning of certificates.warnings) this.#deps.log(`warning: ${warning}`);
-    this.#table = new RouteTable(config, this.#deps);
+    this.#table = new RouteTable(config, this.#deps, options.limits ?? new LocalLimits({ now: this.#deps.now }));
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
     this.#probe = async (upstream, check, probeOptions) => {

@@ -7,7 +7,9 @@
  *      with `[acme]`, answer an HTTP-01 challenge request (acme-challenge.ts) → 200 / 404;
  *      and, with `redirect_https`, send a plain request to its https:// URL (https-redirect.ts) → 308
  *   1. route the request by both readings of its path (router.ts)    → 404 when nothing matches,
- *      400 when the readings disagree; then the route's own Basic auth (route.ts) → 401
+ *      400 when the readings disagree; then, in SPEC 8's order, each check consuming nothing of
+ *      the later ones: the route's `access` lines (src/limits/access-list.ts) → 403, its
+ *      `conn_limit` → 429, its `rate_limit` → 429 (src/limits), its own Basic auth (route.ts) → 401
  *   2. check the body limit against Content-Length                    → 413
  *   3. build the upstream header list (forward-headers.ts); an upgrade request keeps its
  *      `Connection: upgrade` and `Upgrade`
@@ -23,6 +25,9 @@
  *
  * Every answer before the commit point goes through one function (error-response.ts).
  *
+ * The client IP (client-address.ts) is computed once, before anything else, and is the one that
+ * access, limits, the balancer and the access log see; X-Forwarded-For appends the peer.
+ *
  * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
@@ -32,9 +37,9 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { buildAccessLogRecord, type AccessLog, type AttemptLog } from './access-log.js';
+import { buildAccessLogRecord, type AccessLog, type AttemptLog, type Refusal } from './access-log.js';
 import { logLine } from '../log/process-log.js';
-import { isTrustedProxy, normalizeClientIp } from './client-address.js';
+import { isTrustedProxy, normalizeClientIp, resolveClientIp } from './client-address.js';
 import { sendErrorResponse } from './error-response.js';
 import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
@@ -90,10 +95,25 @@ const UNKNOWN_TOKEN_TEXT = 'not found: no ACME challenge with this token is bein
 /** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
 const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
 
+/** The one-line body of the 403 of `access` (SPEC 8). */
+const DENIED_TEXT = 'forbidden: your address is not allowed on this route';
+/** The one-line body of the 429 of `rate_limit`. */
+const RATE_LIMITED_TEXT = 'too many requests: over the rate limit of this route, retry later';
+/** The one-line body of the 429 of `conn_limit`. */
+const CONN_LIMITED_TEXT = 'too many requests: too many requests in flight from your address on this route';
+
 /** Per-request facts gathered on the way, for the access log. */
 interface RequestFacts {
   readonly startedAt: number;
+  /** The TCP peer (normalised): what X-Forwarded-For appends and `trusted_proxies` judges. */
+  readonly peerIp: string;
+  readonly isTrustedPeer: boolean;
+  /** The client IP of SPEC 8 (client-address.ts): access, limits, balancing, the log. */
   readonly clientIp: string;
+  /** Set when access or a limit refused the request (the log and the metrics say which). */
+  refusal: Refusal | undefined;
+  /** The `conn_limit` slot this request holds; given back once, however the exchange ends. */
+  releaseSlot: (() => void) | undefined;
   route: Route | undefined;
   readonly attempts: AttemptLog[];
   bytesSent: number;
@@ -107,9 +127,16 @@ interface RequestFacts {
  *   passed routing, auth and the body limit, before its body is read (nginx's order)
  */
 export function handleRequest(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue = false): void {
+  const peerIp = normalizeClientIp(clientReq.socket.remoteAddress);
+  const { trustedProxies } = context.server;
+  const isTrustedPeer = isTrustedProxy(peerIp, trustedProxies);
   const facts: RequestFacts = {
     startedAt: context.now(),
-    clientIp: normalizeClientIp(clientReq.socket.remoteAddress),
+    peerIp,
+    isTrustedPeer,
+    clientIp: resolveClientIp(peerIp, isTrustedPeer, clientReq.rawHeaders, trustedProxies),
+    refusal: undefined,
+    releaseSlot: undefined,
     route: undefined,
     attempts: [],
     bytesSent: 0,
@@ -201,7 +228,40 @@ async function proxyRequest(
     return;
   }
 
-  // 1b. The proxy's own Basic auth, when the route demands it (RFC 7617).
+  // 1b. Access and limits (SPEC 8), in this order, each refusal consuming nothing of the later
+  //     checks: `access` (403), `conn_limit` (429, Retry-After: 1), `rate_limit` (429).
+  if (route.access !== undefined && !route.access.isAllowed(facts.clientIp)) {
+    facts.refusal = 'access';
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 403, text: DENIED_TEXT });
+    return;
+  }
+  const { limits } = route;
+  if (limits !== undefined) {
+    if (route.config.connLimit !== undefined) {
+      const answer = limits.acquireSlot(facts.clientIp);
+      const releaseSlot = answer instanceof Promise ? await answer : answer;
+      if (releaseSlot === undefined) {
+        if (isClientGone) return;
+        facts.refusal = 'conn_limit';
+        facts.bytesSent = sendErrorResponse(clientRes, { status: 429, text: CONN_LIMITED_TEXT, extraHeaders: ['Retry-After', '1'] });
+        return;
+      }
+      holdSlot(clientRes, facts, releaseSlot, isClientGone);
+      if (isClientGone) return;
+    }
+    if (route.config.rateLimit !== undefined) {
+      const answer = limits.takeToken(facts.clientIp);
+      const verdict = answer instanceof Promise ? await answer : answer;
+      if (isClientGone) return;
+      if (!verdict.isAllowed) {
+        facts.refusal = 'rate_limit';
+        facts.bytesSent = sendErrorResponse(clientRes, { status: 429, text: RATE_LIMITED_TEXT, extraHeaders: ['Retry-After', String(verdict.retryAfterSeconds)] });
+        return;
+      }
+    }
+  }
+
+  // 1c. The proxy's own Basic auth, when the route demands it (RFC 7617).
   if (route.authenticator !== undefined && !(await route.authenticator.check(clientReq.headers.authorization))) {
     if (isClientGone) return;
     facts.bytesSent = sendErrorResponse(clientRes, { status: 401, extraHeaders: ['WWW-Authenticate', route.authenticator.challenge()] });
@@ -225,11 +285,12 @@ async function proxyRequest(
   if (isExpectingContinue && clientReq.body !== undefined) clientRes.writeContinue();
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
-  const isTrustedPeer = isTrustedProxy(facts.clientIp, context.server.trustedProxies);
+  // X-Forwarded-For appends the peer, the hop this proxy saw (HAProxy, Envoy, Go), not the client
+  // IP read from the list: the chain stays a record of every hop.
   const headersFor = (upstream: Upstream): string[] => {
     const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
-      clientIp: facts.clientIp,
-      isTrustedPeer,
+      clientIp: facts.peerIp,
+      isTrustedPeer: facts.isTrustedPeer,
       proto: clientReq.isTls ? 'https' : 'http',
       preserveHost: route.config.preserveHost,
       upstreamHost: upstream.config.hostHeader,
@@ -331,6 +392,21 @@ async function proxyRequest(
   // server's own 400s for a bad head do.
   const text = lastError instanceof RequestFramingError ? `bad request: ${lastError.message}` : undefined;
   facts.bytesSent = sendErrorResponse(clientRes, { status: lastError.status, text, extraHeaders, shouldClose: body !== undefined && !clientReq.complete });
+}
+
+/**
+ * Keeps the `conn_limit` slot for as long as the exchange lasts: given back when the client
+ * response closes (answered, failed, or the client gone) unless a 101 turned it into a tunnel,
+ * which gives it back when it closes (openTunnel). The release function is idempotent, so a slot
+ * is given back exactly once however the exchange ends.
+ */
+function holdSlot(clientRes: ClientResponse, facts: RequestFacts, releaseSlot: () => void, isClientGone: boolean): void {
+  facts.releaseSlot = releaseSlot;
+  // A client that left while a promised slot came: its response closed already, give it back now.
+  if (isClientGone) releaseSlot();
+  else clientRes.once('close', () => {
+    if (facts.tunnel === undefined) releaseSlot();
+  });
 }
 
 /**
@@ -488,6 +564,7 @@ function openTunnel(
   const tunnel = new Tunnel(clientEnd, upstreamEnd, idleTimeoutMs, () => {
     context.tunnels.delete(tunnel);
     onDone();
+    facts.releaseSlot?.();
     facts.bytesSent = tunnel.bytesFromUpstream;
     if (context.accessLog.isEnabled) logRequest(context, clientReq, 101, facts);
   });
@@ -530,6 +607,7 @@ function logRequest(context: ProxyContext, clientReq: ClientRequest, status: num
       status,
       bytesSent: facts.bytesSent,
       route: facts.route?.name,
+      refusal: facts.refusal,
       attempts: facts.attempts,
       durationMs: context.now() - facts.startedAt,
       tunnel: tunnel === undefined ? undefined : { bytesFromClient: tunnel.bytesFromClient, bytesFromUpstream: tunnel.bytesFromUpstream },

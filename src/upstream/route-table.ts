@@ -31,6 +31,7 @@ import { Route, type RuntimeDeps } from './route.js';
 import { buildRouteTls } from './upstream-tls.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
 import type { DiscoveredLine } from '../discovery/discovered-line.js';
+import type { LimitsProvider } from '../limits/limits.js';
 
 /** What a change did to the store, for the reload log line. */
 export interface StoreChange {
@@ -52,12 +53,18 @@ export class RouteTable {
   /** Each route's TLS client settings, by route name, read from the files of `#config`. */
   #tls: ReadonlyMap<string, TlsClientSettings>;
   readonly #deps: RuntimeDeps;
+  /** Makes each route's `rate_limit` / `conn_limit` state; asked at every rebuild (same name and settings: the same state). */
+  readonly #limits: LimitsProvider | undefined;
 
-  /** @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load (upstream-tls.ts) */
-  constructor(config: Config, deps: RuntimeDeps) {
+  /**
+   * @param limits the provider of the routes' limits (ProxyServer's); without one no route is limited
+   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load (upstream-tls.ts)
+   */
+  constructor(config: Config, deps: RuntimeDeps, limits?: LimitsProvider) {
     this.#config = config;
     this.#tls = buildRouteTls(config.routes);
     this.#deps = deps;
+    this.#limits = limits;
     this.#routes = [];
     this.#rebuild(config, () => true, false);
   }
@@ -182,7 +189,8 @@ export class RouteTable {
         return upstream;
       });
       const predecessor = isSetChange ? existing : undefined;
-      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.get(routeConfig.name), predecessor);
+      const limits = this.#limits?.limitsFor(routeConfig.name, routeConfig.rateLimit, routeConfig.connLimit);
+      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.get(routeConfig.name), predecessor, limits);
     });
     this.#upstreams = current;
     let removed = 0;

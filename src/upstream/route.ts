@@ -1,6 +1,6 @@
 /**
  * A route at run time: its config, its upstreams' runtime state, its balancer, its passive-health
- * group, its authenticator and the TLS settings of its `https://` upstreams — the third layer (config → runtime), built from a RouteConfig and
+ * group, its access list and limits (src/limits), its authenticator and the TLS settings of its `https://` upstreams — the third layer (config → runtime), built from a RouteConfig and
  * pointing at it, never the reverse. The request path talks to a route in nginx's get/free pair:
  * `pick()` an upstream, then `recordFailure()` or `recordSuccess()` for how the attempt went.
  */
@@ -13,6 +13,8 @@ import { Upstream } from './upstream.js';
 import { UpstreamGroup } from './upstream-group.js';
 import { buildUpstreamTls } from './upstream-tls.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
+import { AccessList } from '../limits/access-list.js';
+import type { RouteLimits } from '../limits/limits.js';
 
 /** Injected clock and randomness (tests make them exact). */
 export interface RuntimeDeps {
@@ -31,6 +33,10 @@ export class Route {
   readonly group: UpstreamGroup;
   /** Set when `auth_basic` is: the proxy demands credentials itself (SPEC 1.2, RFC 7617). */
   readonly authenticator: BasicAuthenticator | undefined;
+  /** Set when the route has `access` lines (SPEC 8), compiled once here: the request path asks it for a 403. */
+  readonly access: AccessList | undefined;
+  /** Its `rate_limit` / `conn_limit` state (src/limits); undefined when both are off. */
+  readonly limits: RouteLimits | undefined;
   /** How connections to its `https://` upstreams are made (`tls_*` keys, files read: upstream-tls.ts). */
   readonly upstreamTls: TlsClientSettings;
   readonly #deps: RuntimeDeps;
@@ -41,9 +47,10 @@ export class Route {
    *   `config.tls` now
    * @param predecessor the route this one replaces when only its upstream set changed (discovery,
    *   registry): its balancer's state is taken over for the upstreams that stay (`createBalancer`)
+   * @param limits what the LimitsProvider made for this route (RouteTable asks it); default none
    * @throws ConfigValueError when `upstreamTls` is not given and a `tls_*` file does not load
    */
-  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[], upstreamTls?: TlsClientSettings, predecessor?: Route) {
+  constructor(config: RouteConfig, deps: RuntimeDeps, upstreams?: readonly Upstream[], upstreamTls?: TlsClientSettings, predecessor?: Route, limits?: RouteLimits) {
     this.config = config;
     this.upstreamTls = upstreamTls ?? buildUpstreamTls(config.tls);
     this.#deps = deps;
@@ -51,6 +58,8 @@ export class Route {
     this.balancer = createBalancer(config, this.upstreams, deps, predecessor?.balancer);
     this.group = new UpstreamGroup(config, this.upstreams);
     this.authenticator = config.authBasic === undefined ? undefined : new BasicAuthenticator(config.authBasic, config.authUsers);
+    this.access = config.access.length === 0 ? undefined : new AccessList(config.access);
+    this.limits = limits;
   }
 
   get name(): string {

@@ -52,3 +52,14 @@ test('upstream_status keeps a TLS reason on the line and inside its quotes, what
     `got ${line}`,
   );
 });
+
+test('a request refused by access or a limit ends its line with refused=…, its JSON with "refused"', async () => {
+  const { formatJson } = await import('../../src/gateway/access-log.js');
+  const limited: AccessLogRecord = { ...record([]), clientIp: '127.0.0.2', status: 429, bytesSent: 66, refusal: 'rate_limit' };
+  assert.equal(
+    formatCombined(limited),
+    '127.0.0.2 - - [30/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 429 66 "-" "curl" route=a upstream="-" upstream_status="-" duration_ms=1.50 refused=rate_limit',
+  );
+  assert.equal(JSON.parse(formatJson({ ...limited, status: 403, refusal: 'access' })).refused, 'access');
+  assert.equal('refused' in JSON.parse(formatJson(record([]))), false, 'got "refused" on a line that was not refused');
+});

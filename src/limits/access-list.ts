@@ -1,0 +1,82 @@
+/**
+ * A route's `access` lines (SPEC 8): `allow CIDR|all` / `deny CIDR|all` checked in order against
+ * the client IP, the first match decides, no match allows — nginx's `allow` / `deny` of
+ * ngx_http_access_module, and the same as HAProxy's `http-request deny if { src … }` lines read top
+ * to bottom. A denied request gets 403.
+ *
+ * The matching is node's `net.BlockList` (an IPv4 network also matches the `::ffff:`-mapped form
+ * of its addresses), compiled once per route when the config is built or reloaded, never per
+ * request: runs of consecutive lines with the same verdict share one BlockList (`allow A; allow
+ * B; deny C; allow all` is three checks at most), and `all` ends the list (nothing after it can
+ * match first).
+ *
+ * A BlockList check of a string costs a few microseconds (node builds a SocketAddress for it), so
+ * verdicts are remembered per client IP in a bounded map, emptied when it reaches
+ * VERDICT_CACHE_SIZE entries (amortised O(1); the rules never change under a list, a reload makes
+ * a new one).
+ */
+import { BlockList, isIP } from 'node:net';
+import type { AccessRule } from '../config/config.js';
+
+/** Most client IPs whose verdict is remembered before the memory is emptied. */
+const VERDICT_CACHE_SIZE = 10_000;
+
+/** A run of consecutive lines with one verdict; `networks` undefined = `all`. */
+interface Segment {
+  readonly isAllowed: boolean;
+  readonly networks: BlockList | undefined;
+}
+
+export class AccessList {
+  readonly #segments: readonly Segment[];
+  readonly #verdicts = new Map<string, boolean>();
+
+  /** @param rules the route's `access` lines in order (at least one: a route without any has no AccessList) */
+  constructor(rules: readonly AccessRule[]) {
+    const segments: Segment[] = [];
+    for (const rule of rules) {
+      if (rule.network === undefined) {
+        segments.push({ isAllowed: rule.isAllowed, networks: undefined });
+        break;
+      }
+      let last = segments.at(-1);
+      if (last === undefined || last.isAllowed !== rule.isAllowed) {
+        last = { isAllowed: rule.isAllowed, networks: new BlockList() };
+        segments.push(last);
+      }
+      const { network } = rule;
+      last.networks!.addSubnet(formatAddress(network.bytes), network.prefixLength, network.family === 4 ? 'ipv4' : 'ipv6');
+    }
+    this.#segments = segments;
+  }
+
+  /**
+   * True when `clientIp` may pass: the verdict of the first line that matches it, or true when none
+   * does. A client IP that is not an IP literal (a socket already gone) matches only `all`.
+   */
+  isAllowed(clientIp: string): boolean {
+    const known = this.#verdicts.get(clientIp);
+    if (known !== undefined) return known;
+    if (this.#verdicts.size >= VERDICT_CACHE_SIZE) this.#verdicts.clear();
+    const verdict = this.#judge(clientIp);
+    this.#verdicts.set(clientIp, verdict);
+    return verdict;
+  }
+
+  #judge(clientIp: string): boolean {
+    const family = isIP(clientIp);
+    for (const segment of this.#segments) {
+      if (segment.networks === undefined) return segment.isAllowed;
+      if (family !== 0 && segment.networks.check(clientIp, family === 4 ? 'ipv4' : 'ipv6')) return segment.isAllowed;
+    }
+    return true;
+  }
+}
+
+/** 4 or 16 network bytes as the text BlockList takes (`10.0.0.0`, `2001:db8:0:0:0:0:0:0`). */
+function formatAddress(bytes: Uint8Array): string {
+  if (bytes.length === 4) return bytes.join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return groups.join(':');
+}

@@ -1,0 +1,52 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { AccessList } from '../../src/limits/access-list.js';
+import { parseAccessRule } from '../../src/config/values.js';
+import type { AccessRule } from '../../src/config/config.js';
+
+const rules = (...lines: string[]): AccessRule[] => lines.map((line, i) => ({ ...parseAccessRule(line), place: { file: 't.ini', line: i + 1, column: 1 } }));
+
+test('access: lines in order, the first match decides, no match allows (IPv4, IPv6, all)', () => {
+  const cases: { lines: string[]; ip: string; want: boolean }[] = [
+    { lines: ['deny 10.0.0.0/8'], ip: '10.1.2.3', want: false },
+    { lines: ['deny 10.0.0.0/8'], ip: '11.1.2.3', want: true },
+    { lines: ['allow 10.1.0.0/16', 'deny 10.0.0.0/8'], ip: '10.1.2.3', want: true },
+    { lines: ['deny 10.0.0.0/8', 'allow 10.1.0.0/16'], ip: '10.1.2.3', want: false },
+    { lines: ['allow 127.0.0.2', 'deny all'], ip: '127.0.0.2', want: true },
+    { lines: ['allow 127.0.0.2', 'deny all'], ip: '127.0.0.3', want: false },
+    { lines: ['deny all', 'allow 127.0.0.2'], ip: '127.0.0.2', want: false },
+    { lines: ['allow all'], ip: '203.0.113.9', want: true },
+    { lines: ['allow 2001:db8::/32', 'deny all'], ip: '2001:db8::1', want: true },
+    { lines: ['allow 2001:db8::/32', 'deny all'], ip: '2001:db9::1', want: false },
+    { lines: ['deny ::1'], ip: '::1', want: false },
+    { lines: ['deny 10.0.0.0/8'], ip: '2001:db8::1', want: true },
+    { lines: ['allow 192.0.2.0/24', 'allow 198.51.100.0/24', 'deny 203.0.113.0/24', 'allow 203.0.0.0/8', 'deny all'], ip: '198.51.100.7', want: true },
+    { lines: ['allow 192.0.2.0/24', 'allow 198.51.100.0/24', 'deny 203.0.113.0/24', 'allow 203.0.0.0/8', 'deny all'], ip: '203.0.113.7', want: false },
+    { lines: ['allow 192.0.2.0/24', 'allow 198.51.100.0/24', 'deny 203.0.113.0/24', 'allow 203.0.0.0/8', 'deny all'], ip: '203.0.1.1', want: true },
+    { lines: ['allow 192.0.2.0/24', 'allow 198.51.100.0/24', 'deny 203.0.113.0/24', 'allow 203.0.0.0/8', 'deny all'], ip: '8.8.8.8', want: false },
+  ];
+  for (const { lines, ip, want } of cases) {
+    const got = new AccessList(rules(...lines)).isAllowed(ip);
+    assert.equal(got, want, `[${lines.join('; ')}] ${ip}: got ${got ? 'allowed' : 'denied'}, want ${want ? 'allowed' : 'denied'}`);
+  }
+});
+
+test('access: an IPv4 rule also matches the ::ffff: mapped form of its addresses', () => {
+  const list = new AccessList(rules('deny 10.0.0.0/8'));
+  assert.equal(list.isAllowed('::ffff:10.1.2.3'), false, 'got ::ffff:10.1.2.3 allowed past deny 10.0.0.0/8');
+  assert.equal(list.isAllowed('::ffff:11.1.2.3'), true);
+});
+
+test('access: a client IP that is not an address (socket gone) matches only all', () => {
+  assert.equal(new AccessList(rules('deny 10.0.0.0/8')).isAllowed(''), true);
+  assert.equal(new AccessList(rules('allow 10.0.0.0/8', 'deny all')).isAllowed(''), false);
+});
+
+test('access: a remembered verdict is the same verdict, across the memory being emptied (10 000 distinct clients)', () => {
+  const list = new AccessList(rules('allow 10.0.0.0/8', 'deny all'));
+  for (let i = 0; i < 25_000; i++) {
+    const ip = `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
+    assert.equal(list.isAllowed(ip), true);
+    if (i % 1000 === 0) assert.equal(list.isAllowed('192.0.2.1'), false);
+  }
+});

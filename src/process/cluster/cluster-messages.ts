@@ -131,7 +131,7 @@ export interface RateSettings {
 
 /**
  * One client's token bucket in a worker's request: report what the lease spent, give back what it
- * will not use, ask for more. `limit` names the route and its settings (`api 10/s burst=5`), so a
+ * will not use, ask for more. `limit` names the route and its settings (`api 10/1000ms burst=5`), so a
  * reload that keeps them keeps the primary's buckets, and one that changes them starts new ones.
  */
 export interface TokenRequest {

@@ -26,6 +26,7 @@
  */
 import type { ConnLimitConfig, RateLimitConfig } from '../../config/config.js';
 import type { LimitVerdict, LimitsProvider, RouteLimits } from '../../limits/limits.js';
+import { ALLOWED, DEFAULT_MAX_CLIENTS } from '../../limits/rate-limiter.js';
 import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotRequest, TokenRequest } from './cluster-messages.js';
 
 /** A lease or a kept slot unused this long goes back to the primary: 1 s. */
@@ -36,10 +37,6 @@ export const SLOT_KEEP_MS = 200;
 export const ASK_TIMEOUT_MS = 1_000;
 /** How often idle leases and slots are given back and late answers given up on: 100 ms. */
 export const SWEEP_INTERVAL_MS = 100;
-/** The most client keys one limit keeps in a worker; beyond, the oldest idle one is given back: 100 000. */
-export const MAX_LEASE_KEYS = 100_000;
-
-const ALLOWED: LimitVerdict = { isAllowed: true };
 const RELEASED = (): void => {};
 
 /** The lease size for a rate: about 1/10 s worth, at least 1, at most the burst. */
@@ -144,7 +141,7 @@ export class LeaseLimits implements LimitsProvider {
     const nowMs = this.now();
     let lease = rate.leases.get(clientIp);
     if (lease === undefined) {
-      if (rate.leases.size >= MAX_LEASE_KEYS) this.giveBackOldestToken(rate);
+      if (rate.leases.size >= DEFAULT_MAX_CLIENTS) this.giveBackOldestToken(rate);
       lease = { tokens: 0, spent: 0, waiters: [], isAsking: false, askedAtMs: 0, deniedUntilMs: 0, lastUsedMs: nowMs };
       rate.leases.set(clientIp, lease);
     }
@@ -210,10 +207,11 @@ export class LeaseLimits implements LimitsProvider {
         waiters[served++]!(ALLOWED);
       }
       waiters.splice(0, served);
+      // Empty here and in the bucket: 429 locally until the next token is due (also for a background refill).
+      if (lease.tokens === 0 && grant.nextTokenInMs > 0) lease.deniedUntilMs = nowMs + grant.nextTokenInMs;
       if (waiters.length > 0 && grant.nextTokenInMs === 0) {
         this.queueToken(rate, grant.clientIp, lease, nowMs); // the bucket has more than this answer gave
       } else if (waiters.length > 0) {
-        lease.deniedUntilMs = nowMs + grant.nextTokenInMs;
         const verdict = denied(grant.nextTokenInMs);
         for (const waiter of waiters.splice(0)) waiter(verdict);
       }

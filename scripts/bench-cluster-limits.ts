@@ -120,11 +120,10 @@ const median = (values: readonly number[]): number => [...values].sort((a, b) =>
 
 {
   // The lease's refills answered synchronously by a bank in this process (no IPC): what the hot path itself costs.
-  const bank = new LimitBank();
+  const bank: LimitBank = new LimitBank({ send: (_, message) => message.type === 'limits-grant' && leases.applyGrant(message) });
   const leases: LeaseLimits = new LeaseLimits({
     send: (message) => {
-      const grant = bank.handle(1, message);
-      if (grant !== undefined) leases.applyGrant(grant);
+      bank.handle(1, message);
       return true;
     },
     defer: (callback) => callback(),

@@ -155,6 +155,8 @@ export interface SlotRequest {
   readonly returned: number;
   /** Slots asked for now (0: only a return). */
   readonly want: number;
+  /** This answers the primary's `slot-recall` for this key (`returned` may be 0: all in use). */
+  readonly isRecallAnswer: boolean;
 }
 
 /** Worker → primary: every token and slot request of one event-loop turn, in one message. */
@@ -187,6 +189,16 @@ export interface LimitsGrantMessage {
   readonly slots: readonly SlotGrant[];
 }
 
+/**
+ * Primary → a worker: give back the idle slots (released, kept for the client's next request) of
+ * these keys now, and answer each with a SlotRequest marked `isRecallAnswer`: another worker asks
+ * for a slot of the same client.
+ */
+export interface SlotRecallMessage {
+  readonly type: 'slot-recall';
+  readonly slots: readonly { readonly limit: string; readonly clientIp: string }[];
+}
+
 export type PrimaryMessage =
   | StartMessage
   | UpstreamStateMessage
@@ -196,7 +208,8 @@ export type PrimaryMessage =
   | ReopenLogsMessage
   | AcmeChallengeMessage
   | AcmeCertificateMessage
-  | LimitsGrantMessage;
+  | LimitsGrantMessage
+  | SlotRecallMessage;
 export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage | LimitsRequestMessage;
 
 /** True for an object with a string `type` (anything else on the channel is ignored). */

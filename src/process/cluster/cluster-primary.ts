@@ -151,7 +151,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     broadcast(message);
   };
   const pushTimer = setInterval(pushIfChanged, PUSH_INTERVAL_MS);
-  const bank = new LimitBank();
+  // A worker that is gone gets nothing: its exit is handled below (bank.workerGone).
+  const bank = new LimitBank({ send: (workerId, message) => void cluster.workers?.[workerId]?.send(message) });
   const bankTimer = setInterval(() => bank.sweep(), BANK_SWEEP_INTERVAL_MS).unref();
 
   const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
@@ -354,11 +355,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
           ledger.record(worker.id, typed.report);
           pendingReports.get(typed.id)?.(typed.report);
           break;
-        case 'limits-request': {
-          const grant = bank.handle(worker.id, typed);
-          if (grant !== undefined) worker.send(grant);
+        case 'limits-request':
+          bank.handle(worker.id, typed);
           break;
-        }
       }
     });
     worker.on('listening', () => {

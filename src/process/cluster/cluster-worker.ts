@@ -113,6 +113,9 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
         case 'limits-grant':
           limits.applyGrant(typed);
           break;
+        case 'slot-recall':
+          limits.recall(typed);
+          break;
         case 'report-request':
           void send(report(typed.id));
           break;

@@ -16,9 +16,10 @@
  * (≤ L). With `10/s burst=5` (L = 1) and 2 workers that is 2 to 4 tokens, for at most about 1 s.
  *
  * conn_limit. A slot is taken from the primary and, once released, kept for `SLOT_KEEP_MS` so a
- * keep-alive client's next request needs no round trip; then it goes back. Never more than
- * `maxInFlight` in flight across workers; at worst a request is refused while another worker keeps
- * an idle slot of the same client (at most `SLOT_KEEP_MS` after that worker's request ended).
+ * keep-alive client's next request needs no round trip; then it goes back, or at once when the
+ * primary recalls it because another worker needs a slot of the same client (`recall`). Never more
+ * than `maxInFlight` in flight across workers, and a slot is refused only when the client has that
+ * many in flight (or a recalled worker does not answer within the primary's RECALL_TIMEOUT_MS).
  *
  * When the primary does not answer within `ASK_TIMEOUT_MS` (it is gone or stuck), the waiting
  * requests are let through, as Envoy's rate limit filter does by default (`failure_mode_deny:
@@ -27,7 +28,7 @@
 import type { ConnLimitConfig, RateLimitConfig } from '../../config/config.js';
 import type { LimitVerdict, LimitsProvider, RouteLimits } from '../../limits/limits.js';
 import { ALLOWED, DEFAULT_MAX_CLIENTS } from '../../limits/rate-limiter.js';
-import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotRequest, TokenRequest } from './cluster-messages.js';
+import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotRecallMessage, SlotRequest, TokenRequest } from './cluster-messages.js';
 
 /** A lease or a kept slot unused this long goes back to the primary: 1 s. */
 export const IDLE_RETURN_MS = 1_000;
@@ -221,7 +222,7 @@ export class LeaseLimits implements LimitsProvider {
       if (conn === undefined) continue;
       const lease = conn.leases.get(grant.clientIp);
       if (lease === undefined) {
-        if (grant.granted > 0) (unwanted.slots as SlotRequest[]).push({ limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp: grant.clientIp, returned: grant.granted, want: 0 });
+        if (grant.granted > 0) (unwanted.slots as SlotRequest[]).push({ limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp: grant.clientIp, returned: grant.granted, want: 0, isRecallAnswer: false });
         continue;
       }
       lease.isAsking = false;
@@ -235,6 +236,21 @@ export class LeaseLimits implements LimitsProvider {
       else for (const waiter of waiters.splice(0)) waiter(undefined);
     }
     if (unwanted.tokens.length > 0 || unwanted.slots.length > 0) this.send(unwanted);
+  }
+
+  /** Answers the primary's `slot-recall`: every idle slot of these keys goes back at once (another worker needs one). */
+  recall(message: SlotRecallMessage): void {
+    const slots: SlotRequest[] = message.slots.map(({ limit, clientIp }) => {
+      const conn = this.conns.get(limit);
+      const lease = conn?.leases.get(clientIp);
+      const idle = lease === undefined ? 0 : lease.owned - lease.inUse;
+      if (lease !== undefined) {
+        lease.owned = lease.inUse;
+        if (lease.owned === 0 && !lease.isAsking) conn!.leases.delete(clientIp);
+      }
+      return { limit, maxInFlight: conn?.maxInFlight ?? 0, clientIp, returned: idle, want: 0, isRecallAnswer: true };
+    });
+    this.send({ type: 'limits-request', tokens: [], slots });
   }
 
   /**
@@ -267,7 +283,7 @@ export class LeaseLimits implements LimitsProvider {
           if (lease.owned === 0) conn.leases.delete(clientIp);
           continue;
         }
-        slots.push({ limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp, returned: idle, want: 0 });
+        slots.push({ limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp, returned: idle, want: 0, isRecallAnswer: false });
         lease.owned = lease.inUse;
         if (lease.owned === 0) conn.leases.delete(clientIp);
       }
@@ -313,7 +329,7 @@ export class LeaseLimits implements LimitsProvider {
     const tokens = this.queuedTokens.map(([rate, clientIp, lease]) => tokenRequest(rate, clientIp, lease, Math.max(0, lease.waiters.length + rate.size - lease.tokens), 0));
     const slots = this.queuedSlots.map(([conn, clientIp, lease]): SlotRequest => {
       lease.askedFor = lease.waiters.length;
-      return { limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp, returned: 0, want: lease.askedFor };
+      return { limit: conn.limit, maxInFlight: conn.maxInFlight, clientIp, returned: 0, want: lease.askedFor, isRecallAnswer: false };
     });
     const [queuedTokens, queuedSlots] = [this.queuedTokens, this.queuedSlots];
     this.queuedTokens = [];

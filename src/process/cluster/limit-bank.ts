@@ -22,7 +22,12 @@
  *
  * conn_limit: `inFlight` per (limit, client IP) is the sum of the slots each worker holds; a
  * request for slots is granted only up to `maxInFlight`, so the client never has more in flight
- * across workers. A dead worker's slots are freed (its requests died with it).
+ * across workers. Workers keep released slots briefly (lease-limits.ts), so when a request cannot
+ * be granted in full while other workers hold slots of that client, it waits: those workers are
+ * asked to give back their idle ones at once (`slot-recall`), and the request is answered when all
+ * have answered (or died, or `RECALL_TIMEOUT_MS` passed). So a slot is refused only when the
+ * client really has `maxInFlight` requests in flight. A dead worker's slots are freed (its
+ * requests died with it).
  *
  * Memory: a bucket that is full with nothing out is the same as a fresh one and is dropped by
  * `sweep`; a slot count is dropped when it reaches 0. At most `MAX_BANK_KEYS` keys in all; beyond,
@@ -30,8 +35,11 @@
  * drop their oldest entries when full); a dropped bucket with leases out can let its client
  * through its outstanding leases once more.
  */
-import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotGrant, TokenGrant } from './cluster-messages.js';
+import { unrefTimers, type Timers } from '../../timers.js';
+import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotGrant, SlotRecallMessage, SlotRequest, TokenGrant } from './cluster-messages.js';
 
+/** How long a slot request waits for the workers asked to give back idle slots: 100 ms. */
+export const RECALL_TIMEOUT_MS = 100;
 /** The most (limit, client IP) keys the primary keeps, buckets and slot counts together: 200 000 (about 60 MiB at worst). */
 export const MAX_BANK_KEYS = 200_000;
 
@@ -51,6 +59,25 @@ interface SlotCount {
   readonly byWorker: Map<number, number>;
   /** The sum of `byWorker`. */
   inFlight: number;
+  /** Requests waiting for recalled slots, oldest first. */
+  parked: ParkedRequest[];
+}
+
+interface ParkedRequest {
+  readonly workerId: number;
+  readonly request: SlotRequest;
+  /** Workers asked to give back idle slots that have not answered yet. */
+  readonly waitingFor: Set<number>;
+  timer: unknown;
+}
+
+export interface LimitBankOptions {
+  /** Sends to worker `workerId` (a worker that is gone: nothing happens). */
+  readonly send: (workerId: number, message: LimitsGrantMessage | SlotRecallMessage) => void;
+  /** Monotonic clock in ms. Default `performance.now`. */
+  readonly now?: () => number;
+  /** For RECALL_TIMEOUT_MS. Default unref'd node timers. */
+  readonly timers?: Timers;
 }
 
 export class LimitBank {
@@ -58,16 +85,23 @@ export class LimitBank {
   private readonly buckets = new Map<string, Bucket>();
   private readonly slots = new Map<string, SlotCount>();
 
-  /** @param now monotonic clock in ms (default `performance.now`). */
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  private readonly send: LimitBankOptions['send'];
+  private readonly now: () => number;
+  private readonly timers: Timers;
+
+  constructor(options: LimitBankOptions) {
+    this.send = options.send;
+    this.now = options.now ?? (() => performance.now());
+    this.timers = options.timers ?? unrefTimers;
+  }
 
   /** Keys held now (buckets and slot counts), for tests and `/status`. */
   get size(): number {
     return this.buckets.size + this.slots.size;
   }
 
-  /** Applies one worker's batch; returns the grants to send back, or undefined when nothing asked. */
-  handle(workerId: number, message: LimitsRequestMessage): LimitsGrantMessage | undefined {
+  /** Applies one worker's batch and sends it the grants (slots that wait for a recall: later), and the recalls to the others. */
+  handle(workerId: number, message: LimitsRequestMessage): void {
     const nowMs = this.now();
     const tokens: TokenGrant[] = [];
     for (const request of message.tokens) {
@@ -98,27 +132,64 @@ export class LimitBank {
       }
     }
     const slots: SlotGrant[] = [];
+    const recalls = new Map<number, { limit: string; clientIp: string }[]>();
     for (const request of message.slots) {
       const key = `${request.limit}\n${request.clientIp}`;
       let count = this.slots.get(key);
       if (count === undefined) {
         if (request.want === 0) continue;
-        count = { byWorker: new Map(), inFlight: 0 };
+        count = { byWorker: new Map(), inFlight: 0, parked: [] };
         this.makeRoom();
       } else {
         this.slots.delete(key);
       }
-      const before = count.byWorker.get(workerId) ?? 0;
-      const kept = before - Math.min(before, request.returned);
-      const granted = Math.max(0, Math.min(request.want, request.maxInFlight - (count.inFlight - before + kept)));
-      const after = kept + granted;
-      if (after === 0) count.byWorker.delete(workerId);
-      else count.byWorker.set(workerId, after);
-      count.inFlight += after - before;
-      if (count.inFlight > 0) this.slots.set(key, count);
-      if (request.want > 0) slots.push({ limit: request.limit, clientIp: request.clientIp, granted });
+      this.changeHeld(count, workerId, -request.returned);
+      if (request.isRecallAnswer) for (const parked of count.parked) parked.waitingFor.delete(workerId);
+      if (request.want > 0) {
+        const others = [...count.byWorker.keys()].filter((other) => other !== workerId);
+        if (request.maxInFlight - count.inFlight >= request.want || others.length === 0) {
+          const granted = Math.max(0, Math.min(request.want, request.maxInFlight - count.inFlight));
+          this.changeHeld(count, workerId, granted);
+          slots.push({ limit: request.limit, clientIp: request.clientIp, granted });
+        } else {
+          const parked: ParkedRequest = { workerId, request, waitingFor: new Set(others), timer: undefined };
+          parked.timer = this.timers.setTimeout(() => this.settle(key, parked), RECALL_TIMEOUT_MS);
+          count.parked.push(parked);
+          for (const other of others) {
+            const list = recalls.get(other) ?? [];
+            list.push({ limit: request.limit, clientIp: request.clientIp });
+            recalls.set(other, list);
+          }
+        }
+      }
+      this.slots.set(key, count);
+      for (const parked of count.parked.filter((one) => one.waitingFor.size === 0)) this.settle(key, parked);
+      if (count.inFlight === 0 && count.parked.length === 0) this.slots.delete(key);
     }
-    return tokens.length === 0 && slots.length === 0 ? undefined : { type: 'limits-grant', tokens, slots };
+    if (tokens.length > 0 || slots.length > 0) this.send(workerId, { type: 'limits-grant', tokens, slots });
+    for (const [other, list] of recalls) this.send(other, { type: 'slot-recall', slots: list });
+  }
+
+  /** Answers a parked slot request with what is free now (all recalled workers answered, died, or the time ran out). */
+  private settle(key: string, parked: ParkedRequest): void {
+    const count = this.slots.get(key);
+    if (count === undefined || !count.parked.includes(parked)) return;
+    this.timers.clearTimeout(parked.timer);
+    count.parked.splice(count.parked.indexOf(parked), 1);
+    const { request } = parked;
+    const granted = Math.max(0, Math.min(request.want, request.maxInFlight - count.inFlight));
+    this.changeHeld(count, parked.workerId, granted);
+    if (count.inFlight === 0 && count.parked.length === 0) this.slots.delete(key);
+    this.send(parked.workerId, { type: 'limits-grant', tokens: [], slots: [{ limit: request.limit, clientIp: request.clientIp, granted }] });
+  }
+
+  /** Adds `delta` slots to what `workerId` holds (a return of more than it holds gives back what it holds). */
+  private changeHeld(count: SlotCount, workerId: number, delta: number): void {
+    const before = count.byWorker.get(workerId) ?? 0;
+    const after = Math.max(0, before + delta);
+    if (after === 0) count.byWorker.delete(workerId);
+    else count.byWorker.set(workerId, after);
+    count.inFlight += after - before;
   }
 
   /** A worker died: its leases are gone (never given back to a bucket), its slots are free. */
@@ -131,11 +202,16 @@ export class LimitBank {
       bucket.out -= out;
     }
     for (const [key, count] of this.slots) {
-      const held = count.byWorker.get(workerId);
-      if (held === undefined) continue;
-      count.byWorker.delete(workerId);
-      count.inFlight -= held;
-      if (count.inFlight === 0) this.slots.delete(key);
+      this.changeHeld(count, workerId, -(count.byWorker.get(workerId) ?? 0));
+      for (const parked of [...count.parked]) {
+        if (parked.workerId === workerId) {
+          this.timers.clearTimeout(parked.timer);
+          count.parked.splice(count.parked.indexOf(parked), 1);
+        } else if (parked.waitingFor.delete(workerId) && parked.waitingFor.size === 0) {
+          this.settle(key, parked);
+        }
+      }
+      if (count.inFlight === 0 && count.parked.length === 0) this.slots.delete(key);
     }
   }
 

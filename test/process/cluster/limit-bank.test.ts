@@ -8,11 +8,24 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LimitBank } from '../../../src/process/cluster/limit-bank.js';
 import { IDLE_RETURN_MS, LeaseLimits, SLOT_KEEP_MS, SWEEP_INTERVAL_MS, leaseSize } from '../../../src/process/cluster/lease-limits.js';
-import type { LimitsRequestMessage, RateSettings } from '../../../src/process/cluster/cluster-messages.js';
+import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotRecallMessage } from '../../../src/process/cluster/cluster-messages.js';
 import type { LimitVerdict, RouteLimits } from '../../../src/limits/limits.js';
 import type { RateLimitConfig } from '../../../src/config/config.js';
 
 const TEN_PER_SECOND: RateSettings = { requests: 10, periodMs: 1_000, burst: 5 };
+/** A bank on a settable clock whose answers to each worker are kept; `handle` returns the grant it sent back. */
+function bankOnClock() {
+  const clock = { nowMs: 0 };
+  let sent: [number, LimitsGrantMessage | SlotRecallMessage][] = [];
+  const bank = new LimitBank({ now: () => clock.nowMs, send: (workerId, message) => sent.push([workerId, message]) });
+  const handle = (workerId: number, message: LimitsRequestMessage): LimitsGrantMessage | undefined => {
+    sent = [];
+    bank.handle(workerId, message);
+    return sent.find(([to, m]) => to === workerId && m.type === 'limits-grant')?.[1] as LimitsGrantMessage | undefined;
+  };
+  return { bank, clock, handle, sent: () => sent };
+}
+
 const ask = (clientIp: string, want: number, spent = 0, returned = 0): LimitsRequestMessage => ({
   type: 'limits-request',
   tokens: [{ limit: 'api 10/s', rate: TEN_PER_SECOND, clientIp, spent, returned, want }],
@@ -30,8 +43,7 @@ test('lease size: about 1/10 s of the rate, at least 1, at most the burst', () =
 });
 
 test('the bank: tokens out on a worker count against the cap, so a late report never adds a token (10/s burst=5)', () => {
-  let nowMs = 0;
-  const bank = new LimitBank(() => nowMs);
+  const { clock, handle } = bankOnClock();
   // Row by row: [time ms, worker, want, spent, returned] → granted, nextTokenInMs.
   const rows: [number, number, number, number, number, number, number][] = [
     [0, 1, 6, 0, 0, 5, 100], // a full bucket: 5 granted, empty
@@ -43,8 +55,8 @@ test('the bank: tokens out on a worker count against the cap, so a late report n
     [300, 1, 3, 0, 0, 2, 100],
   ];
   for (const [atMs, worker, want, spent, returned, granted, nextTokenInMs] of rows) {
-    nowMs = atMs;
-    const answer = bank.handle(worker, ask('10.0.0.1', want, spent, returned));
+    clock.nowMs = atMs;
+    const answer = handle(worker, ask('10.0.0.1', want, spent, returned));
     if (granted < 0) {
       assert.equal(answer, undefined, `at ${atMs} ms: got ${JSON.stringify(answer)}, want no answer to a report`);
       continue;
@@ -54,21 +66,22 @@ test('the bank: tokens out on a worker count against the cap, so a late report n
 });
 
 test('the bank: a dead worker takes its lease with it; idle buckets and freed slots are dropped', () => {
-  let nowMs = 0;
-  const bank = new LimitBank(() => nowMs);
-  assert.equal(bank.handle(1, ask('10.0.0.1', 5))?.tokens[0]?.granted, 5);
+  const { bank, clock, handle, sent } = bankOnClock();
+  assert.equal(handle(1, ask('10.0.0.1', 5))?.tokens[0]?.granted, 5);
   bank.workerGone(1);
-  nowMs = 100;
-  assert.equal(bank.handle(2, ask('10.0.0.1', 5))?.tokens[0]?.granted, 1, 'got the dead lease back, want only what 100 ms added');
-  bank.handle(2, ask('10.0.0.1', 0, 1));
+  clock.nowMs = 100;
+  assert.equal(handle(2, ask('10.0.0.1', 5))?.tokens[0]?.granted, 1, 'got the dead lease back, want only what 100 ms added');
+  handle(2, ask('10.0.0.1', 0, 1));
   const slot = (worker: number, want: number, returned: number): number | undefined =>
-    bank.handle(worker, { type: 'limits-request', tokens: [], slots: [{ limit: 'api conn_limit=2', maxInFlight: 2, clientIp: '10.0.0.1', returned, want }] })?.slots[0]?.granted;
+    handle(worker, { type: 'limits-request', tokens: [], slots: [{ limit: 'api conn_limit=2', maxInFlight: 2, clientIp: '10.0.0.1', returned, want, isRecallAnswer: false }] })?.slots[0]?.granted;
   assert.equal(slot(1, 3, 0), 2);
-  assert.equal(slot(2, 1, 0), 0, 'got a third slot, want none while worker 1 holds 2');
-  bank.workerGone(1);
-  assert.equal(slot(2, 1, 0), 1, 'a dead worker frees its slots');
+  assert.equal(slot(1, 1, 0), 0, 'got a third slot, want none while worker 1 holds 2');
+  assert.equal(slot(2, 1, 0), undefined, 'got an answer at once, want worker 2 to wait for the recall of worker 1');
+  assert.deepEqual(sent().find(([to]) => to === 1)?.[1], { type: 'slot-recall', slots: [{ limit: 'api conn_limit=2', clientIp: '10.0.0.1' }] });
+  bank.workerGone(1); // a dead worker frees its slots: worker 2's request is answered
+  assert.deepEqual(sent().at(-1), [2, { type: 'limits-grant', tokens: [], slots: [{ limit: 'api conn_limit=2', clientIp: '10.0.0.1', granted: 1 }] }]);
   slot(2, 0, 1);
-  nowMs = 1_000; // the bucket is full again with nothing out: the same as a fresh one
+  clock.nowMs = 1_000; // the bucket is full again with nothing out: the same as a fresh one
   bank.sweep();
   assert.equal(bank.size, 0, `got ${bank.size} keys, want 0 after the sweep`);
 });
@@ -82,21 +95,31 @@ function simulatedCluster(latencyMs = 0.5) {
     events.push({ atMs, seq: seq++, run });
     events.sort((a, b) => a.atMs - b.atMs || a.seq - b.seq);
   };
-  const bank = new LimitBank(() => nowMs);
   const workers: LeaseLimits[] = [];
-  for (const workerId of [1, 2]) {
-    const worker: LeaseLimits = new LeaseLimits({
-      now: () => nowMs,
-      defer: (callback) => at(nowMs, callback),
-      send: (message) => {
-        at(nowMs + latencyMs, () => {
-          const grant = bank.handle(workerId, message);
-          if (grant !== undefined) at(nowMs + latencyMs, () => worker.applyGrant(grant));
-        });
-        return true;
+  const cancelled = new Set<unknown>();
+  const bank = new LimitBank({
+    now: () => nowMs,
+    timers: {
+      setTimeout: (callback, ms) => {
+        const handle = {};
+        at(nowMs + ms, () => cancelled.has(handle) || callback());
+        return handle;
       },
-    });
-    workers.push(worker);
+      clearTimeout: (handle) => cancelled.add(handle),
+    },
+    send: (workerId, message) => at(nowMs + latencyMs, () => (message.type === 'limits-grant' ? workers[workerId - 1]!.applyGrant(message) : workers[workerId - 1]!.recall(message))),
+  });
+  for (const workerId of [1, 2]) {
+    workers.push(
+      new LeaseLimits({
+        now: () => nowMs,
+        defer: (callback) => at(nowMs, callback),
+        send: (message) => {
+          at(nowMs + latencyMs, () => bank.handle(workerId, message));
+          return true;
+        },
+      }),
+    );
   }
   let nextSweepMs = SWEEP_INTERVAL_MS;
   /** Runs every event up to `untilMs` (sweeping both workers on their interval), letting promise callbacks run after each. */
@@ -185,4 +208,24 @@ test('conn_limit = 2 over two workers: 5 at once → 2 slots, 3 refused; a relea
   (again as () => void)();
   await cluster.runUntil(20 + SLOT_KEEP_MS + 2 * SWEEP_INTERVAL_MS);
   assert.equal(cluster.bank.size, 0, `got ${cluster.bank.size} slot counts on the primary, want 0 once the kept slots went back`);
+});
+
+test('conn_limit = 1, one request after another on two workers: the slot worker 1 keeps after its request is recalled for worker 2, not refused', async () => {
+  const cluster = simulatedCluster();
+  const config = { maxInFlight: 1, place: { file: 'env.ini', line: 1, column: 1 } } as const;
+  const limits = cluster.workers.map((worker) => worker.limitsFor('api', undefined, config)!);
+  const outcomes: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    // Each request starts 10 ms after the one before, lasts 5 ms, and alternates workers: never two in flight.
+    cluster.at(i * 10, () => {
+      void Promise.resolve(limits[i % 2]!.acquireSlot('10.0.0.1')).then((release) => {
+        outcomes.push(release === undefined ? '429' : 'ok');
+        if (release !== undefined) cluster.at(cluster.now() + 5, release);
+      });
+    });
+  }
+  await cluster.runUntil(100);
+  assert.deepEqual(outcomes, ['ok', 'ok', 'ok', 'ok', 'ok', 'ok'], `got ${outcomes.join(' ')}, want every one through (never 2 in flight)`);
+  await cluster.runUntil(100 + SLOT_KEEP_MS + 2 * SWEEP_INTERVAL_MS);
+  assert.equal(cluster.bank.size, 0, `got ${cluster.bank.size} slot counts on the primary, want 0`);
 });

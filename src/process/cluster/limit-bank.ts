@@ -40,8 +40,8 @@ import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotGrant,
 
 /** How long a slot request waits for the workers asked to give back idle slots: 100 ms. */
 export const RECALL_TIMEOUT_MS = 100;
-/** The most (limit, client IP) keys the primary keeps, buckets and slot counts together: 200 000 (about 60 MiB at worst). */
-export const MAX_BANK_KEYS = 200_000;
+/** The most (limit, client IP) keys the primary keeps, buckets and slot counts together: 100 000 (about 40 MiB of heap at worst, 400 bytes a key). */
+export const MAX_BANK_KEYS = 100_000;
 
 interface Bucket {
   readonly rate: RateSettings;

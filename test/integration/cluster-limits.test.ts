@@ -5,7 +5,8 @@
  * gets `rate_limit = 10/s burst=5` once in total, not once per worker: a burst of 30 gives 5 × 200
  * then 429s, 30 req/s for 5 s gives 10 × 5 + 5 = 55 within 10% (and never more than
  * rate × T + burst); `conn_limit = 2` with 5 concurrent slow requests over both workers gives
- * 2 × 200 and 3 × 429 with `Retry-After: 1`. Every process is stopped by pid.
+ * 2 × 200 and 3 × 429 with `Retry-After: 1`. A SIGHUP that keeps the settings keeps the spent
+ * bucket, and a worker SIGKILLed while it holds a lease loses only it. Every process is stopped by pid.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,6 +126,65 @@ test('workers = 2: rate_limit = 10/s burst=5 and conn_limit = 2 hold for one cli
   } finally {
     agent.destroy();
     killAll([primary.pid, ...workerPids]);
+    await new Promise((resolve) => backend.close(resolve));
+  }
+});
+
+test('workers = 2: a SIGHUP that keeps rate_limit keeps the spent bucket; a worker SIGKILLed with a lease loses only it, and the limit still holds', { timeout: 30_000 }, async () => {
+  const backend = http.createServer((req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  const backendPort = (backend.address() as AddressInfo).port;
+  const [proxyPort, adminPort] = [await freePort(), await freePort()];
+  // 1 token a second, 3 at once, so the counts hardly move with the test's own timing.
+  const configFile = writeConfig(
+    ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', 'workers = 2', '[admin]', `listen = 127.0.0.1:${adminPort}`, '[proxy.rated]', 'path = /', `pass = http://127.0.0.1:${backendPort}`, 'rate_limit = 1/s burst=3', ''].join('\n'),
+  );
+  const primary = await spawnCli(configFile);
+  const pids = new Set<number>();
+  let agent = new http.Agent({ keepAlive: true, maxSockets: 4, scheduling: 'fifo' });
+  try {
+    const status = async (): Promise<StatusSnapshot> => JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot;
+    const first = await waitFor('both workers listening', async () => {
+      const snapshot = await status();
+      return snapshot.workers.length === 2 ? snapshot : undefined;
+    });
+    for (const w of first.workers) pids.add(w.pid);
+    const startedAt = performance.now();
+    const burst = await Promise.all(Array.from({ length: 8 }, () => request(agent, proxyPort, '/')));
+    const okBurst = countOf(burst.map((a) => a.status), 200);
+    assert.equal(okBurst, 3, `got ${okBurst} × 200 of 8 at once with burst=3, want 3`);
+
+    // SIGHUP with the same settings: the buckets stay spent (a fresh one would let 3 through again).
+    process.kill(primary.pid, 'SIGHUP');
+    await primary.line(/reloaded .*\(in 2 workers\)/);
+    const afterReload = await Promise.all(Array.from({ length: 4 }, () => request(agent, proxyPort, '/')));
+    const okAfterReload = countOf(afterReload.map((a) => a.status), 200);
+    const mostSoFar = Math.floor((performance.now() - startedAt) / 1_000) + 1;
+    assert.ok(okAfterReload <= mostSoFar, `got ${okAfterReload} × 200 right after the reload, want at most ${mostSoFar} (the rate since the burst), not a fresh burst`);
+
+    // SIGKILL a worker that served the client: a new one starts, every request is answered, and the total stays within rate × T + burst.
+    const victim = first.workers[0]!.pid;
+    process.kill(victim, 'SIGKILL');
+    const replaced = await waitFor('a replacement worker', async () => {
+      const snapshot = await status();
+      return snapshot.workers.length === 2 && !snapshot.workers.some((w) => w.pid === victim) ? snapshot : undefined;
+    });
+    for (const w of replaced.workers) pids.add(w.pid);
+    agent.destroy();
+    agent = new http.Agent({ keepAlive: true, maxSockets: 4, scheduling: 'fifo' });
+    const afterKill = await Promise.all(Array.from({ length: 8 }, () => request(agent, proxyPort, '/')));
+    const statuses = afterKill.map((a) => a.status);
+    assert.equal(countOf(statuses, 200) + countOf(statuses, 429), 8, `got ${statuses.join(' ')}, want every request answered 200 or 429`);
+    const total = okBurst + okAfterReload + countOf(statuses, 200);
+    const most = Math.floor((performance.now() - startedAt) / 1_000) + 3;
+    assert.ok(total <= most, `got ${total} × 200 in all, want at most rate × T + burst = ${most}`);
+
+    agent.destroy();
+    primary.child.kill('SIGTERM');
+    assert.equal((await primary.exited).code, 0, `got the primary's exit, want 0; stderr:\n${primary.stderr()}`);
+  } finally {
+    agent.destroy();
+    killAll([primary.pid, ...pids]);
     await new Promise((resolve) => backend.close(resolve));
   }
 });

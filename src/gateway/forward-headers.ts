@@ -21,8 +21,11 @@ import { connectionTokens, isHopByHop } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
 export interface ForwardingFacts {
-  /** Client IP without port (`::ffff:` removed). */
-  readonly clientIp: string;
+  /**
+   * The TCP peer's IP without port (`::ffff:` removed): what X-Forwarded-For appends, the hop this
+   * proxy saw (not the client IP read from a trusted peer's list, SPEC 8).
+   */
+  readonly peerIp: string;
   /** Whether the TCP peer is in `trusted_proxies`. */
   readonly isTrustedPeer: boolean;
   /** How the request reached the proxy: `https` on the TLS listener. Sent as X-Forwarded-Proto unless a trusted peer sent its own. */
@@ -99,7 +102,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
     const upgrade = headerValue(clientRawHeaders, 'upgrade');
     if (upgrade !== undefined) out.push('Connection', 'upgrade', 'Upgrade', upgrade);
   }
-  out.push('X-Forwarded-For', priorForwardedFor === undefined ? facts.clientIp : `${priorForwardedFor}, ${facts.clientIp}`);
+  out.push('X-Forwarded-For', priorForwardedFor === undefined ? facts.peerIp : `${priorForwardedFor}, ${facts.peerIp}`);
   if (!hasForwardedHost && host !== undefined) out.push('X-Forwarded-Host', host);
   if (!hasForwardedProto) out.push('X-Forwarded-Proto', facts.proto);
   return out;

@@ -289,7 +289,7 @@ async function proxyRequest(
   // IP read from the list: the chain stays a record of every hop.
   const headersFor = (upstream: Upstream): string[] => {
     const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
-      clientIp: facts.peerIp,
+      peerIp: facts.peerIp,
       isTrustedPeer: facts.isTrustedPeer,
       proto: clientReq.isTls ? 'https' : 'http',
       preserveHost: route.config.preserveHost,

@@ -105,6 +105,24 @@ test('ip-hash hashes the client IP: two clients behind one trusted proxy go wher
   assert.deepEqual(behind, direct, `behind the proxy: got ${behind.join(', ')}, want ${direct.join(', ')}`);
 });
 
+test('consistent-hash on client_ip hashes the client IP behind a trusted proxy too', async (t) => {
+  const backends = [await backendFor(t), await backendFor(t), await backendFor(t)];
+  const passLines = backends.map((backend) => `pass = ${backend.url}\n`).join('');
+  const { port } = await proxyFor(t, `[server]\ntrusted_proxies = 127.0.0.1\n[proxy.a]\npath = /\nstrategy = consistent-hash\nhash_key = client_ip\n${passLines}`);
+  const upstreamOf = async (options: Parameters<typeof get>[2]): Promise<number> => {
+    const before = backends.map((backend) => backend.requests.length);
+    await get(port, '/', options);
+    return backends.findIndex((backend, i) => backend.requests.length > before[i]!);
+  };
+  const clients = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7'];
+  const direct: number[] = [];
+  const behind: number[] = [];
+  for (const ip of clients) direct.push(await upstreamOf({ localAddress: ip }));
+  for (const ip of clients) behind.push(await upstreamOf({ headers: { 'X-Forwarded-For': ip } }));
+  assert.deepEqual(behind, direct, `behind the proxy: got ${behind.join(' ')}, want ${direct.join(' ')}`);
+  assert.ok(new Set(direct).size > 1, `got every client on upstream ${direct[0]}: the test shows nothing`);
+});
+
 test('rate_limit = 10/s burst=5 on an injected clock: 30 at once → 5 × 200 and 25 × 429 with Retry-After: 1; 250 ms later 2 more; 5 s at 30 req/s → rate × T + burst', async (t) => {
   let now = 0;
   const backend = await backendFor(t);
@@ -154,6 +172,17 @@ test('conn_limit = 2: 5 concurrent slow requests → 2 through, 3 × 429 with Re
   const statuses = (await Promise.all(answers)).map((answer) => answer.status).sort();
   assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
   await waitFor(() => limitsOf(proxy).connLimiter.size === 0, 3000, 'every slot back');
+  held.length = 0;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  const inTurn: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const answer = get(proxy.port, '/', { agent });
+    await waitFor(() => held.length === i + 1, 3000, `request ${i + 1} at the backend`);
+    held[i]!.end('ok');
+    inTurn.push((await answer).status);
+  }
+  assert.deepEqual(inTurn, [200, 200, 200], 'requests one after another on one keep-alive connection each got their slot back');
 });
 
 test('conn_limit: the slot is given back exactly once however the exchange ends: client gone, upstream refused, retried, 5xx, read timeout, closed tunnel', async (t) => {

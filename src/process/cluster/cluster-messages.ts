@@ -146,7 +146,11 @@ export interface TokenRequest {
   readonly want: number;
 }
 
-/** One client's in-flight slots in a worker's request: give back idle ones, ask for more. `limit` as in TokenRequest (`api conn_limit=2`). */
+/**
+ * One client's in-flight slots in a worker's request: give back idle ones, ask for more. `limit`
+ * names the route (`api conn_limit`): a reload that changes the value keeps the counts (they are
+ * requests still running), and the primary applies the `maxInFlight` of each request.
+ */
 export interface SlotRequest {
   readonly limit: string;
   readonly maxInFlight: number;

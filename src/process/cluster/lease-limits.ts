@@ -83,12 +83,12 @@ class TokenLeases {
   }
 }
 
-/** The state of one `conn_limit` (route + setting) in this worker. */
+/** The state of one route's `conn_limit` in this worker; a reload with a new value keeps the counts (they are requests still running) and applies the value at once. */
 class SlotLeases {
   readonly leases = new Map<string, SlotLease>();
   constructor(
     readonly limit: string,
-    readonly maxInFlight: number,
+    public maxInFlight: number,
   ) {}
 }
 
@@ -128,8 +128,9 @@ export class LeaseLimits implements LimitsProvider {
     }
     let conn: SlotLeases | undefined;
     if (connLimit !== undefined) {
-      const limit = `${routeName} conn_limit=${connLimit.maxInFlight}`;
+      const limit = `${routeName} conn_limit`;
       conn = this.conns.get(limit) ?? new SlotLeases(limit, connLimit.maxInFlight);
+      conn.maxInFlight = connLimit.maxInFlight;
       this.conns.set(limit, conn);
     }
     return {

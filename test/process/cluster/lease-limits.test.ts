@@ -95,3 +95,18 @@ test('the primary gone (send fails) or silent for ASK_TIMEOUT_MS: the waiting re
   silent.limits.sweep();
   assert.deepEqual(await answer, { isAllowed: true });
 });
+
+test('a reload that changes conn_limit keeps the slots in use (requests still running) and asks with the new value', async () => {
+  const { limits, sent, flush } = worker();
+  const before = limits.limitsFor('api', undefined, { maxInFlight: 3, place: PLACE } as ConnLimitConfig)!;
+  const held = before.acquireSlot('10.0.0.1');
+  flush();
+  limits.applyGrant({ type: 'limits-grant', tokens: [], slots: [{ limit: 'api conn_limit', clientIp: '10.0.0.1', granted: 1 }] });
+  const release = (await held)!;
+  const after = limits.limitsFor('api', undefined, { maxInFlight: 1, place: PLACE } as ConnLimitConfig)!;
+  void after.acquireSlot('10.0.0.1'); // the one slot is in use: ask the primary, with the new value
+  flush();
+  assert.deepEqual(sent[1]?.slots, [{ limit: 'api conn_limit', maxInFlight: 1, clientIp: '10.0.0.1', returned: 0, want: 1, isRecallAnswer: false }]);
+  release();
+  assert.equal(typeof after.acquireSlot('10.0.0.1'), 'function', 'got a wait for the slot released under the old settings, want it reused at once');
+});

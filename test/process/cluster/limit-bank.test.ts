@@ -73,13 +73,13 @@ test('the bank: a dead worker takes its lease with it; idle buckets and freed sl
   assert.equal(handle(2, ask('10.0.0.1', 5))?.tokens[0]?.granted, 1, 'got the dead lease back, want only what 100 ms added');
   handle(2, ask('10.0.0.1', 0, 1));
   const slot = (worker: number, want: number, returned: number): number | undefined =>
-    handle(worker, { type: 'limits-request', tokens: [], slots: [{ limit: 'api conn_limit=2', maxInFlight: 2, clientIp: '10.0.0.1', returned, want, isRecallAnswer: false }] })?.slots[0]?.granted;
+    handle(worker, { type: 'limits-request', tokens: [], slots: [{ limit: 'api conn_limit', maxInFlight: 2, clientIp: '10.0.0.1', returned, want, isRecallAnswer: false }] })?.slots[0]?.granted;
   assert.equal(slot(1, 3, 0), 2);
   assert.equal(slot(1, 1, 0), 0, 'got a third slot, want none while worker 1 holds 2');
   assert.equal(slot(2, 1, 0), undefined, 'got an answer at once, want worker 2 to wait for the recall of worker 1');
-  assert.deepEqual(sent().find(([to]) => to === 1)?.[1], { type: 'slot-recall', slots: [{ limit: 'api conn_limit=2', clientIp: '10.0.0.1' }] });
+  assert.deepEqual(sent().find(([to]) => to === 1)?.[1], { type: 'slot-recall', slots: [{ limit: 'api conn_limit', clientIp: '10.0.0.1' }] });
   bank.workerGone(1); // a dead worker frees its slots: worker 2's request is answered
-  assert.deepEqual(sent().at(-1), [2, { type: 'limits-grant', tokens: [], slots: [{ limit: 'api conn_limit=2', clientIp: '10.0.0.1', granted: 1 }] }]);
+  assert.deepEqual(sent().at(-1), [2, { type: 'limits-grant', tokens: [], slots: [{ limit: 'api conn_limit', clientIp: '10.0.0.1', granted: 1 }] }]);
   slot(2, 0, 1);
   clock.nowMs = 1_000; // the bucket is full again with nothing out: the same as a fresh one
   bank.sweep();

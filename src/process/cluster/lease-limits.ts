@@ -11,9 +11,10 @@
  * spent. An empty lease with no token left in the primary's bucket answers 429 locally until the
  * primary said the next token is due, then asks again. A lease unused for `IDLE_RETURN_MS` goes back.
  * Error bound: never more than `rate × T + burst` over any window (limit-bank.ts); at worst less by
- * what other workers hold: per worker that served the key in the last `IDLE_RETURN_MS`, its lease
- * (≤ L, plus what it got for requests that were waiting) and what it spent since its last message
- * (≤ L). With `10/s burst=5` (L = 1) and 2 workers that is 2 to 4 tokens, for at most about 1 s.
+ * what the primary counts as out on workers: per worker that served the key in the last
+ * `IDLE_RETURN_MS`, its lease (≤ L) and what it spent since its last message (≤ L, plus the
+ * requests that were waiting for an answer). With `10/s burst=5` (L = 1) and 2 workers that is at
+ * most 4 tokens, for at most about 1 s after the client's last request on a worker.
  *
  * conn_limit. A slot is taken from the primary and, once released, kept for `SLOT_KEEP_MS` so a
  * keep-alive client's next request needs no round trip; then it goes back, or at once when the
@@ -30,7 +31,7 @@ import type { LimitVerdict, LimitsProvider, RouteLimits } from '../../limits/lim
 import { ALLOWED, DEFAULT_MAX_CLIENTS } from '../../limits/rate-limiter.js';
 import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotRecallMessage, SlotRequest, TokenRequest } from './cluster-messages.js';
 
-/** A lease or a kept slot unused this long goes back to the primary: 1 s. */
+/** A token lease unused this long goes back to the primary: 1 s. */
 export const IDLE_RETURN_MS = 1_000;
 /** A released slot stays with this worker this long for the client's next request: 200 ms. */
 export const SLOT_KEEP_MS = 200;
@@ -38,6 +39,7 @@ export const SLOT_KEEP_MS = 200;
 export const ASK_TIMEOUT_MS = 1_000;
 /** How often idle leases and slots are given back and late answers given up on: 100 ms. */
 export const SWEEP_INTERVAL_MS = 100;
+/** The release of a slot that was never counted (no conn_limit on the route, or let through without the primary). */
 const RELEASED = (): void => {};
 
 /** The lease size for a rate: about 1/10 s worth, at least 1, at most the burst. */

@@ -9,12 +9,13 @@
  * second's worth. The first request of a key in this worker waits one round trip; later ones spend
  * the lease, and when it falls to ⌊L/2⌋ a refill is asked in the background, reporting what was
  * spent. An empty lease with no token left in the primary's bucket answers 429 locally until the
- * primary said the next token is due, then asks again. A lease unused for `IDLE_RETURN_MS` goes back.
+ * primary said the next token is due, then asks again. A lease unused for `IDLE_RETURN_MS` goes back
+ * (at the next idle scan, every IDLE_SCAN_EVERY sweeps).
  * Error bound: never more than `rate × T + burst` over any window (limit-bank.ts); at worst less by
  * what the primary counts as out on workers: per worker that served the key in the last
  * `IDLE_RETURN_MS`, its lease (≤ L) and what it spent since its last message (≤ L, plus the
  * requests that were waiting for an answer). With `10/s burst=5` (L = 1) and 2 workers that is at
- * most 4 tokens, for at most about 1 s after the client's last request on a worker.
+ * most 4 tokens, for at most 1.5 s after the client's last request on a worker.
  *
  * conn_limit. A slot is taken from the primary and, once released, kept for `SLOT_KEEP_MS` so a
  * keep-alive client's next request needs no round trip; then it goes back, or at once when the
@@ -37,8 +38,10 @@ export const IDLE_RETURN_MS = 1_000;
 export const SLOT_KEEP_MS = 200;
 /** Requests waiting for the primary longer than this are let through: 1 s. */
 export const ASK_TIMEOUT_MS = 1_000;
-/** How often idle leases and slots are given back and late answers given up on: 100 ms. */
+/** How often kept slots are given back and late answers given up on: 100 ms. */
 export const SWEEP_INTERVAL_MS = 100;
+/** Token leases are looked at for being idle every this many sweeps (500 ms): a scan of every key, so not every 100 ms. */
+export const IDLE_SCAN_EVERY = 5;
 /** The release of a slot that was never counted (no conn_limit on the route, or let through without the primary). */
 const RELEASED = (): void => {};
 
@@ -113,6 +116,9 @@ export class LeaseLimits implements LimitsProvider {
   private queuedTokens: [TokenLeases, string, TokenLease][] = [];
   private queuedSlots: [SlotLeases, string, SlotLease][] = [];
   private isFlushQueued = false;
+  /** Token leases whose request to the primary is queued or on its way (for ASK_TIMEOUT_MS). */
+  private readonly askingTokens = new Set<TokenLease>();
+  private sweeps = 0;
 
   constructor(options: LeaseLimitsOptions) {
     this.send = options.send;
@@ -202,6 +208,7 @@ export class LeaseLimits implements LimitsProvider {
         continue;
       }
       lease.isAsking = false;
+      this.askingTokens.delete(lease);
       lease.tokens += grant.granted;
       const waiters = lease.waiters;
       let served = 0;
@@ -257,21 +264,26 @@ export class LeaseLimits implements LimitsProvider {
   }
 
   /**
-   * Gives back leases and kept slots unused long enough, and lets through requests the primary did not answer in ASK_TIMEOUT_MS.
+   * Gives back kept slots unused for SLOT_KEEP_MS and (every IDLE_SCAN_EVERY calls) token leases
+   * unused for IDLE_RETURN_MS, and lets through requests the primary did not answer in ASK_TIMEOUT_MS.
    */
   sweep(): void {
     const nowMs = this.now();
     const tokens: TokenRequest[] = [];
     const slots: SlotRequest[] = [];
-    for (const rate of this.rates.values()) {
-      for (const [clientIp, lease] of rate.leases) {
-        if (lease.isAsking && nowMs - lease.askedAtMs >= ASK_TIMEOUT_MS) {
-          lease.isAsking = false;
-          for (const waiter of lease.waiters.splice(0)) waiter(ALLOWED);
+    for (const lease of this.askingTokens) {
+      if (nowMs - lease.askedAtMs < ASK_TIMEOUT_MS) continue;
+      lease.isAsking = false;
+      this.askingTokens.delete(lease);
+      for (const waiter of lease.waiters.splice(0)) waiter(ALLOWED);
+    }
+    if (++this.sweeps % IDLE_SCAN_EVERY === 0) {
+      for (const rate of this.rates.values()) {
+        for (const [clientIp, lease] of rate.leases) {
+          if (lease.isAsking || nowMs - lease.lastUsedMs < IDLE_RETURN_MS) continue;
+          if (lease.tokens > 0 || lease.spent > 0) tokens.push(tokenRequest(rate, clientIp, lease, 0, lease.tokens));
+          rate.leases.delete(clientIp);
         }
-        if (lease.isAsking || nowMs - lease.lastUsedMs < IDLE_RETURN_MS) continue;
-        if (lease.tokens > 0 || lease.spent > 0) tokens.push(tokenRequest(rate, clientIp, lease, 0, lease.tokens));
-        rate.leases.delete(clientIp);
       }
     }
     for (const conn of this.conns.values()) {
@@ -309,6 +321,7 @@ export class LeaseLimits implements LimitsProvider {
   private queueToken(rate: TokenLeases, clientIp: string, lease: TokenLease, nowMs: number): void {
     lease.isAsking = true;
     lease.askedAtMs = nowMs;
+    this.askingTokens.add(lease);
     this.queuedTokens.push([rate, clientIp, lease]);
     this.queueFlush();
   }
@@ -341,6 +354,7 @@ export class LeaseLimits implements LimitsProvider {
     // No primary to ask (it went away; this worker is draining): let the waiting requests through.
     for (const [, , lease] of queuedTokens) {
       lease.isAsking = false;
+      this.askingTokens.delete(lease);
       for (const waiter of lease.waiters.splice(0)) waiter(ALLOWED);
     }
     for (const [, , lease] of queuedSlots) {

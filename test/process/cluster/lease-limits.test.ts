@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ASK_TIMEOUT_MS, IDLE_RETURN_MS, LeaseLimits } from '../../../src/process/cluster/lease-limits.js';
+import { ASK_TIMEOUT_MS, IDLE_RETURN_MS, IDLE_SCAN_EVERY, LeaseLimits } from '../../../src/process/cluster/lease-limits.js';
 import type { LimitsRequestMessage } from '../../../src/process/cluster/cluster-messages.js';
 import type { ConnLimitConfig, RateLimitConfig } from '../../../src/config/config.js';
 import type { LimitVerdict } from '../../../src/limits/limits.js';
@@ -66,6 +66,8 @@ test('one message per turn; the lease is spent locally, refilled at ⌊L/2⌋, 4
   assert.deepEqual(await again, { isAllowed: true });
   // Idle: the 2 unspent tokens and the 1 spent go back.
   clock.nowMs = 30 + IDLE_RETURN_MS;
+  for (let i = 1; i < IDLE_SCAN_EVERY; i++) limits.sweep();
+  assert.equal(sent.length, 4, 'got the lease back before the idle scan, want it at the scan (every IDLE_SCAN_EVERY sweeps)');
   limits.sweep();
   assert.deepEqual(sent[4]?.tokens.map((t) => [t.spent, t.returned, t.want]), [[1, 2, 0]]);
   // New settings for the route: a new limit, its own lease.

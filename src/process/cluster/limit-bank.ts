@@ -30,17 +30,18 @@
  * requests died with it).
  *
  * Memory: a bucket that is full with nothing out is the same as a fresh one and is dropped by
- * `sweep`; a slot count is dropped when it reaches 0. At most `MAX_BANK_KEYS` keys in all; beyond,
- * the least recently used key is dropped (nginx's limit_req zone and HAProxy's stick tables also
- * drop their oldest entries when full); a dropped bucket with leases out can let its client
- * through its outstanding leases once more.
+ * `sweep`; a slot count is dropped when it reaches 0, so slot counts are bounded by the requests in
+ * flight (and slots kept 200 ms). At most `MAX_BANK_KEYS` buckets; beyond, the least recently
+ * used is dropped (nginx's limit_req zone and HAProxy's stick tables also drop their oldest
+ * entries when full); a dropped bucket with leases out can let its client through its outstanding
+ * leases once more.
  */
 import { unrefTimers, type Timers } from '../../timers.js';
 import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotGrant, SlotRecallMessage, SlotRequest, TokenGrant } from './cluster-messages.js';
 
 /** How long a slot request waits for the workers asked to give back idle slots: 100 ms. */
 export const RECALL_TIMEOUT_MS = 100;
-/** The most (limit, client IP) keys the primary keeps, buckets and slot counts together: 100 000 (about 40 MiB of heap at worst, 400 bytes a key). */
+/** The most buckets the primary keeps: 100 000 (about 40 MiB of heap at worst, 400 bytes each, measured). */
 export const MAX_BANK_KEYS = 100_000;
 
 interface Bucket {
@@ -95,7 +96,7 @@ export class LimitBank {
     this.timers = options.timers ?? unrefTimers;
   }
 
-  /** Keys held now (buckets and slot counts), for tests and `/status`. */
+  /** Keys held now (buckets and slot counts), for tests. */
   get size(): number {
     return this.buckets.size + this.slots.size;
   }
@@ -139,7 +140,6 @@ export class LimitBank {
       if (count === undefined) {
         if (request.want === 0) continue;
         count = { byWorker: new Map(), inFlight: 0, parked: [] };
-        this.makeRoom();
       } else {
         this.slots.delete(key);
       }
@@ -224,12 +224,11 @@ export class LimitBank {
     }
   }
 
-  /** Before a new key: drops the least recently used one when MAX_BANK_KEYS are held. */
+  /** Before a new bucket: drops the least recently used one when MAX_BANK_KEYS are held. */
   private makeRoom(): void {
-    if (this.size < MAX_BANK_KEYS) return;
-    const from = this.buckets.size >= this.slots.size ? this.buckets : this.slots;
-    const oldest = from.keys().next();
-    if (oldest.done !== true) from.delete(oldest.value);
+    if (this.buckets.size < MAX_BANK_KEYS) return;
+    const oldest = this.buckets.keys().next();
+    if (oldest.done !== true) this.buckets.delete(oldest.value);
   }
 }
 

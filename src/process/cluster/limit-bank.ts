@@ -31,7 +31,7 @@
  *
  * Memory: a bucket that is full with nothing out is the same as a fresh one and is dropped by
  * `sweep`; a slot count is dropped when it reaches 0, so slot counts are bounded by the requests in
- * flight (and slots kept 200 ms). At most `MAX_BANK_KEYS` buckets; beyond, the least recently
+ * flight (and slots kept 200 ms). At most `MAX_BANK_BUCKETS` buckets; beyond, the least recently
  * used is dropped (nginx's limit_req zone and HAProxy's stick tables also drop their oldest
  * entries when full); a dropped bucket with leases out can let its client through its outstanding
  * leases once more.
@@ -42,7 +42,7 @@ import type { LimitsGrantMessage, LimitsRequestMessage, RateSettings, SlotGrant,
 /** How long a slot request waits for the workers asked to give back idle slots: 100 ms. */
 export const RECALL_TIMEOUT_MS = 100;
 /** The most buckets the primary keeps: 100 000 (about 40 MiB of heap at worst, 400 bytes each, measured). */
-export const MAX_BANK_KEYS = 100_000;
+export const MAX_BANK_BUCKETS = 100_000;
 
 interface Bucket {
   readonly rate: RateSettings;
@@ -224,9 +224,9 @@ export class LimitBank {
     }
   }
 
-  /** Before a new bucket: drops the least recently used one when MAX_BANK_KEYS are held. */
+  /** Before a new bucket: drops the least recently used one when MAX_BANK_BUCKETS are held. */
   private makeRoom(): void {
-    if (this.buckets.size < MAX_BANK_KEYS) return;
+    if (this.buckets.size < MAX_BANK_BUCKETS) return;
     const oldest = this.buckets.keys().next();
     if (oldest.done !== true) this.buckets.delete(oldest.value);
   }

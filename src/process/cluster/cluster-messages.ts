@@ -3,7 +3,9 @@
  * serialization, i.e. the structured clone algorithm, so a Config with its RegExps and byte arrays
  * travels as it is). Primary → worker: the config to start with, upstream state, a reloaded config,
  * a report request, shutdown, reopen the log files, an ACME challenge token or certificate.
- * Worker → primary: a start request, a failed start, its report.
+ * Worker → primary: a start request, a failed start, its report. Both ways: the per-client limits
+ * of `rate_limit` and `conn_limit` across workers (limit-bank.ts on the primary, lease-limits.ts in
+ * the worker): batched requests for tokens and slots, and their grants.
  *
  * A worker's life: it sends `start-request` as soon as it can hear the answer; the primary answers
  * `start` with the config it serves (a worker never reads the config file); the
@@ -118,6 +120,89 @@ export interface ReportMessage {
   readonly report: WorkerReport;
 }
 
+/** The settings of one `rate_limit` as the primary's bucket needs them (RateLimitConfig without its place). */
+export interface RateSettings {
+  /** Tokens added per `periodMs`. */
+  readonly requests: number;
+  readonly periodMs: number;
+  /** Bucket size. */
+  readonly burst: number;
+}
+
+/**
+ * One client's token bucket in a worker's request: report what the lease spent, give back what it
+ * will not use, ask for more. `limit` names the route and its settings (`api 10/1000ms burst=5`), so a
+ * reload that keeps them keeps the primary's buckets, and one that changes them starts new ones.
+ */
+export interface TokenRequest {
+  readonly limit: string;
+  readonly rate: RateSettings;
+  readonly clientIp: string;
+  /** Tokens of this worker's lease spent since its last request for this key. */
+  readonly spent: number;
+  /** Unspent tokens given back (the lease went idle). */
+  readonly returned: number;
+  /** Tokens asked for now (0: only a report). */
+  readonly want: number;
+}
+
+/**
+ * One client's in-flight slots in a worker's request: give back idle ones, ask for more. `limit`
+ * names the route (`api conn_limit`): a reload that changes the value keeps the counts (they are
+ * requests still running), and the primary applies the `maxInFlight` of each request.
+ */
+export interface SlotRequest {
+  readonly limit: string;
+  readonly maxInFlight: number;
+  readonly clientIp: string;
+  /** Slots given back (released and kept idle long enough). */
+  readonly returned: number;
+  /** Slots asked for now (0: only a return). */
+  readonly want: number;
+  /** This answers the primary's `slot-recall` for this key (`returned` may be 0: all in use). */
+  readonly isRecallAnswer: boolean;
+}
+
+/** Worker → primary: every token and slot request of one event-loop turn, in one message. */
+export interface LimitsRequestMessage {
+  readonly type: 'limits-request';
+  readonly tokens: readonly TokenRequest[];
+  readonly slots: readonly SlotRequest[];
+}
+
+/** The primary's answer to a TokenRequest with `want` > 0. */
+export interface TokenGrant {
+  readonly limit: string;
+  readonly clientIp: string;
+  readonly granted: number;
+  /** 0 when the bucket still holds a whole token, else the ms until it will (rounded up). */
+  readonly nextTokenInMs: number;
+}
+
+/** The primary's answer to a SlotRequest with `want` > 0. */
+export interface SlotGrant {
+  readonly limit: string;
+  readonly clientIp: string;
+  readonly granted: number;
+}
+
+/** Primary → the worker that asked: the grants for one LimitsRequestMessage. */
+export interface LimitsGrantMessage {
+  readonly type: 'limits-grant';
+  readonly tokens: readonly TokenGrant[];
+  readonly slots: readonly SlotGrant[];
+}
+
+/**
+ * Primary → a worker: give back the idle slots (released, kept for the client's next request) of
+ * these keys now, and answer each with a SlotRequest marked `isRecallAnswer`: another worker asks
+ * for a slot of the same client.
+ */
+export interface SlotRecallMessage {
+  readonly type: 'slot-recall';
+  readonly slots: readonly { readonly limit: string; readonly clientIp: string }[];
+}
+
 export type PrimaryMessage =
   | StartMessage
   | UpstreamStateMessage
@@ -126,8 +211,10 @@ export type PrimaryMessage =
   | ShutdownMessage
   | ReopenLogsMessage
   | AcmeChallengeMessage
-  | AcmeCertificateMessage;
-export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage;
+  | AcmeCertificateMessage
+  | LimitsGrantMessage
+  | SlotRecallMessage;
+export type WorkerMessage = StartRequestMessage | StartFailedMessage | ReportMessage | LimitsRequestMessage;
 
 /** True for an object with a string `type` (anything else on the channel is ignored). */
 export function isMessage(value: unknown): value is { readonly type: string } {

@@ -22,6 +22,10 @@
  * - shutdown: SIGTERM/SIGINT tells every worker to drain, waits for them (a worker still starting
  *   just exits), then exits 0. Signals that came during start-up are handled once it is done.
  * - log rotation: SIGUSR1 tells every worker to reopen its log files.
+ * - the per-client limits: the token buckets of `rate_limit` and the in-flight counts of
+ *   `conn_limit` (limit-bank.ts), which the workers lease in batches (lease-limits.ts), so a client
+ *   gets its limit once across all workers; a worker that dies loses only its leases. The model's
+ *   own limits serve nothing (it never listens).
  * - `[acme]`: the certificate manager (src/tls/acme) runs here and nowhere else, so one account
  *   orders one certificate; every challenge token and certificate goes to every worker, and a
  *   worker that starts later gets the current ones in its `start` message. Orders begin once a
@@ -64,10 +68,13 @@ import type { ProcessSignals } from '../process-signals.js';
 import { whenWorkerGone } from './worker-gone.js';
 import { isMessage, type AcmeState, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 import { CounterLedger } from './counter-ledger.js';
+import { LimitBank } from './limit-bank.js';
 import { restartDelayMs } from './restart-backoff.js';
 
 /** How often the primary compares upstream state with what it last pushed: 100 ms. */
 export const PUSH_INTERVAL_MS = 100;
+/** How often the primary drops its full, unleased buckets: 1 s. */
+export const BANK_SWEEP_INTERVAL_MS = 1_000;
 /** How long the admin listener waits for a worker's report: 1 s (a silent worker counts with its last report). */
 export const REPORT_TIMEOUT_MS = 1_000;
 
@@ -144,6 +151,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     broadcast(message);
   };
   const pushTimer = setInterval(pushIfChanged, PUSH_INTERVAL_MS);
+  // A worker that is gone gets nothing: its exit is handled below (bank.workerGone).
+  const bank = new LimitBank({ send: (workerId, message) => void cluster.workers?.[workerId]?.send(message) });
+  const bankTimer = setInterval(() => bank.sweep(), BANK_SWEEP_INTERVAL_MS).unref();
 
   const registry = new UpstreamRegistry({ target: model, log, onChange: pushIfChanged });
   // Each new set goes to the workers at once: the model's route is rebuilt, then pushed.
@@ -183,6 +193,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
           );
   } catch (error) {
     clearInterval(pushTimer);
+    clearInterval(bankTimer);
     registry.close();
     await model.close(0);
     throw error;
@@ -250,6 +261,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       acme?.stop();
       discovery.stop();
       clearInterval(pushTimer);
+      clearInterval(bankTimer);
       registry.close();
       await model.close(0);
       throw error;
@@ -308,6 +320,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     void Promise.all(exited).then(async () => {
       clearTimeout(deadline);
       clearInterval(pushTimer);
+      clearInterval(bankTimer);
       stopReloading();
       process.off('SIGUSR1', onReopenSignal);
       registry.close();
@@ -342,6 +355,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
           ledger.record(worker.id, typed.report);
           pendingReports.get(typed.id)?.(typed.report);
           break;
+        case 'limits-request':
+          bank.handle(worker.id, typed);
+          break;
       }
     });
     worker.on('listening', () => {
@@ -358,6 +374,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     void whenWorkerGone(worker).then(({ code, signal }) => onGone(code, signal));
     const onGone = (code: number | null, signal: string | null): void => {
       ledger.retire(worker.id);
+      bank.workerGone(worker.id);
       slot.worker = undefined;
       if (isStopping) return;
       const how = signal ?? `code ${code}`;

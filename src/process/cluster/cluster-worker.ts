@@ -13,7 +13,8 @@
  * just exits). With `[acme]` it answers the challenge tokens and serves the certificate the primary
  * sends (it never talks to the ACME server itself). SIGHUP is ignored: the primary reloads and
  * tells the workers. SIGUSR1 (src/main.ts) and the primary's `reopen-logs` message both reopen the
- * worker's log files.
+ * worker's log files. Its `rate_limit` and `conn_limit` spend leases of the primary's buckets and
+ * slots (lease-limits.ts), so a client gets its limit once across all workers.
  */
 import cluster from 'node:cluster';
 import type { Config } from '../../config/config.js';
@@ -23,6 +24,7 @@ import type { ProcessSignals } from '../process-signals.js';
 import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
+import { LeaseLimits, SWEEP_INTERVAL_MS } from './lease-limits.js';
 import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
@@ -37,6 +39,9 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
   let started: Promise<ProxyServer | undefined> | undefined;
   let isStopping = false;
   let pushTimer: NodeJS.Timeout | undefined;
+  // A message to a primary that went away is dropped; the waiting requests are let through (lease-limits.ts).
+  const limits = new LeaseLimits({ send: (message) => process.connected && process.send!(message, undefined, undefined, () => {}) });
+  const sweepTimer = setInterval(() => limits.sweep(), SWEEP_INTERVAL_MS).unref();
 
   return await new Promise<number>((resolve) => {
     const send = (message: WorkerMessage): Promise<void> =>
@@ -48,6 +53,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
     /** Leaves through the cluster API: a bare process.disconnect() makes node's cluster code exit the worker with 0. */
     const leave = (exitCode: number): void => {
       clearInterval(pushTimer);
+      clearInterval(sweepTimer);
       process.off('message', onMessage);
       if (process.connected) cluster.worker?.disconnect();
       resolve(exitCode);
@@ -55,7 +61,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
 
     const start = async (config: Config, upstreamState: UpstreamStateMessage, ticketKeys: Uint8Array, acme: AcmeState | undefined): Promise<ProxyServer | undefined> => {
       try {
-        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys) });
+        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys), limits });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);
         if (acme !== undefined) applyAcmeState(proxy, acme);
@@ -103,6 +109,12 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           } catch (error) {
             log(`worker ${process.pid}: reload rejected, still serving the previous config: ${(error as Error).message}`);
           }
+          break;
+        case 'limits-grant':
+          limits.applyGrant(typed);
+          break;
+        case 'slot-recall':
+          limits.recall(typed);
           break;
         case 'report-request':
           void send(report(typed.id));

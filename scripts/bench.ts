@@ -42,6 +42,14 @@
  *
  * `--only tls` runs the TLS workloads alone; `--only NAME` any other measures this project and the
  * targets whose name contains NAME (`Go`, `nginx`, `relay`, …).
+ *
+ * The cost of a `rate_limit` (issue 15), run with the others or alone with `--only limits`: a second
+ * instance of this project with two routes to the same backend's /small, equal but for
+ * `rate_limit = 1000000/s` on one (burst 1 000 000: the load generator's requests all come from
+ * 127.0.0.1, one client, one bucket, and it never runs dry), measured in rounds of both back to
+ * back (AB, BA, …); the cost is the median of the rounds' ratios:
+ *
+ *   limits  GET, 12-byte responses, 64 connections, through /plain and through /limited
  */
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -67,7 +75,7 @@ const children: ChildProcess[] = [];
 const notes: string[] = [];
 
 const PORTS = {
-  backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084, relay: 18085,
+  backend: 18080, direct: 18080, project: 18081, baseline: 18082, go: 18083, nginx: 18084, relay: 18085, projectLimits: 18086,
   projectTls: 18443, goTls: 18444, nginxTls: 18445, projectNoTickets: 18446, goNoTickets: 18447, nginxNoTickets: 18448,
 };
 const RELAY = 'node:net relay (no parsing)';
@@ -165,6 +173,16 @@ function startProject(): ChildProcess {
     `[server]\nlisten = 127.0.0.1:${PORTS.project}\naccess_log = off\nkeepalive_timeout = 120s\n[proxy.all]\npath = /\npass = http://127.0.0.1:${PORTS.backend}\n`,
   );
   return start('project', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project.ini')], proxyCore);
+}
+
+/** This project with the `--only limits` pair's routes: /plain and /limited, the same but for a rate_limit that never triggers. */
+function startProjectLimits(): void {
+  const route = (name: string, extra: string): string => `[proxy.${name}]\npath = /${name}\npass = http://127.0.0.1:${PORTS.backend}/small\n${extra}`;
+  writeFileSync(
+    join(work, 'project-limits.ini'),
+    `[server]\nlisten = 127.0.0.1:${PORTS.projectLimits}\naccess_log = off\nkeepalive_timeout = 120s\n` + route('plain', '') + route('limited', 'rate_limit = 1000000/s\n'),
+  );
+  start('project-limits', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project-limits.ini')], proxyCore);
 }
 
 /**
@@ -276,6 +294,11 @@ const WORKLOADS: readonly Workload[] = [
   { name: 'TLS keep-alive small (12 B, 64 conns)', listener: 'https', path: '/small', connections: 64 },
   { name: 'TLS new connection per request (12 B, 64 conns)', listener: 'https', path: '/small', connections: 64, isNewConnectionPerRequest: true },
   { name: 'TLS new connection, full handshakes (12 B, 64 conns)', listener: 'https without tickets', path: '/small', connections: 64, isNewConnectionPerRequest: true },
+];
+/** The `--only limits` pair: the same route of the same process, without and with a rate_limit that never triggers. */
+const LIMIT_WORKLOADS: readonly [Workload, Workload] = [
+  { name: 'small, no rate_limit (12 B, 64 conns)', listener: 'http', path: '/plain', connections: 64 },
+  { name: 'small, rate_limit = 1000000/s (12 B, 64 conns)', listener: 'http', path: '/limited', connections: 64 },
 ];
 
 interface Measurement {
@@ -474,7 +497,9 @@ async function main(): Promise<void> {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
   const hasWrk = commandExists('wrk');
   if (!hasWrk) notes.push('wrk not available: the TLS workloads were skipped (the built-in generator speaks plain HTTP)');
-  const workloads = WORKLOADS.filter((workload) => (workload.listener === 'http' ? only !== 'tls' : hasWrk));
+  const isLimitsOnly = only === 'limits';
+  const hasLimits = only === '' || isLimitsOnly;
+  const workloads = isLimitsOnly ? [] : WORKLOADS.filter((workload) => (workload.listener === 'http' ? only !== 'tls' : hasWrk));
   const listeners = new Set(workloads.map((workload) => workload.listener));
   const hasTls = listeners.has('https') || listeners.has('https without tickets');
   const backendKind = startBackend();
@@ -482,7 +507,8 @@ async function main(): Promise<void> {
 
   const nginx = nginxBinary();
   if (nginx === undefined) notes.push('nginx not available: nginx proxy skipped');
-  const hasGo = buildGo();
+  const hasGo = listeners.size > 0 && buildGo();
+  if (hasLimits) startProjectLimits();
   // Every listener's targets carry the same names, so each workload's row compares like with like.
   const targets = new Map<Listener, Target[]>([...listeners].map((listener) => [listener, []]));
   let project: ChildProcess | undefined;
@@ -524,6 +550,7 @@ async function main(): Promise<void> {
     }
   }
   for (const list of targets.values()) for (const target of list) await waitForPort(target.port);
+  if (hasLimits) await waitForPort(PORTS.projectLimits);
 
   const pick = (list: readonly Target[]): readonly Target[] =>
     only === '' || only === 'tls' ? list : list.filter((t) => t.name.includes(only) || t.name === 'this project');
@@ -548,6 +575,7 @@ async function main(): Promise<void> {
     if (workload.listener === 'http') continue;
     for (const target of selected) censuses.push({ workload: workload.name, target: target.name, census: await handshakeCensus(target.port, workload) });
   }
+  const limits = hasLimits ? await measureLimits() : undefined;
   const peakRss = project === undefined ? undefined : peakRssMiB(project.pid!);
   const idle = project === undefined ? undefined : await idleConnections(PORTS.project, project.pid!, 10_000);
 
@@ -557,15 +585,17 @@ async function main(): Promise<void> {
     `load generator ${hasWrk ? 'wrk (1 thread)' : 'built-in'}; backend ${backendKind}; each cell the median of ${runs} run(s) of ${durationSeconds} s, after a ${WARM_UP_SECONDS} s warm-up.` +
     (hasTls ? ' TLS targets: each terminates TLS with the same ECDSA P-256 certificate and forwards plain HTTP to the backend; wrk offers TLS 1.3 with TLS_AES_128_GCM_SHA256 only.' : ''));
   lines.push('');
-  lines.push('| workload | target | req/s | p50 ms | p99 ms | req/s ÷ this project | errors |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|');
-  for (const [workloadName, row] of results) {
-    const ours = row.get('this project')!.requestsPerSecond;
-    for (const [targetName, m] of row) {
-      lines.push(`| ${workloadName} | ${targetName} | ${m.requestsPerSecond.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${(m.requestsPerSecond / ours).toFixed(2)} | ${m.errors} |`);
+  if (results.size > 0) {
+    lines.push('| workload | target | req/s | p50 ms | p99 ms | req/s ÷ this project | errors |');
+    lines.push('|---|---|---:|---:|---:|---:|---:|');
+    for (const [workloadName, row] of results) {
+      const ours = row.get('this project')!.requestsPerSecond;
+      for (const [targetName, m] of row) {
+        lines.push(`| ${workloadName} | ${targetName} | ${m.requestsPerSecond.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${(m.requestsPerSecond / ours).toFixed(2)} | ${m.errors} |`);
+      }
     }
+    lines.push('');
   }
-  lines.push('');
   if (censuses.length > 0) {
     lines.push('TLS handshakes, counted during 1 s of each TLS workload run through a relay that reads every ServerHello:', '');
     lines.push('| workload | target | requests | TCP connections | handshakes resumed | negotiated |');
@@ -582,20 +612,50 @@ async function main(): Promise<void> {
   if (ofRelay.length > 0) lines.push(`This project's req/s ÷ the ${RELAY}, the limit for a Node proxy on one core: ${ofRelay.join(', ')}.`);
   if (peakRss !== undefined) lines.push(`This project's peak RSS during the runs: ${peakRss.toFixed(1)} MiB.`);
   if (idle !== undefined) lines.push(`10,000 idle keep-alive client connections: ${idle.ok} held, ${idle.errors} errors, proxy RSS ${idle.rssMiB.toFixed(1)} MiB.`);
-  lines.push('', ...targetLines(results, peakRss, idle?.rssMiB));
+  if (limits !== undefined) {
+    lines.push(`The cost of a rate_limit that never triggers (one process, route /plain vs /limited, in rounds of both back to back):`, '');
+    lines.push('| workload | req/s | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|');
+    for (const [workload, m] of [[LIMIT_WORKLOADS[0], limits.without], [LIMIT_WORKLOADS[1], limits.with]] as const) {
+      lines.push(`| ${workload.name} | ${m.requestsPerSecond.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${m.errors} |`);
+    }
+  }
+  lines.push('', ...targetLines(results, peakRss, idle?.rssMiB, limits));
   for (const note of notes) lines.push(`Note: ${note}.`);
   const table = lines.join('\n');
   console.log(table);
   if (writeTo !== '') writeFileSync(join(root, writeTo), `# Benchmark\n\nMeasured by \`npm run bench\` (scripts/bench.ts).\n\n${table}\n`);
 }
 
+/**
+ * The `--only limits` pair: a warm-up each, then `runs` rounds, each measuring both back to back (in
+ * turns AB, BA, … so a drift of the machine does not favour one). Returns the medians without and
+ * with the rate_limit, and the median of each round's ratio (with ÷ without), steadier on a shared
+ * machine than the ratio of the medians.
+ */
+async function measureLimits(): Promise<{ readonly without: Measurement; readonly with: Measurement; readonly ratio: number }> {
+  for (const workload of LIMIT_WORKLOADS) await measure(PORTS.projectLimits, workload, WARM_UP_SECONDS);
+  const samples: [Measurement[], Measurement[]] = [[], []];
+  const ratios: number[] = [];
+  for (let run = 1; run <= runs; run++) {
+    for (const i of run % 2 === 1 ? [0, 1] : [1, 0]) {
+      const workload = LIMIT_WORKLOADS[i]!;
+      const m = await measure(PORTS.projectLimits, workload, durationSeconds);
+      samples[i]!.push(m);
+      console.error(`${workload.name.padEnd(48)} run ${run}/${runs} ${m.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms${m.errors ? `  errors ${m.errors}` : ''}`);
+    }
+    ratios.push(samples[1].at(-1)!.requestsPerSecond / samples[0].at(-1)!.requestsPerSecond);
+  }
+  return { without: medianOf(samples[0]), with: medianOf(samples[1]), ratio: median(ratios) };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** The median of each figure separately (req/s, p50, p99); errors and requests are summed over the runs. */
 function medianOf(list: readonly Measurement[]): Measurement {
-  const median = (values: number[]): number => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const middle = Math.floor(sorted.length / 2);
-    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-  };
   return {
     requestsPerSecond: median(list.map((m) => m.requestsPerSecond)),
     p50Ms: median(list.map((m) => m.p50Ms)),
@@ -606,10 +666,15 @@ function medianOf(list: readonly Measurement[]): Measurement {
 }
 
 /**
- * Issue 12's performance targets and issue 13's TLS one against this run's medians: each met, or
+ * Issue 12's performance targets, issue 13's TLS one and issue 15's rate_limit cost against this run's medians: each met, or
  * its measured distance; the other TLS ratios have no target and are reported as measured.
  */
-function targetLines(results: Map<string, Map<string, Measurement>>, peakRss: number | undefined, idleRss: number | undefined): string[] {
+function targetLines(
+  results: Map<string, Map<string, Measurement>>,
+  peakRss: number | undefined,
+  idleRss: number | undefined,
+  limits: { readonly ratio: number } | undefined,
+): string[] {
   const [small, big, post, tlsKeepAlive, tlsNewConnection, tlsFullHandshake] = WORKLOADS.map((workload) => results.get(workload.name));
   const rows: string[] = ['| target | measured | met |', '|---|---:|---|'];
   const ratio = (row: Map<string, Measurement> | undefined, peer: string, label: string, atLeast?: number): void => {
@@ -632,6 +697,11 @@ function targetLines(results: Map<string, Map<string, Measurement>>, peakRss: nu
   ratio(big, 'direct to backend', '1 MiB: req/s ÷ direct', 0.9);
   if (peakRss !== undefined) rows.push(`| peak RSS < 100 MiB | ${peakRss.toFixed(1)} MiB | ${peakRss < 100 ? 'yes' : 'no'} |`);
   if (idleRss !== undefined) rows.push(`| 10,000 idle keep-alive clients < 150 MiB | ${idleRss.toFixed(1)} MiB | ${idleRss < 150 ? 'yes' : 'no'} |`);
+  if (limits !== undefined) {
+    const share = limits.ratio;
+    const cost = (1 - share) * 100;
+    rows.push(`| a rate_limit that never triggers costs < 5% (req/s with ÷ without, the median of the rounds' ratios) | ${share.toFixed(3)}× (${Math.abs(cost).toFixed(1)}% ${cost >= 0 ? 'slower' : 'faster'}) | ${cost < 5 ? 'yes' : `no (${(cost - 5).toFixed(1)} points over)`} |`);
+  }
   ratio(tlsKeepAlive, GO, 'TLS keep-alive small: req/s ÷ Go httputil', 1.2);
   ratio(tlsKeepAlive, NGINX, 'TLS keep-alive small: req/s ÷ nginx proxy');
   ratio(tlsNewConnection, GO, 'TLS new connection per request: req/s ÷ Go httputil');

@@ -7,6 +7,7 @@ import { UsageError } from '../errors.js';
 import { InvalidValueError, parseDuration, parseListenAddress } from '../config/values.js';
 import type { ListenAddress } from '../config/config.js';
 import type { HeartbeatOptions } from './heartbeat.js';
+import { parseSchedule, type Arrival } from './limit-simulate.js';
 
 export type Command =
   | { readonly kind: 'run'; readonly configFile: string }
@@ -14,6 +15,7 @@ export type Command =
   /** `listen`: `--listen HOST:PORT`; undefined = the config's port on 127.0.0.1 (run-demo.ts). */
   | { readonly kind: 'demo'; readonly configFile: string; readonly user: string; readonly listen: ListenAddress | undefined }
   | { readonly kind: 'simulate'; readonly configFile: string; readonly route: string; readonly n: number; readonly clientIp?: string; readonly key?: string }
+  | { readonly kind: 'limit-simulate'; readonly configFile: string; readonly route: string; readonly arrivals: readonly Arrival[] }
   | { readonly kind: 'passwd'; readonly name: string }
   | ({ readonly kind: 'heartbeat' } & HeartbeatOptions)
   | { readonly kind: 'help' }
@@ -27,6 +29,11 @@ export const USAGE = `Usage:
                                                        all on 127.0.0.1 (--listen widens the proxy's, e.g. 0.0.0.0:8080)
   node dist/main.js simulate ROUTE [-n N] [--client-ip IP] [--key K] [--config F]
                                                        show N balancing decisions of a route, step by step
+  node dist/main.js limit-simulate ROUTE --requests "0ms x5, 100ms x3, 1s x10" [--config F]
+                                                       run ROUTE's rate_limit bucket on a simulated clock, request by
+                                                       request: a comma list of TIME xCOUNT, TIME the offset from the
+                                                       start in whole ms (0ms, 250ms, 1s, 1.5s; never going back),
+                                                       COUNT requests from one client at that instant
   node dist/main.js passwd NAME                        read a password, print an auth_user line
   node dist/main.js heartbeat --admin URL --token T --route ROUTE --url URL [--weight N] [--every 3s] [--ttl 10s]
                                                        register URL with the proxy's admin listener every --every,
@@ -59,10 +66,10 @@ export function parseArguments(argv: readonly string[]): Command {
     if (arg === '--check' || arg === '-t') isCheck = true;
     else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
     else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
-    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen') options.set(arg, takeValue(arg));
+    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen' || arg === '--requests') options.set(arg, takeValue(arg));
     else if (HEARTBEAT_FLAGS.includes(arg)) options.set(arg, takeValue(arg));
     else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
-    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
+    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'limit-simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
     else positional.push(arg);
   }
 
@@ -105,6 +112,15 @@ export function parseArguments(argv: readonly string[]): Command {
       if (clientIp !== undefined && isIP(clientIp) === 0) throw new UsageError(`--client-ip must be an IPv4 or IPv6 address, got '${clientIp}'`);
       const key = options.get('--key');
       return { kind: 'simulate', configFile, route, n, ...(clientIp === undefined ? {} : { clientIp }), ...(key === undefined ? {} : { key }) };
+    }
+    case 'limit-simulate': {
+      allowOptions('--requests');
+      const [route, ...rest] = positional;
+      if (route === undefined) throw new UsageError('limit-simulate needs a ROUTE name');
+      if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+      const schedule = options.get('--requests');
+      if (schedule === undefined) throw new UsageError('limit-simulate needs --requests, e.g. --requests "0ms x5, 100ms x3, 1s x10"');
+      return { kind: 'limit-simulate', configFile, route, arrivals: parseSchedule(schedule) };
     }
     case 'passwd': {
       allowOptions();

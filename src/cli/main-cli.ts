@@ -1,7 +1,7 @@
 /**
  * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
  * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
- * Logs go to stderr; `--check`, `simulate` and `passwd` print their results to stdout. Neither
+ * Logs go to stderr; `--check`, `simulate`, `limit-simulate` and `passwd` print their results to stdout. Neither
  * throws when its reader went away (`--check | head -1` exits 0): see src/log/process-log.ts.
  */
 import cluster from 'node:cluster';
@@ -15,6 +15,7 @@ import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import type { ProcessSignals } from '../process/process-signals.js';
 import { runDemo } from './run-demo.js';
 import { resolveDiscoveryLines, runSimulate } from './simulate.js';
+import { runLimitSimulate } from './limit-simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
 import { runHeartbeat } from './heartbeat.js';
 import { startLocalAdmin } from '../admin/local-admin.js';
@@ -84,6 +85,9 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         );
         return 0;
       }
+      case 'limit-simulate':
+        printOutput(runLimitSimulate(loadConfigFile(command.configFile), command.route, command.arrivals));
+        return 0;
       case 'heartbeat': {
         const { kind: _kind, ...options } = command;
         return await runHeartbeat(options, log);

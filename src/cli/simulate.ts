@@ -149,7 +149,7 @@ function distributionRow(label: string, origin: string, count: number, total: nu
 }
 
 /** Columns padded to their widest cell, separated by two spaces; `isRight[c]` right-aligns column c. */
-function formatTable(rows: readonly (readonly string[])[], isRight: readonly boolean[]): string[] {
+export function formatTable(rows: readonly (readonly string[])[], isRight: readonly boolean[]): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, c) => (widths[c] = Math.max(widths[c] ?? 0, cell.length)));
   return rows.map((row) =>

@@ -76,7 +76,6 @@ export class RateLimiter {
   /** Takes one token of `clientIp`'s bucket: allowed, or refused with the whole seconds until the next token. */
   takeToken(clientIp: string): LimitVerdict {
     const nowMs = this.#now();
-    this.#sweep(nowMs);
     let entry = this.#entries.get(clientIp);
     if (entry === undefined) {
       if (this.#entries.size >= this.#maxClients) this.#remove(this.#oldest!);
@@ -87,6 +86,9 @@ export class RateLimiter {
     }
     this.#linkYoungest(entry);
     const waitMs = takeToken(entry, this.rate, nowMs);
+    // After the take: the requesting client's own bucket, full a moment ago, is not dropped and made anew
+    // on each of its requests. Evicting for the cap first changes nothing: a full oldest bucket goes either way.
+    this.#sweep(nowMs);
     return waitMs === 0 ? ALLOWED : { isAllowed: false, retryAfterSeconds: retryAfterSeconds(waitMs) };
   }
 

@@ -1,0 +1,138 @@
+/**
+ * `node dist/main.js limit-simulate ROUTE --requests "0ms x5, 100ms x3, 1s x10"`: a route's
+ * `rate_limit` (SPEC 8) on a simulated clock, request by request, so a learner can watch the token
+ * bucket drain and refill. It drives the proxy's own RateLimiter (src/limits/rate-limiter.ts) and
+ * token-bucket arithmetic with a clock that jumps to each instant of the schedule; nothing is sent.
+ * The bucket is the textbook token bucket (Tanenbaum, "Computer Networks"; RFC 2697 section 3).
+ *
+ * The schedule: a comma-separated list of `TIME xCOUNT`, where TIME is the offset from the start in
+ * whole milliseconds (`0ms`, `250ms`, `1s`, `1.5s`), never smaller than the one before, and COUNT
+ * requests (≥ 1) arrive at that instant, one after another, all from one client.
+ *
+ * `conn_limit` is not simulated: it counts requests in flight, and a schedule of arrivals says
+ * nothing about when responses end; the output says so when the route has one.
+ */
+import type { Config } from '../config/config.js';
+import { UsageError } from '../errors.js';
+import { formatTable } from './simulate.js';
+import { RateLimiter } from '../limits/rate-limiter.js';
+import { newBucket, refill, tokensOf, type BucketRate, type TokenBucket } from '../limits/token-bucket.js';
+
+/** One `TIME xCOUNT` of the schedule. */
+export interface Arrival {
+  /** Offset from the start, ms (an integer). */
+  readonly atMs: number;
+  /** Requests arriving at that instant, ≥ 1. */
+  readonly count: number;
+}
+
+/** The most requests one schedule may hold (the output has a line per request). */
+export const MAX_SCHEDULED_REQUESTS = 100_000;
+
+/** The client every simulated request comes from (one bucket). */
+const CLIENT_IP = '127.0.0.1';
+
+/**
+ * Reads `--requests`: `TIME xCOUNT[, TIME xCOUNT …]`, TIME a number followed by `ms` or `s` giving
+ * whole milliseconds, non-decreasing; COUNT a whole number ≥ 1; at most MAX_SCHEDULED_REQUESTS in all.
+ *
+ * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text
+ */
+export function parseSchedule(text: string): Arrival[] {
+  const arrivals: Arrival[] = [];
+  let total = 0;
+  let column = 1;
+  for (const rawItem of text.split(',')) {
+    const item = rawItem.trim();
+    const itemColumn = column + (rawItem.length - rawItem.trimStart().length);
+    column += rawItem.length + 1;
+    const fail = (reason: string, offset = 0): never => {
+      throw new UsageError(`--requests: '${item}' at column ${itemColumn + offset}: ${reason}`);
+    };
+    if (item === '') fail('expected TIME xCOUNT, like 100ms x3');
+    const match = /^(?:(\d+)(?:\.(\d+))?(ms|s)\b)?(\s*)(?:x(\d+))?(.*)$/.exec(item)!;
+    const [, whole, fraction = '', unit, space, countText, rest] = match;
+    if (whole === undefined) fail('expected a time like 100ms or 1s');
+    if (fraction.length > (unit === 's' ? 3 : 0)) fail('the time must be whole milliseconds');
+    const atMs = unit === 'ms' ? Number(whole) : Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));
+    const countColumn = item.length - rest!.length - (countText === undefined ? 0 : countText.length + 1);
+    if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, countColumn);
+    const count = Number(countText);
+    if (count < 1) fail('the count must be at least 1', countColumn);
+    const previous = arrivals.at(-1);
+    if (previous !== undefined && atMs < previous.atMs) fail(`the times must not go back (the one before is ${formatMs(previous.atMs)})`);
+    total += count;
+    if (total > MAX_SCHEDULED_REQUESTS) fail(`more than ${MAX_SCHEDULED_REQUESTS} requests in all`, countColumn);
+    arrivals.push({ atMs, count });
+  }
+  return arrivals;
+}
+
+/**
+ * The text `limit-simulate` prints: a header with the route's rate_limit (and whether conn_limit is
+ * simulated), a table with a row per request (time, tokens before, decision, tokens after), then the
+ * summary: passed, limited, and the bound rate × T + burst over the schedule's span T. Ends with `\n`.
+ *
+ * @throws UsageError when `routeName` is not a route of `config` (the message lists the routes), or the
+ *   route has no rate_limit
+ */
+export function runLimitSimulate(config: Config, routeName: string, arrivals: readonly Arrival[]): string {
+  const route = config.routes.find((candidate) => candidate.name === routeName);
+  if (route === undefined) {
+    const names = config.routes.map((candidate) => candidate.name).join(', ');
+    throw new UsageError(`unknown route '${routeName}' (routes: ${names === '' ? 'none' : names})`);
+  }
+  const limit = route.rateLimit;
+  if (limit === undefined) throw new UsageError(`route ${route.name} has no rate_limit: nothing to simulate`);
+  let nowMs = 0;
+  const limiter = new RateLimiter(limit, () => nowMs);
+
+  const rows: string[][] = [['time', 'request', 'tokens before', 'decision', 'tokens after']];
+  let passed = 0;
+  let request = 0;
+  for (const arrival of arrivals) {
+    nowMs = arrival.atMs;
+    for (let i = 0; i < arrival.count; i++) {
+      request++;
+      const before = levelAt(limiter.bucketOf(CLIENT_IP), limit, nowMs);
+      const verdict = limiter.takeToken(CLIENT_IP);
+      const after = levelAt(limiter.bucketOf(CLIENT_IP), limit, nowMs);
+      if (verdict.isAllowed) passed++;
+      rows.push([formatMs(nowMs), String(request), before.toFixed(2), verdict.isAllowed ? '200' : `429 Retry-After: ${verdict.retryAfterSeconds}`, after.toFixed(2)]);
+    }
+  }
+
+  const spanMs = arrivals.length === 0 ? 0 : arrivals.at(-1)!.atMs - arrivals[0]!.atMs;
+  const bound = (limit.requests * spanMs) / limit.periodMs + limit.burst;
+  const perSecond = limit.periodMs === 1000 ? `${limit.requests}/s` : `${limit.requests}/m`;
+  const lines = [
+    `route ${route.name}: rate_limit = ${limit.source}: a token every ${formatMs(limit.periodMs / limit.requests)}, bucket of ${limit.burst}, starts full; one client (${CLIENT_IP})`,
+    route.connLimit === undefined
+      ? 'conn_limit: off'
+      : `conn_limit = ${route.connLimit.maxInFlight}: not simulated (it counts requests in flight; a schedule of arrivals has no response times)`,
+    '',
+    ...formatTable(rows, [true, true, true, false, true]),
+    '',
+    `${request} requests: ${passed} passed (200), ${request - passed} limited (429)`,
+    `bound over T = ${formatMs(spanMs)}: rate × T + burst = ${perSecond} × ${formatMs(spanMs)} + ${limit.burst} = ${formatTokens(bound)} (passed ${passed})`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** Tokens of `bucket` (undefined: the limiter holds none, i.e. a full one) brought up to `nowMs`, without touching it. */
+function levelAt(bucket: TokenBucket | undefined, rate: BucketRate, nowMs: number): number {
+  const copy = bucket ?? newBucket(rate, nowMs);
+  refill(copy, rate, nowMs);
+  return tokensOf(copy, rate);
+}
+
+/** `250ms`, `1s`, `1.5s`, `66.667ms` (the time between tokens of 15/s). */
+function formatMs(ms: number): string {
+  if (ms >= 1000 && Number.isInteger(ms / 10)) return `${ms / 1000}s`;
+  return `${Number.isInteger(ms) ? ms : ms.toFixed(3)}ms`;
+}
+
+/** 15, 15.5, 10.33 */
+function formatTokens(tokens: number): string {
+  return Number.isInteger(tokens) ? String(tokens) : tokens.toFixed(2);
+}

@@ -1,0 +1,138 @@
+/**
+ * `limit-simulate ROUTE --requests SCHEDULE`: the proxy's token bucket on a simulated clock, request
+ * by request (the worked example of src/limits/token-bucket.ts), the schedule's syntax errors, and
+ * the exit codes of the built command line.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { parseArguments } from '../../src/cli/arguments.js';
+import { parseSchedule, runLimitSimulate } from '../../src/cli/limit-simulate.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { UsageError } from '../../src/errors.js';
+import { buildCli, removeBuild, REPO } from '../helpers/built-cli.js';
+import { writeConfig } from '../helpers/cli-process.js';
+
+after(removeBuild);
+
+const CONFIG_TEXT = [
+  '[proxy.api]',
+  'path = /api',
+  'pass = http://127.0.0.1:9001',
+  'rate_limit = 10/s burst=5',
+  'conn_limit = 3',
+  '',
+  '[proxy.open]',
+  'path = /',
+  'pass = http://127.0.0.1:9001',
+  '',
+].join('\n');
+const config = parseConfig(CONFIG_TEXT, 'env.ini');
+
+test("10/s burst=5: the token bucket's worked example (7 requests at 0 instead of 30), row by row, with the bound", () => {
+  const got = runLimitSimulate(config, 'api', parseSchedule('0ms x7, 250ms x3, 1.25s x6, 1900ms x1'));
+  const want = [
+    'route api: rate_limit = 10/s burst=5: a token every 100ms, bucket of 5, starts full; one client (127.0.0.1)',
+    'conn_limit = 3: not simulated (it counts requests in flight; a schedule of arrivals has no response times)',
+    '',
+    ' time  request  tokens before  decision            tokens after',
+    '  0ms        1           5.00  200                         4.00',
+    '  0ms        2           4.00  200                         3.00',
+    '  0ms        3           3.00  200                         2.00',
+    '  0ms        4           2.00  200                         1.00',
+    '  0ms        5           1.00  200                         0.00',
+    '  0ms        6           0.00  429 Retry-After: 1          0.00',
+    '  0ms        7           0.00  429 Retry-After: 1          0.00',
+    '250ms        8           2.50  200                         1.50',
+    '250ms        9           1.50  200                         0.50',
+    '250ms       10           0.50  429 Retry-After: 1          0.50',
+    '1.25s       11           5.00  200                         4.00',
+    '1.25s       12           4.00  200                         3.00',
+    '1.25s       13           3.00  200                         2.00',
+    '1.25s       14           2.00  200                         1.00',
+    '1.25s       15           1.00  200                         0.00',
+    '1.25s       16           0.00  429 Retry-After: 1          0.00',
+    ' 1.9s       17           5.00  200                         4.00',
+    '',
+    '17 requests: 13 passed (200), 4 limited (429)',
+    'bound over T = 1.9s: rate × T + burst = 10/s × 1.9s + 5 = 24 (passed 13)',
+    '',
+  ].join('\n');
+  assert.equal(got, want);
+});
+
+test('1/m: Retry-After counts down in whole seconds (60, 30, 1) and a token is back at 60 s', () => {
+  const perMinute = parseConfig('[proxy.m]\npath = /\npass = http://127.0.0.1:9001\nrate_limit = 1/m\n', 'env.ini');
+  const got = runLimitSimulate(perMinute, 'm', parseSchedule('0ms x2, 30s x1, 59.5s x1, 60s x1'));
+  const decisions = [...got.matchAll(/^ *\S+ +\d+ +[\d.]+ {2}(200|429 Retry-After: \d+) /gm)].map((match) => match[1]);
+  assert.deepEqual(decisions, ['200', '429 Retry-After: 60', '429 Retry-After: 30', '429 Retry-After: 1', '200']);
+  assert.match(got, /^conn_limit: off$/m);
+  assert.match(got, /^bound over T = 60s: rate × T \+ burst = 1\/m × 60s \+ 1 = 2 \(passed 2\)$/m);
+});
+
+test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas', () => {
+  assert.deepEqual(parseSchedule('0ms x5, 100ms x3,1s x10 ,  1.5s x1, 2.025s x2'), [
+    { atMs: 0, count: 5 },
+    { atMs: 100, count: 3 },
+    { atMs: 1000, count: 10 },
+    { atMs: 1500, count: 1 },
+    { atMs: 2025, count: 2 },
+  ]);
+});
+
+test('a bad schedule is a UsageError naming the item and its column', () => {
+  const cases: [string, string][] = [
+    ['100 x3', "--requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
+    ['0ms x1,  2s x0', "--requests: '2s x0' at column 13: the count must be at least 1"],
+    ['0ms x1, 5ms', "--requests: '5ms' at column 12: expected xCOUNT after the time, like x3"],
+    ['0ms x1, 5ms x2 y', "--requests: '5ms x2 y' at column 13: expected xCOUNT after the time, like x3"],
+    ['1s x1, 500ms x2', "--requests: '500ms x2' at column 8: the times must not go back (the one before is 1s)"],
+    ['1.0001s x1', "--requests: '1.0001s x1' at column 1: the time must be whole milliseconds"],
+    ['2.5ms x1', "--requests: '2.5ms x1' at column 1: the time must be whole milliseconds"],
+    ['0ms x1,', "--requests: '' at column 8: expected TIME xCOUNT, like 100ms x3"],
+    ['0ms x100001', "--requests: '0ms x100001' at column 5: more than 100000 requests in all"],
+  ];
+  for (const [text, message] of cases) {
+    assert.throws(() => parseSchedule(text), (error: unknown) => {
+      assert.ok(error instanceof UsageError, `${text}: got ${String(error)}, want a UsageError`);
+      assert.equal(error.message, message, `for '${text}'`);
+      return true;
+    });
+  }
+});
+
+test('parseArguments: limit-simulate needs a ROUTE and --requests, and takes no other option', () => {
+  assert.deepEqual(parseArguments(['limit-simulate', 'api', '--requests', '0ms x2', '--config', 'x.ini']), {
+    kind: 'limit-simulate',
+    configFile: 'x.ini',
+    route: 'api',
+    arrivals: [{ atMs: 0, count: 2 }],
+  });
+  assert.throws(() => parseArguments(['limit-simulate', '--requests', '0ms x1']), /limit-simulate needs a ROUTE name/);
+  assert.throws(() => parseArguments(['limit-simulate', 'api']), /limit-simulate needs --requests/);
+  assert.throws(() => parseArguments(['limit-simulate', 'api', '--requests', '0ms x1', '-n', '3']), /option '-n' does not apply here/);
+  assert.throws(() => parseArguments(['simulate', 'api', '--requests', '0ms x1']), /option '--requests' does not apply here/);
+});
+
+test('the built CLI: prints the table and exits 0; no rate_limit, an unknown route or a bad schedule exit 2 with the reason', async () => {
+  const main = await buildCli();
+  const file = writeConfig(CONFIG_TEXT);
+  const run = (...args: string[]) => spawnSync(process.execPath, [main, 'limit-simulate', ...args, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+
+  const ok = run('api', '--requests', '0ms x6');
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /^ 0ms {8}6 {11}0\.00 {2}429 Retry-After: 1 {10}0\.00$/m);
+  assert.match(ok.stdout, /^6 requests: 5 passed \(200\), 1 limited \(429\)$/m);
+
+  const cases: [string[], string][] = [
+    [['open', '--requests', '0ms x1'], 'error: route open has no rate_limit: nothing to simulate'],
+    [['nope', '--requests', '0ms x1'], "error: unknown route 'nope' (routes: api, open)"],
+    [['api', '--requests', '100 x3'], "error: --requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
+  ];
+  for (const [args, message] of cases) {
+    const result = run(...args);
+    assert.equal(result.status, 2, `${args.join(' ')}: exit code got ${result.status}, want 2; stderr: ${result.stderr}`);
+    assert.equal(result.stdout, '');
+    assert.ok(result.stderr.startsWith(`${message}\n`), `${args.join(' ')}: stderr got ${JSON.stringify(result.stderr.slice(0, 200))}, want it to start with ${message}`);
+  }
+});

@@ -11,7 +11,11 @@
  *   - half-close travels across: a FIN from one side ends only the other side's writing half (both
  *     sockets are half-open capable); the tunnel is over once both sockets are closed, or at once
  *     when one of them is destroyed or fails;
- *   - `idleTimeoutMs` (the route's `read_timeout`) without a byte on a socket closes both.
+ *   - `idleTimeoutMs` (the route's `read_timeout`) without a byte on a socket closes both; once one
+ *     side has ended, the limit is HALF_CLOSED_IDLE_MS: the other direction may still carry bytes
+ *     (a download after the upload ended), but a peer that never answers the FIN cannot hold the
+ *     tunnel, and its `conn_limit` slot, for a whole `read_timeout` (nginx closes an upgraded
+ *     connection at the first EOF; HAProxy has `timeout client-fin` / `server-fin`).
  *
  * The caller counts the tunnel as an active request until `onClosed`, and logs it then with the
  * byte counts.
@@ -23,6 +27,9 @@ export interface TunnelEnd {
   readonly socket: Socket;
   readonly head: Buffer;
 }
+
+/** The idle limit of a tunnel once one side has sent its FIN, ms. */
+export const HALF_CLOSED_IDLE_MS = 1_000;
 
 export class Tunnel {
   /** Bytes that crossed from the client to the upstream. */
@@ -56,8 +63,13 @@ export class Tunnel {
       onClosed(this);
       markClosed();
     };
+    const halfClosedIdleMs = idleTimeoutMs === 0 ? HALF_CLOSED_IDLE_MS : Math.min(idleTimeoutMs, HALF_CLOSED_IDLE_MS);
+    const onEnd = (): void => {
+      for (const socket of [clientSocket, upstreamSocket]) socket.setTimeout(halfClosedIdleMs, destroyBoth);
+    };
     for (const socket of [clientSocket, upstreamSocket]) {
       socket.on('error', destroyBoth);
+      socket.once('end', onEnd);
       socket.setTimeout(idleTimeoutMs, destroyBoth);
       socket.setNoDelay(true);
       if (socket.destroyed) process.nextTick(onClose); // closed before the tunnel began

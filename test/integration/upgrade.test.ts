@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { hashPassword } from '../../src/auth/password-hash.js';
+import { HALF_CLOSED_IDLE_MS } from '../../src/gateway/upgrade-tunnel.js';
 import { listenBackend, rawRequest, request, startRawBackend, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
 import {
   acceptValueFor,
@@ -327,6 +328,30 @@ test('least-connections counts an open tunnel as an active request: the next pla
   const spread: string[] = [];
   for (let i = 0; i < 4; i++) spread.push((await request(proxy.port, { path: '/ws/plain' })).body.toString());
   assert.deepEqual([...spread].sort(), ['a', 'a', 'b', 'b'], `got ${spread.join(' ')}, want a and b shared once the tunnel closed`);
+});
+
+test('a backend that never answers the client\'s FIN cannot hold the tunnel for read_timeout: it ends HALF_CLOSED_IDLE_MS after the last byte', async (t) => {
+  const backend = await startManualBackend('only');
+  const proxy = await startTestProxy(routeIni([backend.url], 'read_timeout = 30s\n'));
+  t.after(async () => {
+    await backend.close();
+    await proxy.close();
+  });
+  const upstream = proxy.proxy.routes[0]!.upstreams[0]!;
+  const client = await connectWebSocket(proxy.port, '/ws');
+  const backendSocket = backend.sockets[0]!;
+  backend.isHoldingHalfOpen = true; // the backend reads the FIN and never ends its side
+  t.after(() => backendSocket.destroy());
+  const endedAt = performance.now();
+  client.end();
+  await new Promise((resolve) => backendSocket.once('end', resolve));
+  assert.equal(upstream.activeRequests, 1, 'the half-closed tunnel is still an active request');
+  await waitFor(() => upstream.activeRequests === 0, 5_000, 'the proxy to close the half-closed tunnel and give back its active request (and a conn_limit slot)');
+  const tookMs = performance.now() - endedAt;
+  assert.ok(tookMs >= HALF_CLOSED_IDLE_MS - 50 && tookMs < HALF_CLOSED_IDLE_MS + 1_500, `got the tunnel closed after ${Math.round(tookMs)}ms, want about ${HALF_CLOSED_IDLE_MS}ms (not read_timeout's 30 s)`);
+  await waitFor(() => proxy.logs.length === 1, 2_000, 'the access log record of the tunnel');
+  client.destroy();
+  backendSocket.destroy();
 });
 
 test('the active-request counter returns to zero exactly once, whichever side closes the tunnel', async (t) => {

@@ -21,18 +21,36 @@ function fakeTimer(): { setTimer: (callback: () => void, ms: number) => void; fi
   };
 }
 
+/** A fake node:cluster Worker: events, and a channel that is connected until `disconnect()`. */
+class FakeWorker extends EventEmitter {
+  disconnectCalls = 0;
+  #isConnected = true;
+  isConnected(): boolean {
+    return this.#isConnected;
+  }
+  disconnect(): void {
+    this.disconnectCalls++;
+    this.#isConnected = false;
+  }
+  /** node's own 'disconnect' (the channel read to its end). */
+  channelClosed(): void {
+    this.#isConnected = false;
+    this.emit('disconnect');
+  }
+}
+
 /** Lets queued promise callbacks run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 test('gone once it exited and its channel disconnected, in either order', async () => {
   for (const order of [['exit', 'disconnect'], ['disconnect', 'exit']]) {
-    const worker = new EventEmitter();
+    const worker = new FakeWorker();
     const timer = fakeTimer();
     let gone: WorkerExit | undefined;
     void whenWorkerGone(worker, DISCONNECT_GRACE_MS, timer.setTimer).then((exit) => (gone = exit));
     for (const event of order) {
       if (event === 'exit') worker.emit('exit', null, 'SIGKILL');
-      else worker.emit('disconnect');
+      else worker.channelClosed();
     }
     await settle();
     assert.deepEqual(gone, { code: null, signal: 'SIGKILL' }, `${order.join(' then ')}: got ${JSON.stringify(gone)}`);
@@ -40,25 +58,38 @@ test('gone once it exited and its channel disconnected, in either order', async 
 });
 
 test('an exit without a disconnect is gone when the grace time is over, not never', async () => {
-  const worker = new EventEmitter();
+  const worker = new FakeWorker();
   const timer = fakeTimer();
   let gone: WorkerExit | undefined;
   void whenWorkerGone(worker, DISCONNECT_GRACE_MS, timer.setTimer).then((exit) => (gone = exit));
   worker.emit('exit', 137, null);
   await settle();
+  assert.equal(worker.disconnectCalls, 1, 'got the dead worker left connected at its exit: node:cluster would keep dealing new connections to it');
   assert.equal(gone, undefined, 'got it gone before the channel disconnected or the grace time ran out');
   assert.deepEqual(timer.delays, [1000]);
   timer.fire();
   await settle();
   assert.deepEqual(gone, { code: 137, signal: null });
+  assert.equal(worker.disconnectCalls, 1, 'disconnected once');
+});
+
+test('a worker whose channel closed before its exit is not disconnected again', async () => {
+  const worker = new FakeWorker();
+  const timer = fakeTimer();
+  void whenWorkerGone(worker, DISCONNECT_GRACE_MS, timer.setTimer);
+  worker.channelClosed();
+  worker.emit('exit', null, 'SIGKILL');
+  timer.fire();
+  await settle();
+  assert.equal(worker.disconnectCalls, 0);
 });
 
 test('no grace timer before the exit: a disconnect alone is not gone', async () => {
-  const worker = new EventEmitter();
+  const worker = new FakeWorker();
   const timer = fakeTimer();
   let gone: WorkerExit | undefined;
   void whenWorkerGone(worker, DISCONNECT_GRACE_MS, timer.setTimer).then((exit) => (gone = exit));
-  worker.emit('disconnect');
+  worker.channelClosed();
   await settle();
   assert.equal(gone, undefined);
   assert.deepEqual(timer.delays, []);

@@ -9,9 +9,10 @@
  * timed-out A the IPv4 set); both families without records → an empty answer (`nxdomain` when both
  * said NXDOMAIN); no addresses and a failure → that failure (the schedule keeps the last good set).
  *
- * SRV (RFC 2782): records of the lowest priority number are primaries, all others backups (nginx
- * `service=`); target "." (service not offered) and port 0 are dropped; each target's A/AAAA is
- * combined as above; a target that does not resolve is left out with a note. node gives no SRV TTL,
+ * SRV (RFC 2782): records of the lowest priority number among those whose target has an address
+ * are primaries, all others backups (nginx `service=`); target "." (service not offered) and port
+ * 0 are dropped with a note; each target's A/AAAA is combined as above; a target that does not
+ * resolve is left out with a note. node gives no SRV TTL,
  * so the refresh is the lowest TTL of the targets' address answers, 5 s when none gave one (SPEC 7).
  *
  * Garbage is dropped: duplicate address:port (the first kept), more than `MAX_LINE_ADDRESSES`. The
@@ -97,17 +98,23 @@ function serviceAnswer(name: string, answer: Awaited<ReturnType<DnsLookup['resol
   const usable = answer.records.filter((record) => record.port > 0 && record.target !== '' && record.target !== '.');
   const targets = new Set(usable.map((record) => record.target));
   for (const target of memory.keys()) if (!targets.has(target)) memory.delete(target); // targets that left (pods come and go)
-  if (usable.length === 0) return { result: 'empty', reason: `no usable SRV record for ${name}` };
-  const lowestPriority = Math.min(...usable.map((record) => record.priority));
-  const addresses: DiscoveredAddress[] = [];
-  const ttls: number[] = [];
   const notes: string[] = [];
+  const dropped = answer.records.length - usable.length;
+  if (dropped > 0) notes.push(`${dropped} SRV record(s) of ${name} left out: port 0 or target "." (RFC 2782: service not offered there)`);
+  if (usable.length === 0) return { result: 'empty', reason: `no usable SRV record for ${name}` };
+  const ttls: number[] = [];
   let targetFailure: LookupFailure | undefined;
-  for (const record of [...usable].sort((a, b) => a.priority - b.priority)) {
+  const resolved = [...usable]
+    .sort((a, b) => a.priority - b.priority)
+    .map((record) => ({ record, found: targetAddresses(record, memory, ttls, notes, (failure) => (targetFailure ??= failure)) }));
+  // The primaries are the lowest priority number among the records whose target has an address:
+  // a priority-5 target that does not resolve must not turn the priority-10 ones into backups.
+  const withAddresses = resolved.filter(({ found }) => found.length > 0);
+  const lowestPriority = Math.min(...withAddresses.map(({ record }) => record.priority));
+  const addresses: DiscoveredAddress[] = [];
+  for (const { record, found } of withAddresses) {
     const isBackupByPriority = record.priority !== lowestPriority;
-    for (const address of targetAddresses(record, memory, ttls, notes, (failure) => (targetFailure ??= failure))) {
-      addresses.push({ address, port: record.port, srvWeight: record.weight, isBackupByPriority });
-    }
+    for (const address of found) addresses.push({ address, port: record.port, srvWeight: record.weight, isBackupByPriority });
   }
   if (addresses.length === 0) return targetFailure ?? { result: 'empty', reason: `no SRV target of ${name} has an address` };
   return finish(addresses, ttls.length > 0 ? Math.min(...ttls) : SRV_DEFAULT_TTL_SECONDS, notes);

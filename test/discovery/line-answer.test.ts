@@ -113,6 +113,16 @@ describe('lookupLineAnswer: service (SRV)', () => {
     const got = await lookupLineAnswer(serviceLine, 80, fakeLookup({}, { '_http._tcp.web.test': answer }), new Map());
     assert.deepEqual(summary(got), { result: 'ok', addresses: ['127.0.0.3:9001 w2'], ttl: 5 });
     assert.equal(got.result === 'ok' && got.notes.some((note) => note.startsWith('SRV target gone.test left out')), true, `got notes ${got.result === 'ok' ? got.notes : ''}`);
+    assert.equal(got.result === 'ok' && got.notes.includes('2 SRV record(s) of _http._tcp.web.test left out: port 0 or target "." (RFC 2782: service not offered there)'), true, `got notes ${got.result === 'ok' ? got.notes : ''}`);
+  });
+
+  it('the primaries are the lowest priority whose target resolved: an unresolvable priority-5 target does not make the priority-10 ones backups', async () => {
+    const answer: ServiceAnswer = {
+      result: 'ok',
+      records: [srv(5, 1, 9000, 'nx.test', { v4: no('nxdomain'), v6: no('nxdomain') }), srv(10, 3, 9001, 'a.test', v4(5, '127.0.0.2')), srv(20, 1, 9002, 'b.test', v4(5, '127.0.0.3'))],
+    };
+    const got = summary(await lookupLineAnswer(serviceLine, 80, fakeLookup({}, { '_http._tcp.web.test': answer }), new Map()));
+    assert.deepEqual(got, { result: 'ok', addresses: ['127.0.0.2:9001 w3', '127.0.0.3:9002 backup w1'], ttl: 5 });
   });
 
   it('leaves out, with a note, a target the lookup did not resolve (beyond MAX_SRV_TARGETS)', async () => {

@@ -16,7 +16,8 @@
  * a new one).
  */
 import { BlockList, isIP } from 'node:net';
-import type { AccessRule } from '../config/config.js';
+import type { AccessRule, RouteConfig } from '../config/config.js';
+import { ipToBytes } from '../gateway/client-address.js';
 
 /** Most client IPs whose verdict is remembered before the memory is emptied. */
 const VERDICT_CACHE_SIZE = 10_000;
@@ -75,6 +76,45 @@ export class AccessList {
 
 /** 4 or 16 network bytes as the text BlockList takes (`10.0.0.0`, `2001:db8:0:0:0:0:0:0`). */
 function formatAddress(bytes: Uint8Array): string {
+  if (bytes.length === 4) return bytes.join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return groups.join(':');
+}
+
+/**
+ * What `--check` warns about in the routes' `access` lines, one line each with the rule's
+ * file:line:column: a network written with host bits below its prefix (`allow 10.1.2.3/8` means
+ * `10.0.0.0/8`, which is rarely what was meant; nginx warns "low address bits … are meaningless"),
+ * and lines after an `all`, which can never match first.
+ */
+export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
+  const warnings: string[] = [];
+  for (const route of routes) {
+    let allAt: AccessRule | undefined;
+    for (const rule of route.access) {
+      const where = `${rule.place.file}:${rule.place.line}:${rule.place.column}`;
+      const verb = rule.isAllowed ? 'allow' : 'deny';
+      if (allAt !== undefined) {
+        warnings.push(`${where}: [proxy.${route.name}] this access line can never decide: '${allAt.isAllowed ? 'allow' : 'deny'} all' on line ${allAt.place.line} matches every client first`);
+      }
+      if (rule.network === undefined) {
+        allAt ??= rule;
+        continue;
+      }
+      const [written] = rule.network.source.split('/');
+      const writtenBytes = written === undefined ? undefined : ipToBytes(written);
+      const hasHostBits = writtenBytes !== undefined && writtenBytes.some((byte, i) => byte !== rule.network!.bytes[i]);
+      if (hasHostBits) {
+        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
+      }
+    }
+  }
+  return warnings;
+}
+
+/** The network address of 4 or 16 bytes as text (IPv6 in the full, uncompressed form). */
+function formatNetwork(bytes: Uint8Array): string {
   if (bytes.length === 4) return bytes.join('.');
   const groups: string[] = [];
   for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));

@@ -1,6 +1,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { AccessList } from '../../src/limits/access-list.js';
+import { AccessList, accessRuleWarnings } from '../../src/limits/access-list.js';
+import { parseConfig } from '../../src/config/load-config.js';
 import { parseAccessRule } from '../../src/config/values.js';
 import type { AccessRule } from '../../src/config/config.js';
 
@@ -49,4 +50,19 @@ test('access: a remembered verdict is the same verdict, across the memory being 
     assert.equal(list.isAllowed(ip), true);
     if (i % 1000 === 0) assert.equal(list.isAllowed('192.0.2.1'), false);
   }
+});
+
+test('accessRuleWarnings (--check)', async (t) => {
+  await t.test('warns about host bits below the prefix and about lines after an all, with file:line:column', () => {
+    const config = parseConfig(
+      '[proxy.a]\npath=/a\npass=http://a\naccess = allow 127.0.0.1/8\naccess = deny 10.0.0.0/8\naccess = allow fd00::1/8\naccess = deny all\naccess = allow 192.168.0.0/16\n',
+      'env.ini',
+    );
+    assert.deepEqual(accessRuleWarnings(config.routes), [
+      'env.ini:4:10: [proxy.a] access allow 127.0.0.1/8: the bits below /8 are ignored, it means 127.0.0.0/8',
+      'env.ini:6:10: [proxy.a] access allow fd00::1/8: the bits below /8 are ignored, it means fd00:0:0:0:0:0:0:0/8',
+      "env.ini:8:10: [proxy.a] this access line can never decide: 'deny all' on line 7 matches every client first",
+    ]);
+    assert.deepEqual(accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow 10.0.0.0/8\naccess = allow ::1\naccess = deny all\n', 'env.ini').routes), []);
+  });
 });

@@ -15,7 +15,7 @@
  * VERDICT_CACHE_SIZE entries (amortised O(1); the rules never change under a list, a reload makes
  * a new one).
  */
-import { BlockList, isIP } from 'node:net';
+import { BlockList, SocketAddress, isIP } from 'node:net';
 import type { AccessRule, RouteConfig } from '../config/config.js';
 import { ipToBytes } from '../gateway/client-address.js';
 
@@ -113,10 +113,10 @@ export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
   return warnings;
 }
 
-/** The network address of 4 or 16 bytes as text (IPv6 in the full, uncompressed form). */
+/** The network address of 4 or 16 bytes as text (IPv6 in its canonical, compressed form). */
 function formatNetwork(bytes: Uint8Array): string {
   if (bytes.length === 4) return bytes.join('.');
   const groups: string[] = [];
   for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
-  return groups.join(':');
+  return new SocketAddress({ address: groups.join(':'), family: 'ipv6' }).address;
 }

@@ -706,7 +706,7 @@ type Script = (res: ClientResponse) => void | Promise<void>;
 /**
  * Sends `request` (raw) to a node:http server whose handler runs `script` on node's ServerResponse,
  * and to an Http1Server whose onRequest runs it on Http1Response; returns both byte streams (Date values
- * normalized), each read until the connection is idle for a moment or closed.
+ * normalized), each read from its first byte until the connection is idle for a moment or closed.
  */
 async function bothResponses(request: string, script: Script, keepAliveTimeoutMs = 5000): Promise<{ own: string; node: string; ownClosed: boolean; nodeClosed: boolean }> {
   const nodeServer = http.createServer({ keepAliveTimeout: keepAliveTimeoutMs }, (req, res) => void script(res as unknown as ClientResponse));
@@ -716,6 +716,9 @@ async function bothResponses(request: string, script: Script, keepAliveTimeoutMs
   const read = async (port: number): Promise<{ text: string; isClosed: boolean }> => {
     const client = await connect(port);
     client.socket.write(request);
+    // The first byte may take longer than one idle gap on a busy machine: wait for it (or the close) first.
+    const deadline = Date.now() + 5_000;
+    while (client.text().length === 0 && !client.isClosed() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     let last = -1;
     while (client.text().length !== last && !client.isClosed()) {
       last = client.text().length;

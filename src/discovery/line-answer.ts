@@ -15,7 +15,8 @@
  * resolve is left out with a note. node gives no SRV TTL,
  * so the refresh is the lowest TTL of the targets' address answers, 5 s when none gave one (SPEC 7).
  *
- * Garbage is dropped: duplicate address:port (the first kept), more than `MAX_LINE_ADDRESSES`. The
+ * Garbage is dropped: duplicate address:port (the first kept; an IPv4-mapped IPv6 address counts as
+ * its IPv4 address), more than `MAX_LINE_ADDRESSES`. The
  * list is sorted (primaries first, then by address, then port) so a reordered answer is no change.
  */
 import { isIP } from 'node:net';
@@ -152,7 +153,12 @@ export function isUsableAddress(address: string): boolean {
 }
 
 /** Drops unusable addresses (with a note), dedupes, sorts and caps the addresses of an `ok` answer. */
-function finish(found: readonly DiscoveredAddress[], ttlSeconds: number, notes: readonly string[]): LineAnswer {
+function finish(answered: readonly DiscoveredAddress[], ttlSeconds: number, notes: readonly string[]): LineAnswer {
+  // An AAAA record of an IPv4-mapped address (`::ffff:127.0.0.2`) is that IPv4 address: one upstream, not two.
+  const found = answered.map((entry) => {
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(entry.address)?.[1];
+    return mapped !== undefined && isIP(mapped) === 4 ? { ...entry, address: mapped } : entry;
+  });
   const unusable = found.filter((entry) => !isUsableAddress(entry.address)).map((entry) => entry.address);
   const allNotes = [...notes];
   if (unusable.length > 0) allNotes.push(`left out ${[...new Set(unusable)].join(', ')}: not an address an upstream can have (unspecified, multicast or broadcast)`);

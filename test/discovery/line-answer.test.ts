@@ -80,6 +80,11 @@ describe('lookupLineAnswer: resolve (A + AAAA)', () => {
     assert.equal(onlyBad.result, 'empty', 'an answer of unusable addresses only is empty (held 30 s like NXDOMAIN)');
   });
 
+  it('an IPv4-mapped AAAA record is its IPv4 address: merged with the same A record, one upstream', async () => {
+    const lookup = fakeLookup({ 'api.test': { v4: a(5, '127.0.0.2'), v6: a(5, '::ffff:127.0.0.2', '::FFFF:127.0.0.3') } });
+    assert.deepEqual(summary(await lookupLineAnswer(resolveLine, 80, lookup, new Map())), { result: 'ok', addresses: ['127.0.0.2:80', '127.0.0.3:80'], ttl: 5 });
+  });
+
   it('a lookup that throws becomes error, not a rejection', async () => {
     const throwing: DnsLookup = { resolveAddresses: () => Promise.reject(new Error('boom')), resolveService: () => Promise.reject(new Error('boom')) };
     assert.equal((await lookupLineAnswer(resolveLine, 80, throwing, new Map())).result, 'error');

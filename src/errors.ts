@@ -85,6 +85,28 @@ export class UpstreamConnectError extends RequestError {
 }
 
 /**
+ * A new upstream connection reached one of this proxy's own listeners (`listen` or `tls_listen`;
+ * src/wire/own-listeners.ts has the rule): a `pass` line, a DNS answer or a registry entry names
+ * the proxy itself, and the request would come back in and be forwarded to itself again, without
+ * end. The connection is destroyed right after the TCP connect, before any request byte is written
+ * (src/wire/connection-pool.ts), so it is retried on another upstream like a connect error and
+ * counts as an upstream failure for passive health. Becomes 502. Message:
+ * `127.0.0.1:8080 is this proxy's own listener (listen 0.0.0.0:8080): the request would loop`.
+ */
+export class UpstreamLoopError extends RequestError {
+  readonly code = 'PRX_UPSTREAM_LOOP';
+  readonly status = 502;
+  constructor(
+    /** The peer connected to, `127.0.0.1:8080`. */
+    readonly peer: string,
+    /** The listener it is, as `listen 0.0.0.0:8080` or `tls_listen [::]:8443`. */
+    readonly listener: string,
+  ) {
+    super(`${peer} is this proxy's own listener (${listener}): the request would loop`);
+  }
+}
+
+/**
  * TLS to an `https://` upstream failed (src/wire/connection-pool.ts): its certificate did not
  * verify (`certificate has expired`, `unable to verify the first certificate`, `Hostname/IP does
  * not match certificate's altnames: …`), the handshake failed (an alert, a peer that does not speak

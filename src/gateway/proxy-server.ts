@@ -4,7 +4,9 @@
  * graceful shutdown (SPEC 2: stop accepting, let in-flight requests finish up to
  * `shutdown_timeout`). Two listeners feed the one connection loop: the plain one (`listen`) and
  * the HTTPS one (`tls_listen`, src/tls/tls-listener.ts), whose certificates (`tls_cert`, and the
- * ACME one) are read here at start-up and at every reload.
+ * ACME one) are read here at start-up and at every reload. Each listener, once bound, joins the
+ * proxy's own listeners (src/wire/own-listeners.ts), which new upstream connections and health
+ * probes may not reach: a request sent back to the proxy itself would loop.
  */
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
@@ -20,6 +22,7 @@ import { RouteTable } from '../upstream/route-table.js';
 import { Router } from './router.js';
 import { normalizeClientIp } from './client-address.js';
 import { ConnectionPool, poolKey } from '../wire/connection-pool.js';
+import { OwnListeners, type ListeningEndpoint } from '../wire/own-listeners.js';
 import type { DiscoveredLine, DiscoveryTarget } from '../discovery/discovered-line.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
@@ -97,6 +100,8 @@ export class ProxyServer implements DiscoveryTarget {
   readonly #deps: RuntimeDeps;
   /** Keep-alive connections to the upstreams, on node:net (src/wire/connection-pool.ts). */
   readonly #pool: ConnectionPool;
+  /** The bound `listen` and `tls_listen` sockets, which no upstream connection may reach (src/wire/own-listeners.ts). */
+  readonly #ownListeners = new OwnListeners();
   /** The pool keys the routes in force connect with (`poolKey`): what leaves it is retired. */
   #poolTargets = new Map<string, PoolTarget>();
   readonly #accessLog: AccessLog;
@@ -125,13 +130,13 @@ export class ProxyServer implements DiscoveryTarget {
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
     this.#probe = async (upstream, check, probeOptions) => {
-      const result = await probe(upstream, check, probeOptions);
+      const result = await probe(upstream, check, { ...probeOptions, ownListeners: this.#ownListeners });
       for (const observeProbe of this.#probeObservers) observeProbe(upstream, result);
       return result;
     };
     // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
     // (and most others), so we rarely write into a connection being closed.
-    this.#pool = new ConnectionPool({ idleTimeoutMs: 4000 });
+    this.#pool = new ConnectionPool({ idleTimeoutMs: 4000, ownListeners: this.#ownListeners });
     this.#poolTargets = this.#currentPoolTargets();
     this.#healthChecker = new HealthChecker({
       routes: this.#healthTargets(),
@@ -369,6 +374,7 @@ export class ProxyServer implements DiscoveryTarget {
       warnings.push('[acme] changes take effect only after a restart');
     }
     const change = this.#table.reload(config);
+    this.#ownListeners.refreshHostAddresses();
     this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };
     const tlsListener = this.#tls;
     if (tlsListener !== undefined) {
@@ -412,6 +418,16 @@ export class ProxyServer implements DiscoveryTarget {
   }
 
   /**
+   * Tells the proxy about a listener of its own that another process bound: a cluster primary,
+   * which never listens, learns its workers' `listen` and `tls_listen` endpoints from their
+   * `listening` events, so its health probes refuse them too. `listen()` and `listenTls()` add
+   * their own.
+   */
+  addOwnListener(endpoint: ListeningEndpoint): void {
+    this.#ownListeners.add(endpoint);
+  }
+
+  /**
    * Starts the active health checks (and keeps them running across reloads). `listen()` calls it
    * unless `isHealthCheckDisabled`; a cluster primary, which never listens, calls it itself.
    */
@@ -428,8 +444,10 @@ export class ProxyServer implements DiscoveryTarget {
         resolve();
       });
     });
+    const bound = this.server.address() as AddressInfo;
+    this.#ownListeners.add({ address: bound.address, port: bound.port, key: 'listen' });
     if (!this.#isHealthCheckDisabled) this.startHealthChecks();
-    return (this.server.address() as AddressInfo).port;
+    return bound.port;
   }
 
   /**
@@ -447,8 +465,10 @@ export class ProxyServer implements DiscoveryTarget {
         resolve();
       });
     });
-    if (this.#context.httpsRedirectPort !== undefined) this.#context.httpsRedirectPort = this.#tlsPort();
-    return this.#tlsPort()!;
+    const bound = tlsServer.address() as AddressInfo;
+    this.#ownListeners.add({ address: bound.address, port: bound.port, key: 'tls_listen' });
+    if (this.#context.httpsRedirectPort !== undefined) this.#context.httpsRedirectPort = bound.port;
+    return bound.port;
   }
 
   /** The HTTPS listener's bound port, else its configured one; undefined without `tls_listen`. */

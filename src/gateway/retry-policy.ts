@@ -10,6 +10,7 @@
  */
 import {
   UpstreamConnectError,
+  UpstreamLoopError,
   UpstreamProtocolError,
   UpstreamResetError,
   UpstreamTimeoutError,
@@ -19,8 +20,9 @@ import {
 /** How an attempt failed, as far as retrying is concerned. */
 export type RetryErrorKind =
   /**
-   * TCP connect failed (refused, unreachable, DNS), or the TLS handshake did (a certificate that
-   * does not verify, an alert): the upstream never saw a byte of the request.
+   * TCP connect failed (refused, unreachable, DNS), the TLS handshake did (a certificate that
+   * does not verify, an alert), or the connection reached the proxy's own listener and was
+   * refused (`UpstreamLoopError`): the upstream never saw a byte of the request.
    */
   | 'connect'
   /** No connection within `connect_timeout`: likewise nothing reached the upstream. */
@@ -93,7 +95,7 @@ export function canRetry(question: RetryQuestion): boolean {
  * body too large, bugs), which is never retried.
  */
 export function retryErrorKind(error: unknown): RetryErrorKind | undefined {
-  if (error instanceof UpstreamConnectError) return 'connect';
+  if (error instanceof UpstreamConnectError || error instanceof UpstreamLoopError) return 'connect';
   if (error instanceof UpstreamTlsError) return error.phase === 'handshake' ? 'connect' : 'reset';
   if (error instanceof UpstreamTimeoutError) return error.phase === 'connect' ? 'connect-timeout' : 'read-timeout';
   if (error instanceof UpstreamResetError) return 'reset';

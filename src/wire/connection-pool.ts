@@ -38,6 +38,12 @@
  * connection whose certificate was accepted, since node does not check the name again on a
  * resumed session.
  *
+ * A new connection whose peer turns out to be one of this proxy's own listeners (`ownListeners`,
+ * src/wire/own-listeners.ts: a `pass` line or a DNS answer naming the proxy itself) is destroyed
+ * right after its TCP connect, before a byte is written, and `acquire` rejects with
+ * `UpstreamLoopError`: the request would otherwise come back in and be forwarded again, one new
+ * connection per hop. Checked once per new connection, never per request or on a reused one.
+ *
  * Retiring a key (`retire`): when an address leaves every route (a DNS answer dropped it, a reload
  * or the registry removed it), its idle connections close at once and the ones in use close when
  * their exchange ends instead of going back to the idle list; its TLS session is forgotten. If the
@@ -50,6 +56,7 @@ import tls from 'node:tls';
 import { UpstreamConnectError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import { unrefTimers, type Timers } from '../timers.js';
 import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
+import { loopErrorOf, type OwnListenerMatcher } from './own-listeners.js';
 
 /** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
 
@@ -66,6 +73,8 @@ export interface ConnectionPoolOptions {
   readonly timers?: Timers;
   /** TLS sessions kept for resumption, one per origin and settings; the oldest goes first. Default 1024. */
   readonly maxSessions?: number;
+  /** This proxy's own listeners: a new connection to one of them is refused (see the file comment). Default: none. */
+  readonly ownListeners?: OwnListenerMatcher;
 }
 
 export interface AcquireOptions {
@@ -192,6 +201,7 @@ export class ConnectionPool {
   private readonly connectFunction: ConnectFunction;
   private readonly timers: Timers;
   private readonly maxSessions: number;
+  private readonly ownListeners: OwnListenerMatcher | undefined;
 
   /** The last TLS session per origin key (see the file comment), oldest first. */
   private readonly sessions = new Map<string, Buffer>();
@@ -213,6 +223,7 @@ export class ConnectionPool {
     this.connectFunction = options.connect ?? net.connect;
     this.timers = options.timers ?? unrefTimers;
     this.maxSessions = options.maxSessions ?? 1024;
+    this.ownListeners = options.ownListeners;
   }
 
   /**
@@ -233,6 +244,7 @@ export class ConnectionPool {
    *
    * @throws UpstreamConnectError when the connect fails (`connect ECONNREFUSED 127.0.0.1:9001`) or
    *   the pool is closed.
+   * @throws UpstreamLoopError when the new connection reached one of `ownListeners`.
    * @throws UpstreamTlsError (phase `handshake`) when the TLS handshake fails or the certificate
    *   does not verify (`certificate has expired`).
    * @throws UpstreamTimeoutError (phase `connect`) after `connectTimeoutMs`.
@@ -450,11 +462,18 @@ export class ConnectionPool {
       const onAbort = (): void => fail(signal?.reason);
       const onError = (error: Error): void =>
         fail(isTcpConnected ? new UpstreamTlsError(tlsFailureReason(error), 'handshake', formatOrigin(host, port)) : toConnectError(error, host, port));
+      // The peer is known once TCP is up: a loop back into this proxy ends here (see the file comment).
       const onTcpConnect = (): void => {
+        const loop = loopErrorOf(socket, this.ownListeners);
+        if (loop !== undefined) return fail(loop);
         isTcpConnected = true;
       };
       const onClose = (): void => fail(new UpstreamConnectError(`connect to ${formatOrigin(host, port)} aborted: the pool was closed`));
       const onConnect = (): void => {
+        if (tlsSettings === undefined) {
+          const loop = loopErrorOf(socket, this.ownListeners);
+          if (loop !== undefined) return fail(loop);
+        }
         cleanup();
         socket.setNoDelay(true);
         resolve(connection);

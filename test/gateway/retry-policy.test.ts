@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   UpstreamConnectError,
+  UpstreamLoopError,
   UpstreamProtocolError,
   UpstreamResetError,
   UpstreamTimeoutError,
@@ -77,6 +78,8 @@ describe('retryErrorKind', () => {
       // A handshake that failed sent nothing; an alert on an established connection is a reset.
       [new UpstreamTlsError('certificate has expired', 'handshake', '127.0.0.1:8443'), 'connect'],
       [new UpstreamTlsError('tlsv13 alert certificate required', 'after-handshake', '127.0.0.1:8443'), 'reset'],
+      // Refused right after the TCP connect, before any byte: the proxy's own listener.
+      [new UpstreamLoopError('127.0.0.1:8080', 'listen 0.0.0.0:8080'), 'connect'],
       [new ClientAbortError('gone'), undefined],
       [new Error('bug'), undefined],
     ];

@@ -7,7 +7,8 @@
  *   worker dies; a worker that cannot start is reported (log, `/status`) and tried again with
  *   backoff (restart-backoff.ts); when no worker has started yet, that is fatal (exit 1, as a
  *   single process that cannot listen);
- * - active health checks, on a model of the routes (a ProxyServer that never listens), whose results
+ * - active health checks, on a model of the routes (a ProxyServer that never listens, told the
+ *   workers' listening endpoints so that it refuses to probe them: own-listeners.ts), whose results
  *   it pushes to the workers (`UpstreamStateMessage`) within `PUSH_INTERVAL_MS` of a change, so a
  *   backend that goes DOWN is DOWN in every worker within one health interval plus that;
  * - the upstream registry and admin drain/enable, applied to the model and pushed the same way;
@@ -49,7 +50,7 @@
  * by a worker only after `max_fails` failures seen by that worker. `/status.json` shows both the
  * totals and each worker's view.
  */
-import cluster, { type Worker } from 'node:cluster';
+import cluster, { type Address, type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { TICKET_KEY_BYTES } from '../../tls/tls-listener.js';
@@ -360,7 +361,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
           break;
       }
     });
-    worker.on('listening', () => {
+    worker.on('listening', (address: Address) => {
+      // The workers' shared listeners are this process's own too: its health probes refuse them (own-listeners.ts).
+      if (typeof address.address === 'string' && address.port > 0) model.addOwnListener({ address: address.address, port: address.port, key: listenerKey(config, address.port) });
       if (slot.failure !== undefined) log(`worker ${worker.process.pid} started in slot ${slot.number} after ${slot.failedStarts} failed start(s)`);
       slot.isStarted = true;
       slot.failedStarts = 0;
@@ -417,4 +420,13 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
   signals.on('SIGINT', onSignal);
   signals.startUpDone(log);
   return await finished;
+}
+
+/**
+ * Which config key a worker's listener at `port` serves, for the loop error's words: `tls_listen`
+ * when its configured port is `port`, else `listen` (with port 0 in the config the bound port is
+ * not known beforehand, and `listen` is the guess).
+ */
+function listenerKey(config: Config, port: number): 'listen' | 'tls_listen' {
+  return config.server.tlsListen?.port === port ? 'tls_listen' : 'listen';
 }

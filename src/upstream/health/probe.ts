@@ -17,12 +17,17 @@
  *   (src/wire/tls-client.ts), so an upstream whose certificate requests would refuse is DOWN, and
  *   the reason says why: `tls: certificate has expired`. A discovered address is checked under its
  *   line's name (`tlsName`, unless the route sets `tls_server_name`), as requests are.
+ * - A connection that reached one of the proxy's own listeners (`ownListeners`,
+ *   src/wire/own-listeners.ts) is closed at once, before the request is written, and the probe
+ *   fails with the reason `PRX_UPSTREAM_LOOP: 127.0.0.1:8080 is this proxy's own listener (listen
+ *   0.0.0.0:8080): the request would loop`, as a request to it would.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type net from 'node:net';
 import type { HealthCheckConfig, StatusRange, UpstreamConfig } from '../../config/config.js';
 import { isTlsAlert, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../wire/tls-client.js';
+import { loopErrorOf, type OwnListenerMatcher } from '../../wire/own-listeners.js';
 
 /** What one probe found. `ok` is the verdict the rise/fall state machine consumes. */
 export interface ProbeResult {
@@ -46,6 +51,8 @@ export interface ProbeOptions {
   readonly lookup?: net.LookupFunction;
   /** For an `https://` upstream: the route's TLS settings; default node's (verified against the system store). */
   readonly tls?: TlsClientSettings | undefined;
+  /** This proxy's own listeners: a probe whose connection reaches one fails at once (see the file comment). Default: none. */
+  readonly ownListeners?: OwnListenerMatcher | undefined;
 }
 
 /** The probe's shape, so the scheduler can be given a fake one in tests. */
@@ -118,7 +125,11 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
 
     // 3. Connection errors (refused, unreachable, reset, malformed response).
     upstreamReq.on('socket', (socket) => {
-      socket.once('connect', () => (isConnected = true));
+      socket.once('connect', () => {
+        const loop = loopErrorOf(socket, options.ownListeners);
+        if (loop !== undefined) finish({ ok: false, latencyMs: elapsedMs(), error: `${loop.code}: ${loop.message}` });
+        else isConnected = true;
+      });
       if (isTls) socket.once('secureConnect', () => (isSecured = true));
     });
     upstreamReq.on('error', (error) => {

@@ -1,0 +1,79 @@
+/**
+ * The rule that says a new upstream connection reached one of the proxy's own listeners
+ * (src/wire/own-listeners.ts), as a table: exact address, unspecified IPv4 and IPv6 listeners,
+ * IPv4-mapped peers, another port, another address of the host, and addresses of other hosts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { loopErrorOf, OwnListeners } from '../../src/wire/own-listeners.js';
+
+/** This host, as the test sees it: one IPv4 and one IPv6 interface address besides loopback. */
+const HOST_ADDRESSES = ['127.0.0.1', '::1', '192.0.2.2', 'fd00::2'];
+
+function listeners(...endpoints: [string, number][]): OwnListeners {
+  const own = new OwnListeners(() => HOST_ADDRESSES);
+  endpoints.forEach(([address, port], index) => own.add({ address, port, key: index === 0 ? 'listen' : 'tls_listen' }));
+  return own;
+}
+
+test('a peer is the proxy itself exactly when the rule says so', () => {
+  const rows: { listen: [string, number]; peer: [string, number]; want: boolean; why: string }[] = [
+    { listen: ['127.0.0.1', 8080], peer: ['127.0.0.1', 8080], want: true, why: 'the exact address' },
+    { listen: ['127.0.0.1', 8080], peer: ['::ffff:127.0.0.1', 8080], want: true, why: 'an IPv4-mapped peer is its IPv4 address' },
+    { listen: ['::ffff:127.0.0.1', 8080], peer: ['127.0.0.1', 8080], want: true, why: 'an IPv4-mapped listener too' },
+    { listen: ['127.0.0.1', 8080], peer: ['127.0.0.1', 8081], want: false, why: 'another port' },
+    { listen: ['127.0.0.1', 8080], peer: ['127.0.0.2', 8080], want: false, why: 'another loopback address than the bound one' },
+    { listen: ['0.0.0.0', 8080], peer: ['127.0.0.1', 8080], want: true, why: '0.0.0.0 takes 127.0.0.1' },
+    { listen: ['0.0.0.0', 8080], peer: ['127.3.4.5', 8080], want: true, why: '0.0.0.0 takes all of 127.0.0.0/8, listed or not' },
+    { listen: ['0.0.0.0', 8080], peer: ['192.0.2.2', 8080], want: true, why: "0.0.0.0 takes an interface's IPv4 address" },
+    { listen: ['0.0.0.0', 8080], peer: ['::ffff:192.0.2.2', 8080], want: true, why: 'mapped interface address' },
+    { listen: ['0.0.0.0', 8080], peer: ['192.0.2.3', 8080], want: false, why: 'another host on the same network' },
+    { listen: ['0.0.0.0', 8080], peer: ['::1', 8080], want: false, why: 'an IPv4 listener never receives an IPv6 connection' },
+    { listen: ['0.0.0.0', 8080], peer: ['127.0.0.1', 9090], want: false, why: 'another port' },
+    { listen: ['::', 8443], peer: ['::1', 8443], want: true, why: ':: takes ::1' },
+    { listen: ['::', 8443], peer: ['fd00::2', 8443], want: true, why: ":: takes an interface's IPv6 address" },
+    { listen: ['::', 8443], peer: ['127.0.0.1', 8443], want: true, why: ':: is dual-stack: it takes IPv4 loopback' },
+    { listen: ['::', 8443], peer: ['::ffff:192.0.2.2', 8443], want: true, why: ':: takes a mapped interface address' },
+    { listen: ['::', 8443], peer: ['fd00::3', 8443], want: false, why: 'another host' },
+    { listen: ['::', 8443], peer: ['::1', 8080], want: false, why: 'another port' },
+    { listen: ['::1', 8443], peer: ['::1', 8443], want: true, why: 'the exact IPv6 address' },
+    { listen: ['::1', 8443], peer: ['127.0.0.1', 8443], want: false, why: 'another family than the bound one' },
+  ];
+  for (const { listen, peer, want, why } of rows) {
+    const got = listeners(listen).match(peer[0], peer[1]) !== undefined;
+    assert.equal(got, want, `listen ${listen.join(' ')}, peer ${peer.join(' ')} (${why}): got ${got}, want ${want}`);
+  }
+});
+
+test('the match names the listener, and a socket not connected yet is no match', () => {
+  const own = listeners(['0.0.0.0', 8080], ['::', 8443]);
+  assert.deepEqual(own.match('127.0.0.1', 8443), { address: '::', port: 8443, key: 'tls_listen' });
+  assert.equal(own.match(undefined, undefined), undefined, 'got a match for a socket without a peer, want none');
+});
+
+test('host addresses are read again by refreshHostAddresses, not on every match', () => {
+  let reads = 0;
+  const addresses = ['192.0.2.2'];
+  const own = new OwnListeners(() => {
+    reads++;
+    return [...addresses];
+  });
+  own.add({ address: '0.0.0.0', port: 8080, key: 'listen' });
+  addresses.push('198.51.100.7');
+  assert.equal(own.match('198.51.100.7', 8080), undefined, 'got a match for an address added after the last read, want none yet');
+  own.refreshHostAddresses();
+  assert.ok(own.match('198.51.100.7', 8080) !== undefined, 'got no match after the refresh, want one');
+  assert.equal(reads, 2, `got ${reads} reads of the interfaces, want 2 (construction and refresh)`);
+});
+
+test('loopErrorOf words the error with the peer and the listener', () => {
+  const own = listeners(['0.0.0.0', 8080]);
+  const socket = { remoteAddress: '::ffff:127.0.0.1', remotePort: 8080 } as Socket;
+  const error = loopErrorOf(socket, own);
+  assert.equal(error?.code, 'PRX_UPSTREAM_LOOP');
+  assert.equal(error?.status, 502);
+  assert.equal(error?.message, "127.0.0.1:8080 is this proxy's own listener (listen 0.0.0.0:8080): the request would loop");
+  assert.equal(loopErrorOf({ remoteAddress: '127.0.0.1', remotePort: 9001 } as Socket, own), undefined);
+  assert.equal(loopErrorOf(socket, undefined), undefined, 'got an error without listeners, want none');
+});

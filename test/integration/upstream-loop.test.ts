@@ -3,7 +3,8 @@
  * on loopback: the request is answered 502 `PRX_UPSTREAM_LOOP` at once with one extra accepted
  * connection and no second request (before, it looped through the proxy until sockets ran out), a
  * route with a real backend beside it serves every request from the backend, the HTTPS listener and
- * upgrade requests are guarded the same way, and a health probe to it fails with that reason.
+ * upgrade requests are guarded the same way, and a health probe to it fails with that reason. The
+ * proxy's address may come from a `pass` line, a DNS answer or a registry entry: all three are here.
  * Every request here has a hard deadline, so a proxy that loops fails the test instead of hanging it.
  */
 import { test, type TestContext } from 'node:test';
@@ -14,8 +15,10 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import type { AccessLogRecord } from '../../src/gateway/access-log.js';
 import { rawRequest, startBackend, waitFor } from '../helpers/proxy-harness.js';
-import { freePort } from '../helpers/cli-process.js';
+import { addressBackend, freePort } from '../helpers/cli-process.js';
+import { discoveredUpstreamConfig } from '../../src/discovery/discovered-line.js';
 import { TLS_FIXTURES, tlsCertLine } from '../tls/https-client.js';
+import { parseRegisteredUpstream } from '../../src/admin/upstream-registry.js';
 
 interface LoopProxy {
   readonly proxy: ProxyServer;
@@ -79,6 +82,38 @@ test('beside a real backend, the proxy itself is refused once and ejected: 20 of
   const refused = logs.flatMap((record) => record.attempts).filter((attempt) => attempt.error === 'PRX_UPSTREAM_LOOP');
   // max_fails = 1 (the default): the first refusal ejects the proxy's own address for fail_timeout.
   assert.equal(refused.length, 1, `got ${refused.length} attempts refused as loops, want 1: ${JSON.stringify(logs.map((record) => record.attempts))}`);
+});
+
+test('a DNS answer with the proxy\'s own address among the backends routes every request to the real one', async (t) => {
+  const { proxy, port, logs } = await startLoopProxy(t, (port) => `[proxy.api]\npath = /\npass = http://api.test:${port} resolve\n`);
+  // The backend on the same port as the proxy, on another loopback address: what a record set
+  // of 127.0.0.1 and 127.0.0.2 for api.test names.
+  const backend = await addressBackend('127.0.0.2', port);
+  t.after(() => new Promise<void>((resolve) => backend.close(() => resolve())));
+  const passLine = proxy.config.routes[0]!.upstreams[0]!;
+  proxy.setDiscoveredUpstreams('api', [{ lineOrigin: passLine.origin, upstreams: ['127.0.0.1', '127.0.0.2'].map((address) => discoveredUpstreamConfig(passLine, { address, port })) }]);
+  for (let i = 0; i < 20; i++) {
+    const res = await get(port, `/r${i}`);
+    assert.equal(`${res.status} ${res.body}`, '200 127.0.0.2', `request ${i}: got ${res.status} ${res.body}, want 200 from 127.0.0.2`);
+  }
+  await waitFor(() => logs.length === 20, 1000, 'the 20 access-log records');
+  const refused = logs.flatMap((record) => record.attempts).filter((attempt) => attempt.error === 'PRX_UPSTREAM_LOOP');
+  assert.deepEqual(refused, [{ upstream: `127.0.0.1:${port}`, error: 'PRX_UPSTREAM_LOOP' }], 'want one refusal of the own address, then ejected');
+});
+
+test('a registry entry naming the proxy itself, beside a configured backend: 10 of 10 requests get 200 from the backend', async (t) => {
+  const backend = await startBackend((_req, res) => res.end('from the backend'));
+  t.after(() => backend.close());
+  const { proxy, port, logs } = await startLoopProxy(t, () => `[proxy.a]\npath = /\npass = ${backend.url}\n`);
+  proxy.setRegisteredUpstreams('a', [parseRegisteredUpstream({ url: `http://127.0.0.1:${port}` }, 'a')]);
+  assert.equal(proxy.routes[0]!.upstreams.length, 2, 'want the registered upstream beside the configured one');
+  for (let i = 0; i < 10; i++) {
+    const res = await get(port, `/r${i}`);
+    assert.equal(`${res.status} ${res.body}`, '200 from the backend', `request ${i}: got ${res.status} ${res.body}, want 200 from the backend`);
+  }
+  await waitFor(() => logs.length === 10, 1000, 'the 10 access-log records');
+  const refused = logs.flatMap((record) => record.attempts).filter((attempt) => attempt.error === 'PRX_UPSTREAM_LOOP');
+  assert.equal(refused.length, 1, `got ${refused.length} attempts refused as loops, want 1 (then ejected)`);
 });
 
 test('an https:// pass naming the proxy\'s own tls_listen by name (localhost) is refused before the handshake completes', async (t) => {

@@ -1,7 +1,8 @@
 /**
  * Behaviour of the upstream keep-alive pool on real loopback sockets: reuse (LIFO), idle sockets
  * closed by the upstream or sent stray bytes are dropped, idle timeout, per-origin idle limit,
- * connect errors and timeouts, abort, `localhost` on either address family, and close() leaving no
+ * connect errors and timeouts, abort, `localhost` on either address family, a new connection to
+ * the proxy's own listener refused before a byte is written, and close() leaving no
  * sockets behind. Also a full round trip through serializeRequestHead + ResponseParser.
  */
 import { afterEach, describe, it } from 'node:test';
@@ -14,7 +15,8 @@ import { ConnectionPool, type UpstreamConnection } from '../../src/wire/connecti
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
-import { UpstreamConnectError, UpstreamTimeoutError } from '../../src/errors.js';
+import { UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError } from '../../src/errors.js';
+import { OwnListeners } from '../../src/wire/own-listeners.js';
 
 /** Timers that only fire when the test says so. */
 class ManualTimers implements Timers {
@@ -116,6 +118,15 @@ async function closedPort(): Promise<number> {
 }
 
 const CONNECT = { connectTimeoutMs: 1000 };
+
+/** Polls `predicate` every 5 ms for a socket event, up to 2 s. */
+async function waitUntil(predicate: () => boolean): Promise<void> {
+  const deadline = Date.now() + 2000;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the socket event');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 describe('ConnectionPool', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -262,6 +273,26 @@ describe('ConnectionPool', () => {
       return true;
     });
     assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+  });
+
+  it('refuses a new connection whose peer is one of ownListeners with UpstreamLoopError, writing nothing, and connects to other ports', async () => {
+    const own = new OwnListeners(() => []);
+    const { upstream, pool } = await setUp('127.0.0.1', { ownListeners: own });
+    const other = await startUpstream();
+    cleanups.push(() => other.close());
+    own.add({ address: '0.0.0.0', port: upstream.port, key: 'listen' });
+    // `localhost`: judged by the address it connected to, whichever family answered.
+    const error = await pool.acquire('localhost', upstream.port, CONNECT).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    assert.ok(error instanceof UpstreamLoopError, `got ${String(error)}, want UpstreamLoopError`);
+    assert.equal(error.message, `127.0.0.1:${upstream.port} is this proxy's own listener (listen 0.0.0.0:${upstream.port}): the request would loop`);
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got a refused connection kept by the pool');
+    await waitUntil(() => upstream.connections.length === 1 && upstream.connections[0]!.closed);
+    assert.equal(upstream.connections[0]!.bytesRead, 0, `got ${upstream.connections[0]!.bytesRead} bytes at the listener, want 0`);
+    const connection = await pool.acquire('127.0.0.1', other.port, CONNECT);
+    assert.equal(connection.socket.remotePort, other.port, 'a port that is not a listener connects as usual');
   });
 
   it('turns a connect that never completes into UpstreamTimeoutError (phase connect)', async () => {

@@ -423,10 +423,13 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
 }
 
 /**
- * Which config key a worker's listener at `port` serves, for the loop error's words: `tls_listen`
- * when its configured port is `port`, else `listen` (with port 0 in the config the bound port is
- * not known beforehand, and `listen` is the guess).
+ * Which config key a worker's listener at the bound `port` serves, for the loop error's words: the
+ * one configured with that port, else the one configured with port 0 (when both are 0 the event
+ * does not tell them apart, and `listen` is named).
  */
 function listenerKey(config: Config, port: number): 'listen' | 'tls_listen' {
-  return config.server.tlsListen?.port === port ? 'tls_listen' : 'listen';
+  const { listen, tlsListen } = config.server;
+  if (tlsListen?.port === port || listen === undefined) return 'tls_listen';
+  if (listen.port === port || tlsListen === undefined) return 'listen';
+  return tlsListen.port === 0 && listen.port !== 0 ? 'tls_listen' : 'listen';
 }

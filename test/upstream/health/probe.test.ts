@@ -16,6 +16,7 @@ import { after, describe, it } from 'node:test';
 import type { HealthCheckConfig } from '../../../src/config/config.js';
 import { isHealthyStatus, probe, summarizeProbeError } from '../../../src/upstream/health/probe.js';
 import { healthConfig, upstreamConfig } from '../upstream-fixtures.js';
+import { OwnListeners } from '../../../src/wire/own-listeners.js';
 
 const servers: net.Server[] = [];
 after(() => {
@@ -59,6 +60,19 @@ describe('probe', () => {
     assert.equal(result.error, undefined);
     assert.ok(result.latencyMs >= 0 && result.latencyMs < 2000, `got latencyMs ${result.latencyMs}`);
     assert.deepEqual(seen, { method: 'HEAD', url: '/', host: `127.0.0.1:${port}`, connection: 'close' });
+  });
+
+  it('fails with the reason PRX_UPSTREAM_LOOP, sending nothing, when the connection reaches one of ownListeners', async () => {
+    let bytes = -1;
+    const { port, server } = await listen((_req, res) => res.end());
+    server.on('connection', (socket: net.Socket) => socket.on('close', () => (bytes = socket.bytesRead)));
+    const ownListeners = new OwnListeners(() => []);
+    ownListeners.add({ address: '127.0.0.1', port, key: 'listen' });
+    const result = await probe(upstreamConfig({ port }), check(), { timeoutMs: 2000, ownListeners });
+    const want = `PRX_UPSTREAM_LOOP: 127.0.0.1:${port} is this proxy's own listener (listen 127.0.0.1:${port}): the request would loop`;
+    assert.deepEqual({ ok: result.ok, error: result.error }, { ok: false, error: want }, `got ${JSON.stringify(result)}`);
+    for (const deadline = Date.now() + 2000; bytes < 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(bytes, 0, `got ${bytes} bytes at the listener, want 0: the probe must not send its request`);
   });
 
   it('uses health_method and health_path', async () => {

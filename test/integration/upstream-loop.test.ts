@@ -67,6 +67,7 @@ test('a route whose pass is the proxy itself answers 502 PRX_UPSTREAM_LOOP at on
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(accepted(), 2, `got ${accepted()} accepted connections, want 2 (the client's and the one refused)`);
   assert.equal(proxy.serverStats.requests, 1, `got ${proxy.serverStats.requests} requests read, want 1: the loop connection carried none`);
+  assert.equal(logs.length, 1, `got ${logs.length} access-log records, want 1: the refused connection logs nothing of its own`);
 });
 
 test('beside a real backend, the proxy itself is refused once and ejected: 20 of 20 requests get 200 from the backend', async (t) => {

@@ -55,20 +55,21 @@ export function loopErrorOf(socket: Socket, matcher: OwnListenerMatcher | undefi
 }
 
 /** Every address of this host's interfaces (`os.networkInterfaces()`), IPv4-mapped ones as IPv4. */
-export function interfaceAddresses(): string[] {
+function interfaceAddresses(): string[] {
   return Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => unmapIPv4(entry.address)));
 }
 
-/** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged. */
-export function unmapIPv4(address: string): string {
+/** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged (the rule of src/gateway/client-address.ts, which this layer may not import). */
+function unmapIPv4(address: string): string {
   return address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
 }
 
 /** `127.0.0.1:8080`, `[::1]:8080`. */
-export function formatEndpoint(address: string, port: number): string {
+function formatEndpoint(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
+/** The bound listeners of this process (or, in a cluster primary, of its workers), by the rule in the file comment. */
 export class OwnListeners implements OwnListenerMatcher {
   readonly #readHostAddresses: () => Iterable<string>;
   #hostAddresses: ReadonlySet<string>;

@@ -22,7 +22,10 @@ export interface ResolverAddress {
   readonly port: number;
 }
 
-/** An IPv4 or IPv6 network for `trusted_proxies`. */
+/**
+ * An IPv4 or IPv6 network for `trusted_proxies` and `access`. An IPv4-mapped one (`::ffff:10.0.0.0/104`)
+ * is held as the IPv4 network it maps (family 4, `10.0.0.0/8`), as client IPs are read.
+ */
 export interface Cidr {
   readonly family: 4 | 6;
   /** The network address as 4 or 16 bytes. */
@@ -271,7 +274,7 @@ export interface UpstreamTlsConfig {
 export interface AccessRule {
   /** `allow` (true) or `deny` (false). */
   readonly isAllowed: boolean;
-  /** The network the client IP must be in; undefined for `all`. An IPv4 network also matches `::ffff:`-mapped addresses. */
+  /** The network the client IP must be in; undefined for `all`. It matches clients of its own family only (a `::ffff:`-mapped client is IPv4). */
   readonly network: Cidr | undefined;
   readonly place: SourcePlace;
 }

@@ -259,10 +259,13 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
 /**
  * Parses a comma-separated list of IPv4/IPv6 addresses and CIDR networks for `trusted_proxies`.
  * A bare address is a /32 (IPv4) or /128 (IPv6) network. Host bits below the prefix are cleared
- * (`10.1.2.3/8` is `10.0.0.0/8`, as nginx's `set_real_ip_from` does). An empty text is an empty list.
+ * (`10.1.2.3/8` is `10.0.0.0/8`, as nginx's `set_real_ip_from` does). An IPv4-mapped entry is the
+ * IPv4 network it maps (`::ffff:10.0.0.0/104` is `10.0.0.0/8`), see `parseCidr`. An empty text is
+ * an empty list.
  *
  * @returns networks in written order, `source` keeping each item as written.
- * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, empty item.
+ * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, a mapped
+ *   prefix shorter than /96, empty item.
  */
 export function parseCidrList(text: string): Cidr[] {
   if (text.trim() === '') return [];
@@ -272,6 +275,16 @@ export function parseCidrList(text: string): Cidr[] {
   });
 }
 
+/**
+ * One IP or CIDR network (`trusted_proxies` items, `access` targets). An IPv4-mapped IPv6 address
+ * (`::ffff:a.b.c.d`, RFC 4291 section 2.5.5.2) with a prefix of /96 or longer is returned as the
+ * IPv4 network it maps, prefix − 96 (`::ffff:127.0.0.5` → 127.0.0.5/32): client IPs are read with
+ * mapped addresses as IPv4 (src/gateway/client-address.ts), so a mapped network kept as IPv6 would
+ * never match one. nginx reads a mapped client as IPv4 too (ngx_cidr_match, and the access module
+ * checks it against the IPv4 `allow` / `deny` lines), where a mapped entry then silently never
+ * matches; here it means the IPv4 network it names. A mapped address with a shorter prefix is
+ * refused: it would reach beyond the mapped range into IPv6 addresses no IPv4 client has.
+ */
 function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
   const slash = item.indexOf('/');
   const address = slash < 0 ? item : item.slice(0, slash);
@@ -284,8 +297,27 @@ function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
     throw new InvalidValueError(`invalid prefix length '/${prefixText}'`, `expected /0 to /${bits} for IPv${family}`, offset + slash);
   }
   const bytes = family === 4 ? ipv4Bytes(address) : ipv6Bytes(address);
+  if (family === 6 && isIpv4Mapped(bytes)) {
+    if (prefixLength < 96) {
+      throw new InvalidValueError(
+        `invalid prefix length '/${prefixText}' for the IPv4-mapped address '${address}'`,
+        'a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network',
+        offset + slash,
+      );
+    }
+    const ipv4 = bytes.slice(12);
+    clearHostBits(ipv4, prefixLength - 96);
+    return { family: 4, bytes: ipv4, prefixLength: prefixLength - 96, source: item };
+  }
   clearHostBits(bytes, prefixLength);
   return { family, bytes, prefixLength, source: item };
+}
+
+/** True for the 16 bytes of an IPv4-mapped address, `::ffff:a.b.c.d` (RFC 4291 section 2.5.5.2). */
+export function isIpv4Mapped(bytes: Uint8Array): boolean {
+  if (bytes.length !== 16 || bytes[10] !== 0xff || bytes[11] !== 0xff) return false;
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return false;
+  return true;
 }
 
 /** `10.1.2.3` → [10, 1, 2, 3]. The text must be a valid IPv4 address (`isIPv4`). */

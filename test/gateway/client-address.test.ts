@@ -44,6 +44,17 @@ test('client IP (SPEC 8, nginx real_ip_recursive): a table of peers and X-Forwar
   }
 });
 
+test('trusted_proxies: an IPv4-mapped entry trusts the IPv4 peer it names (peers are read as IPv4)', () => {
+  const mapped = parseCidrList('::ffff:127.0.0.5, ::ffff:10.0.0.0/104');
+  const cases: [string, boolean][] = [['127.0.0.5', true], ['::ffff:127.0.0.5', true], ['10.9.8.7', true], ['127.0.0.6', false], ['11.0.0.1', false], ['::1', false]];
+  for (const [peer, want] of cases) {
+    const got = isTrustedProxy(peer, mapped);
+    assert.equal(got, want, `peer ${peer} against ::ffff:127.0.0.5, ::ffff:10.0.0.0/104: got ${got ? 'trusted' : 'not trusted'}, want ${want ? 'trusted' : 'not trusted'}`);
+  }
+  const client = resolveClientIp('127.0.0.5', isTrustedProxy('127.0.0.5', mapped), ['X-Forwarded-For', '198.51.100.7'], mapped);
+  assert.equal(client, '198.51.100.7', `X-Forwarded-For from the trusted mapped peer: got ${client}, want 198.51.100.7`);
+});
+
 test('parseForwardedAddress: what an entry may be', () => {
   const cases: [string, string | undefined][] = [
     ['1.2.3.4', '1.2.3.4'], ['1.2.3.4:80', '1.2.3.4'], ['1.2.3.4:0', undefined], ['1.2.3.4:', undefined], ['1.2.3.4:x', undefined],

@@ -35,6 +35,11 @@ export interface Cidr {
   readonly source: string;
 }
 
+/** One `trusted_proxies` item: its network and where it is written (for `--check`'s warnings). */
+export interface TrustedProxy extends Cidr {
+  readonly place: SourcePlace;
+}
+
 export type AccessLogFormat = 'combined' | 'json';
 
 /** The lowest TLS version a listener accepts (`tls_min_version`). */
@@ -65,7 +70,7 @@ export interface ServerConfig {
   /** Where `access_log` was set, for errors about the file (undefined when defaulted). */
   readonly accessLogPlace?: SourcePlace | undefined;
   readonly accessLogFormat: AccessLogFormat;
-  readonly trustedProxies: readonly Cidr[];
+  readonly trustedProxies: readonly TrustedProxy[];
   /** Time to receive a request head. Default 10 000. */
   readonly headerTimeoutMs: number;
   /**

@@ -263,15 +263,16 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
  * IPv4 network it maps (`::ffff:10.0.0.0/104` is `10.0.0.0/8`), see `parseCidr`. An empty text is
  * an empty list.
  *
- * @returns networks in written order, `source` keeping each item as written.
+ * @returns networks in written order, `source` keeping each item as written and `offset` where it
+ *   starts in `text` (UTF-16 units, for the place of a message about it).
  * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, a mapped
  *   prefix shorter than /96, empty item.
  */
-export function parseCidrList(text: string): Cidr[] {
+export function parseCidrList(text: string): (Cidr & { readonly offset: number })[] {
   if (text.trim() === '') return [];
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in address list', CIDR_HINT, offset);
-    return parseCidr(item, offset);
+    return { ...parseCidr(item, offset), offset };
   });
 }
 

@@ -543,6 +543,8 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
       { host: 'fd00::2', port: 54 },
     ]);
     assert.equal(server.resolverTimeoutMs, 500);
+    const edges = parseConfig(`[server]\nresolver = 1.0.0.1, 223.255.255.254, ::ffff:127.0.0.53, fe00::1\n${ROUTE}`, 'env.ini').server.resolvers;
+    assert.deepEqual(edges.map((server) => server.host), ['1.0.0.1', '223.255.255.254', '::ffff:127.0.0.53', 'fe00::1'], 'unicast addresses next to the refused ranges');
     for (const written of ['system', '', '""']) {
       assert.deepEqual(parseConfig(`[server]\nresolver = ${written}\n${ROUTE}`, 'env.ini').server.resolvers, [], `got servers for resolver = ${written}, want the system's (empty)`);
     }
@@ -551,6 +553,14 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
   const badServer: [string, string, string][] = [
     ['a resolver name', 'resolver = dns.google', "env.ini:2:12: invalid resolver 'dns.google' for 'resolver' (a DNS server is given by its IP address, not a name)"],
     ['a resolver port 0', 'resolver = 127.0.0.1:0', "env.ini:2:22: invalid port '0' for 'resolver' (expected a number from 1 to 65535)"],
+    ['an unspecified resolver', 'resolver = 0.0.0.0', "env.ini:2:12: invalid resolver '0.0.0.0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],
+    ['an IPv6 unspecified resolver', 'resolver = 127.0.0.53, [0:0::0]:53', "env.ini:2:24: invalid resolver '0:0::0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],
+    ['a resolver in 0.0.0.0/8', 'resolver = 0.1.2.3', "env.ini:2:12: invalid resolver '0.1.2.3' for 'resolver' (an address of 0.0.0.0/8, which names no destination, cannot be a DNS server; expected a unicast address)"],
+    ['a multicast resolver', 'resolver = 10.0.0.1, 224.0.0.1:53', "env.ini:2:22: invalid resolver '224.0.0.1' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
+    ['an IPv6 multicast resolver', 'resolver = FF02::1', "env.ini:2:12: invalid resolver 'ff02::1' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
+    ['the broadcast address as resolver', 'resolver = 255.255.255.255', "env.ini:2:12: invalid resolver '255.255.255.255' for 'resolver' (the broadcast address cannot be a DNS server; expected a unicast address)"],
+    ['a reserved resolver', 'resolver = 240.0.0.1', "env.ini:2:12: invalid resolver '240.0.0.1' for 'resolver' (a reserved address of 240.0.0.0/4 cannot be a DNS server; expected a unicast address)"],
+    ['a mapped multicast resolver', 'resolver = ::ffff:239.1.2.3', "env.ini:2:12: invalid resolver '::ffff:239.1.2.3' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
     ['an empty resolver item', 'resolver = 127.0.0.1,,10.0.0.1', "env.ini:2:22: empty item in resolver list for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
     ['an IPv6 resolver with a port and no brackets', 'resolver = [::1:53', "env.ini:2:12: invalid resolver address '[::1:53' for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
     ['resolver_timeout 0', 'resolver_timeout = 0', "env.ini:2:20: invalid duration '0' for 'resolver_timeout' (expected at least 1ms)"],

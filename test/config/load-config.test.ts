@@ -483,6 +483,21 @@ describe('pass lines', () => {
       'env.ini:4:6: upstream http://a:80 is listed twice (first on line 3; use weight=N to give it more turns)',
     );
   });
+
+  it('reads an IPv6 host in its canonical form and an IPv4-mapped one as its IPv4 address: one backend, one upstream', () => {
+    assert.deepEqual(
+      [pass('http://[::FFFF:127.0.0.2]:9001'), pass('https://[0:0::ffff:7f00:2]'), pass('http://[2001:DB8:0::1]')].map((u) => [u?.origin, u?.host, u?.hostHeader, u?.url]),
+      [
+        ['http://127.0.0.2:9001', '127.0.0.2', '127.0.0.2:9001', 'http://[::FFFF:127.0.0.2]:9001'],
+        ['https://127.0.0.2:443', '127.0.0.2', '127.0.0.2', 'https://[0:0::ffff:7f00:2]'],
+        ['http://[2001:db8::1]:80', '2001:db8::1', '[2001:db8::1]', 'http://[2001:DB8:0::1]'],
+      ],
+    );
+    assertError(
+      '[proxy.a]\npath=/a\npass=http://127.0.0.2:9001\npass=http://[::ffff:127.0.0.2]:9001\n',
+      'env.ini:4:6: upstream http://127.0.0.2:9001 is listed twice (first on line 3; use weight=N to give it more turns)',
+    );
+  });
 });
 
 describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7)', () => {

@@ -115,11 +115,11 @@ export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
         allAt ??= rule;
         continue;
       }
-      const [written] = rule.network.source.split('/');
+      const [written, writtenPrefix] = rule.network.source.split('/');
       const writtenBytes = written === undefined ? undefined : ipToBytes(written)?.slice(-rule.network.bytes.length); // a mapped address: its IPv4 bytes
       const hasHostBits = writtenBytes !== undefined && writtenBytes.some((byte, i) => byte !== rule.network!.bytes[i]);
       if (hasHostBits) {
-        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
+        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${writtenPrefix ?? rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
       }
     }
   }

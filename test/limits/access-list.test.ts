@@ -84,7 +84,7 @@ test('accessRuleWarnings (--check)', async (t) => {
     assert.deepEqual(accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow 10.0.0.0/8\naccess = allow ::1\naccess = deny all\n', 'env.ini').routes), []);
     assert.deepEqual(
       accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow ::ffff:10.0.0.0/104\naccess = deny ::ffff:10.1.2.3/104\n', 'env.ini').routes),
-      ['env.ini:5:10: [proxy.a] access deny ::ffff:10.1.2.3/104: the bits below /8 are ignored, it means 10.0.0.0/8'],
+      ['env.ini:5:10: [proxy.a] access deny ::ffff:10.1.2.3/104: the bits below /104 are ignored, it means 10.0.0.0/8'],
       'a mapped network is compared with its IPv4 bytes',
     );
   });

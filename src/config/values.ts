@@ -217,7 +217,7 @@ const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.
  * `:PORT`, a bare IPv6 address, or `[IPv6]:PORT` (port 53 by default, as in `/etc/resolv.conf`).
  * Names are refused: the resolver is what turns names into addresses (nginx's `resolver` takes
  * names only because it reads them once from `/etc/hosts` at start-up). So are addresses no DNS
- * server can have (`resolverAddressProblem`).
+ * server can have (`unusableAddressReason`).
  *
  * @returns the servers in written order (the first is asked first).
  * @throws InvalidValueError pointing at the bad item: empty, not an IP address, not a unicast
@@ -227,7 +227,7 @@ export function parseResolverList(text: string): ResolverAddress[] {
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
     const server = parseResolverAddress(item, offset);
-    const problem = resolverAddressProblem(server.host);
+    const problem = unusableAddressReason(server.host);
     if (problem !== undefined) {
       throw new InvalidValueError(`invalid resolver '${server.host}'`, `${problem} cannot be a DNS server; expected a unicast address`, offset);
     }
@@ -260,14 +260,15 @@ function parseResolverAddress(item: string, offset: number): ResolverAddress {
 }
 
 /**
- * Why the IP literal `host` can never be a DNS server, or undefined when it can: the unspecified
+ * Why the IP literal `host` can never be a destination (a DNS server, or an upstream discovered from
+ * DNS), or undefined when it can: the unspecified
  * address (`0.0.0.0`, `::`) and the rest of 0.0.0.0/8, which name no destination (RFC 1122 section
  * 3.2.1.3); multicast (224.0.0.0/4, ff00::/8; RFC 5771, RFC 4291 section 2.7); the limited broadcast
  * address 255.255.255.255 (RFC 919) and the rest of the reserved 240.0.0.0/4 (RFC 1112 section 4).
- * An IPv4-mapped address (`::ffff:224.0.0.1`) is judged as its IPv4 address. The same set that DNS
- * discovery leaves out of its answers (src/discovery/line-answer.ts `isUsableAddress`).
+ * An IPv4-mapped address (`::ffff:224.0.0.1`) is judged as its IPv4 address. `resolver` refuses
+ * these; DNS discovery leaves them out of its answers (src/discovery/line-answer.ts).
  */
-function resolverAddressProblem(host: string): string | undefined {
+export function unusableAddressReason(host: string): string | undefined {
   let bytes = isIPv4(host) ? ipv4Bytes(host) : ipv6Bytes(host);
   if (isIpv4Mapped(bytes)) bytes = bytes.slice(12);
   const isAll = (value: number): boolean => bytes.every((byte) => byte === value);

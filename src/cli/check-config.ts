@@ -2,8 +2,8 @@
  * `--check` (SPEC 2, like `nginx -t`): the config file loaded and validated, the `access_log`
  * path opened, the routes' `tls_ca` and `tls_client_cert` files read as start-up reads them (and a
  * warning for each route with `tls_verify = off`, for `access` lines with host bits set or
- * after an `all`, and for `pass` lines that name this config's own `listen` or `tls_listen`:
- * own-listener-warnings.ts), the `[acme]` files (directory_ca, and the
+ * after an `all`, for a `trusted_proxies` item that trusts every peer, and for `pass` lines
+ * that name this config's own `listen` or `tls_listen`: own-listener-warnings.ts), the `[acme]` files (directory_ca, and the
  * storage when it exists: acme-manager.ts `checkAcmeFiles`), and every `tls_cert` pair read (certificates are configuration: a missing file, a
  * key that does not match, an expired certificate are errors at the pair's file:line:column; one
  * expiring within 14 days is a warning). Then the summary of describe-config.ts, with each pair's
@@ -19,6 +19,7 @@ import { checkCertificates } from '../tls/certificate-pair.js';
 import { buildRouteTls, upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { checkAcmeFiles } from '../tls/acme/acme-manager.js';
 import { accessRuleWarnings } from '../limits/access-list.js';
+import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { ownListenerWarnings } from '../upstream/own-listener-warnings.js';
 
 /** What `--check` prints and how it exits. */
@@ -42,7 +43,13 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
   checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
   buildRouteTls(config.routes);
   const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs });
-  const warnings = [...upstreamTlsWarnings(config), ...accessRuleWarnings(config.routes), ...ownListenerWarnings(config), ...checks.flatMap((check) => check.warnings)].map(
+  const warnings = [
+    ...trustedProxyWarnings(config.server),
+    ...upstreamTlsWarnings(config),
+    ...accessRuleWarnings(config.routes),
+    ...ownListenerWarnings(config),
+    ...checks.flatMap((check) => check.warnings),
+  ].map(
     (warning) => `warning: ${warning}`,
   );
   const acmeProblems = config.acme === undefined ? [] : checkAcmeFiles(config.acme);

@@ -6,8 +6,8 @@
  * The bucket is the textbook token bucket (Tanenbaum, "Computer Networks"; RFC 2697 section 3).
  *
  * The schedule: a comma-separated list of `TIME xCOUNT`, where TIME is the offset from the start in
- * whole milliseconds (`0ms`, `250ms`, `1s`, `1.5s`), never smaller than the one before, and COUNT
- * requests (≥ 1) arrive at that instant, one after another, all from one client.
+ * whole milliseconds (`0ms`, `250ms`, `1s`, `1.5s`), at most one year, never smaller than the one
+ * before, and COUNT requests (≥ 1) arrive at that instant, one after another, all from one client.
  *
  * `conn_limit` is not simulated: it counts requests in flight, and a schedule of arrivals says
  * nothing about when responses end; the output says so when the route has one.
@@ -29,12 +29,16 @@ export interface Arrival {
 /** The most requests one schedule may hold (the output has a line per request). */
 export const MAX_SCHEDULED_REQUESTS = 100_000;
 
+/** The latest TIME a schedule may name: 365 days, ms (far beyond any bucket's refill, and exact in token arithmetic). */
+export const MAX_SCHEDULE_MS = 365 * 86_400_000;
+
 /** The client every simulated request comes from (one bucket). */
 const CLIENT_IP = '127.0.0.1';
 
 /**
  * Reads `--requests`: `TIME xCOUNT[, TIME xCOUNT …]`, TIME a number followed by `ms` or `s` giving
- * whole milliseconds, non-decreasing; COUNT a whole number ≥ 1; at most MAX_SCHEDULED_REQUESTS in all.
+ * whole milliseconds, not negative, at most MAX_SCHEDULE_MS, non-decreasing; COUNT a whole number
+ * ≥ 1; at most MAX_SCHEDULED_REQUESTS in all.
  *
  * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text
  */
@@ -50,11 +54,13 @@ export function parseSchedule(text: string): Arrival[] {
       throw new UsageError(`--requests: '${item}' at column ${itemColumn + offset}: ${reason}`);
     };
     if (item === '') fail('expected TIME xCOUNT, like 100ms x3');
+    if (item.startsWith('-')) fail('a time cannot be negative (it is the offset from the start)');
     const match = /^(?:(\d+)(?:\.(\d+))?(ms|s)\b)?(\s*)(?:x(\d+))?(.*)$/.exec(item)!;
     const [, whole, fraction = '', unit, space, countText, rest] = match;
     if (whole === undefined) fail('expected a time like 100ms or 1s');
     if (fraction.length > (unit === 's' ? 3 : 0)) fail('the time must be whole milliseconds');
     const atMs = unit === 'ms' ? Number(whole) : Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));
+    if (!(atMs <= MAX_SCHEDULE_MS)) fail('the time must be at most 365 days (31536000s) after the start');
     const countColumn = item.length - rest!.length - (countText === undefined ? 0 : countText.length + 1);
     if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, countColumn);
     const count = Number(countText);
@@ -71,10 +77,12 @@ export function parseSchedule(text: string): Arrival[] {
 /**
  * The text `limit-simulate` prints: a header with the route's rate_limit (and whether conn_limit is
  * simulated), a table with a row per request (time, tokens before, decision, tokens after), then the
- * summary: passed, limited, and the bound rate × T + burst over the schedule's span T. Ends with `\n`.
+ * summary: passed, limited, and the bound rate × T + burst over the schedule's span T, from its first
+ * request to its last (when every request is at one instant, T = 0 and the bound is the burst,
+ * said so). Ends with `\n`.
  *
  * @throws UsageError when `routeName` is not a route of `config` (the message lists the routes), or the
- *   route has no rate_limit
+ *   route has no rate_limit (the message lists the routes that have one)
  */
 export function runLimitSimulate(config: Config, routeName: string, arrivals: readonly Arrival[]): string {
   const route = config.routes.find((candidate) => candidate.name === routeName);
@@ -83,7 +91,10 @@ export function runLimitSimulate(config: Config, routeName: string, arrivals: re
     throw new UsageError(`unknown route '${routeName}' (routes: ${names === '' ? 'none' : names})`);
   }
   const limit = route.rateLimit;
-  if (limit === undefined) throw new UsageError(`route ${route.name} has no rate_limit: nothing to simulate`);
+  if (limit === undefined) {
+    const limited = config.routes.filter((candidate) => candidate.rateLimit !== undefined).map((candidate) => candidate.name).join(', ');
+    throw new UsageError(`route ${route.name} has no rate_limit: nothing to simulate (routes with a rate_limit: ${limited === '' ? 'none' : limited})`);
+  }
   let nowMs = 0;
   const limiter = new RateLimiter(limit, () => nowMs);
 
@@ -114,7 +125,9 @@ export function runLimitSimulate(config: Config, routeName: string, arrivals: re
     ...formatTable(rows, [true, true, true, false, true]),
     '',
     `${request} requests: ${passed} passed (200), ${request - passed} limited (429)`,
-    `bound over T = ${formatMs(spanMs)}: rate × T + burst = ${perSecond} × ${formatMs(spanMs)} + ${limit.burst} = ${formatTokens(bound)} (passed ${passed})`,
+    spanMs === 0
+      ? `bound, all at one instant (${formatMs(arrivals[0]!.atMs)}): no time to refill, so at most burst = ${limit.burst} pass (passed ${passed})`
+      : `bound over T = ${formatMs(spanMs)}: rate × T + burst = ${perSecond} × ${formatMs(spanMs)} + ${limit.burst} = ${formatTokens(bound)} (passed ${passed})`,
   ];
   return `${lines.join('\n')}\n`;
 }

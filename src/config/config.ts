@@ -22,7 +22,10 @@ export interface ResolverAddress {
   readonly port: number;
 }
 
-/** An IPv4 or IPv6 network for `trusted_proxies`. */
+/**
+ * An IPv4 or IPv6 network for `trusted_proxies` and `access`. An IPv4-mapped one (`::ffff:10.0.0.0/104`)
+ * is held as the IPv4 network it maps (family 4, `10.0.0.0/8`), as client IPs are read.
+ */
 export interface Cidr {
   readonly family: 4 | 6;
   /** The network address as 4 or 16 bytes. */
@@ -30,6 +33,11 @@ export interface Cidr {
   readonly prefixLength: number;
   /** As written in the file, for `--check` and errors. */
   readonly source: string;
+}
+
+/** One `trusted_proxies` item: its network and where it is written (for `--check`'s warnings). */
+export interface TrustedProxy extends Cidr {
+  readonly place: SourcePlace;
 }
 
 export type AccessLogFormat = 'combined' | 'json';
@@ -62,7 +70,7 @@ export interface ServerConfig {
   /** Where `access_log` was set, for errors about the file (undefined when defaulted). */
   readonly accessLogPlace?: SourcePlace | undefined;
   readonly accessLogFormat: AccessLogFormat;
-  readonly trustedProxies: readonly Cidr[];
+  readonly trustedProxies: readonly TrustedProxy[];
   /** Time to receive a request head. Default 10 000. */
   readonly headerTimeoutMs: number;
   /**
@@ -271,7 +279,7 @@ export interface UpstreamTlsConfig {
 export interface AccessRule {
   /** `allow` (true) or `deny` (false). */
   readonly isAllowed: boolean;
-  /** The network the client IP must be in; undefined for `all`. An IPv4 network also matches `::ffff:`-mapped addresses. */
+  /** The network the client IP must be in; undefined for `all`. It matches clients of its own family only (a `::ffff:`-mapped client is IPv4). */
   readonly network: Cidr | undefined;
   readonly place: SourcePlace;
 }

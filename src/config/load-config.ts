@@ -214,7 +214,8 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
   },
   access_log_format: (s, e) =>
     (s.accessLogFormat = read(e, (t) => parseChoice<AccessLogFormat>(t, ['combined', 'json'], 'access log format'))),
-  trusted_proxies: (s, e) => (s.trustedProxies = read(e, parseCidrList)),
+  trusted_proxies: (s, e) =>
+    (s.trustedProxies = read(e, parseCidrList).map(({ offset, ...network }) => ({ ...network, place: placeInValue(e, offset) }))),
   header_timeout: (s, e) => (s.headerTimeoutMs = read(e, (t) => parseDuration(t, 1))),
   body_timeout: (s, e) => (s.bodyTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit
   request_timeout: (s, e) => (s.requestTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit

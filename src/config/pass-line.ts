@@ -10,9 +10,14 @@
  *     http[s]://host[:port][/path]   host = name | IPv4 | [IPv6];  port 1..65535, default 80 (443 for https)
  *
  * A name may end with the dot of a fully qualified name (`api.svc.cluster.local.`); it is dropped.
+ * An IPv6 address is read in its canonical form (RFC 5952: `[0:0::1]` is `[::1]`), and an
+ * IPv4-mapped one as its IPv4 address (`[::ffff:127.0.0.2]` is `127.0.0.2`, RFC 4291 section
+ * 2.5.5.2), so one backend is one upstream however its address is spelled: the `origin` that
+ * duplicate lines, the admin registry and DNS discovery (which folds mapped AAAA records the same
+ * way, src/discovery/line-answer.ts) compare is the same.
  * No user info, query or fragment: they cannot mean anything for an upstream.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import { ConfigValueError } from '../errors.js';
 import type { UpstreamConfig, UpstreamDiscovery } from './config.js';
 import { suggest } from './did-you-mean.js';
@@ -161,6 +166,7 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     if (close < 0 || !isIPv6(host) || host.includes('%')) {
       fail(authorityStart + 1, `invalid IPv6 address in pass URL '${text}' (${URL_HINT})`);
     }
+    host = canonicalIpv6Host(host);
     const afterHost = authority.slice(close + 1);
     if (afterHost !== '' && !afterHost.startsWith(':')) {
       fail(authorityStart + close + 1, `invalid upstream URL '${text}' for 'pass' (${URL_HINT})`);
@@ -198,6 +204,13 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     hasPort: portText !== undefined,
     portOffset,
   };
+}
+
+/** An IPv6 literal (valid, no zone) → its RFC 5952 text, or the IPv4 address it maps: `::FFFF:7f00:2` → `127.0.0.2`. */
+function canonicalIpv6Host(address: string): string {
+  const canonical = new SocketAddress({ address, family: 'ipv6' }).address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(canonical)?.[1];
+  return mapped ?? canonical;
 }
 
 interface Token {

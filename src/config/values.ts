@@ -216,15 +216,22 @@ const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.
  * Parses `resolver`: a comma-separated list of DNS servers, each an IPv4 address with an optional
  * `:PORT`, a bare IPv6 address, or `[IPv6]:PORT` (port 53 by default, as in `/etc/resolv.conf`).
  * Names are refused: the resolver is what turns names into addresses (nginx's `resolver` takes
- * names only because it reads them once from `/etc/hosts` at start-up).
+ * names only because it reads them once from `/etc/hosts` at start-up). So are addresses no DNS
+ * server can have (`unusableAddressReason`).
  *
  * @returns the servers in written order (the first is asked first).
- * @throws InvalidValueError pointing at the bad item: empty, not an IP address, bad port.
+ * @throws InvalidValueError pointing at the bad item: empty, not an IP address, not a unicast
+ *   address, bad port.
  */
 export function parseResolverList(text: string): ResolverAddress[] {
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
-    return parseResolverAddress(item, offset);
+    const server = parseResolverAddress(item, offset);
+    const problem = unusableAddressReason(server.host);
+    if (problem !== undefined) {
+      throw new InvalidValueError(`invalid resolver '${server.host}'`, `${problem} cannot be a DNS server; expected a unicast address`, offset);
+    }
+    return server;
   });
 }
 
@@ -252,6 +259,31 @@ function parseResolverAddress(item: string, offset: number): ResolverAddress {
   return { host, port: colon < 0 ? 53 : parsePort(item.slice(colon + 1), 1, offset + colon + 1) };
 }
 
+/**
+ * Why the IP literal `host` can never be a destination (a DNS server, or an upstream discovered from
+ * DNS), or undefined when it can: the unspecified
+ * address (`0.0.0.0`, `::`) and the rest of 0.0.0.0/8, which name no destination (RFC 1122 section
+ * 3.2.1.3); multicast (224.0.0.0/4, ff00::/8; RFC 5771, RFC 4291 section 2.7); the limited broadcast
+ * address 255.255.255.255 (RFC 919) and the rest of the reserved 240.0.0.0/4 (RFC 1112 section 4).
+ * An IPv4-mapped address (`::ffff:224.0.0.1`) is judged as its IPv4 address. `resolver` refuses
+ * these; DNS discovery leaves them out of its answers (src/discovery/line-answer.ts).
+ */
+export function unusableAddressReason(host: string): string | undefined {
+  let bytes = isIPv4(host) ? ipv4Bytes(host) : ipv6Bytes(host);
+  if (isIpv4Mapped(bytes)) bytes = bytes.slice(12);
+  const isAll = (value: number): boolean => bytes.every((byte) => byte === value);
+  const [first = 0] = bytes;
+  if (bytes.length === 16) {
+    if (isAll(0)) return 'the unspecified address';
+    return first === 0xff ? 'a multicast address' : undefined;
+  }
+  if (isAll(0)) return 'the unspecified address';
+  if (first === 0) return 'an address of 0.0.0.0/8, which names no destination,';
+  if (isAll(255)) return 'the broadcast address';
+  if (first >= 240) return 'a reserved address of 240.0.0.0/4';
+  return first >= 224 ? 'a multicast address' : undefined;
+}
+
 // ---- CIDR lists ------------------------------------------------------------------------------------
 
 const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1';
@@ -259,19 +291,33 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
 /**
  * Parses a comma-separated list of IPv4/IPv6 addresses and CIDR networks for `trusted_proxies`.
  * A bare address is a /32 (IPv4) or /128 (IPv6) network. Host bits below the prefix are cleared
- * (`10.1.2.3/8` is `10.0.0.0/8`, as nginx's `set_real_ip_from` does). An empty text is an empty list.
+ * (`10.1.2.3/8` is `10.0.0.0/8`, as nginx's `set_real_ip_from` does). An IPv4-mapped entry is the
+ * IPv4 network it maps (`::ffff:10.0.0.0/104` is `10.0.0.0/8`), see `parseCidr`. An empty text is
+ * an empty list.
  *
- * @returns networks in written order, `source` keeping each item as written.
- * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, empty item.
+ * @returns networks in written order, `source` keeping each item as written and `offset` where it
+ *   starts in `text` (UTF-16 units, for the place of a message about it).
+ * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, a mapped
+ *   prefix shorter than /96, empty item.
  */
-export function parseCidrList(text: string): Cidr[] {
+export function parseCidrList(text: string): (Cidr & { readonly offset: number })[] {
   if (text.trim() === '') return [];
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in address list', CIDR_HINT, offset);
-    return parseCidr(item, offset);
+    return { ...parseCidr(item, offset), offset };
   });
 }
 
+/**
+ * One IP or CIDR network (`trusted_proxies` items, `access` targets). An IPv4-mapped IPv6 address
+ * (`::ffff:a.b.c.d`, RFC 4291 section 2.5.5.2) with a prefix of /96 or longer is returned as the
+ * IPv4 network it maps, prefix − 96 (`::ffff:127.0.0.5` → 127.0.0.5/32): client IPs are read with
+ * mapped addresses as IPv4 (src/gateway/client-address.ts), so a mapped network kept as IPv6 would
+ * never match one. nginx reads a mapped client as IPv4 too (ngx_cidr_match, and the access module
+ * checks it against the IPv4 `allow` / `deny` lines), where a mapped entry then silently never
+ * matches; here it means the IPv4 network it names. A mapped address with a shorter prefix is
+ * refused: it would reach beyond the mapped range into IPv6 addresses no IPv4 client has.
+ */
 function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
   const slash = item.indexOf('/');
   const address = slash < 0 ? item : item.slice(0, slash);
@@ -284,8 +330,27 @@ function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
     throw new InvalidValueError(`invalid prefix length '/${prefixText}'`, `expected /0 to /${bits} for IPv${family}`, offset + slash);
   }
   const bytes = family === 4 ? ipv4Bytes(address) : ipv6Bytes(address);
+  if (family === 6 && isIpv4Mapped(bytes)) {
+    if (prefixLength < 96) {
+      throw new InvalidValueError(
+        `invalid prefix length '/${prefixText}' for the IPv4-mapped address '${address}'`,
+        'a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network',
+        offset + slash,
+      );
+    }
+    const ipv4 = bytes.slice(12);
+    clearHostBits(ipv4, prefixLength - 96);
+    return { family: 4, bytes: ipv4, prefixLength: prefixLength - 96, source: item };
+  }
   clearHostBits(bytes, prefixLength);
   return { family, bytes, prefixLength, source: item };
+}
+
+/** True for the 16 bytes of an IPv4-mapped address, `::ffff:a.b.c.d` (RFC 4291 section 2.5.5.2). */
+export function isIpv4Mapped(bytes: Uint8Array): boolean {
+  if (bytes.length !== 16 || bytes[10] !== 0xff || bytes[11] !== 0xff) return false;
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return false;
+  return true;
 }
 
 /** `10.1.2.3` → [10, 1, 2, 3]. The text must be a valid IPv4 address (`isIPv4`). */

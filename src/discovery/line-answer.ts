@@ -21,6 +21,7 @@
  */
 import { isIP } from 'node:net';
 import type { UpstreamDiscovery } from '../config/config.js';
+import { unusableAddressReason } from '../config/values.js';
 import type { DiscoveredAddress, LookupResult } from './discovered-line.js';
 import { MAX_SRV_TARGETS, type AddressAnswer, type DnsLookup, type FamilyAnswer, type LookupFailure, type ServiceRecord, type TtlAddress } from './dns-lookup.js';
 
@@ -139,17 +140,12 @@ function targetAddresses(record: ServiceRecord, memory: FamilyMemory, ttls: numb
 }
 
 /**
- * False for an address no upstream can have: 0.0.0.0/8 and `::` (on Linux a connect to them reaches
- * this very host), multicast (224.0.0.0/4, ff00::/8), and 240.0.0.0/4 with the broadcast address.
- * A DNS answer decides where traffic goes; these would only turn a bad record into a loop or a hang.
+ * False for an address no upstream can have (`unusableAddressReason`: 0.0.0.0/8 and `::`, which on
+ * Linux reach this very host, multicast, 240.0.0.0/4 and the broadcast address). A DNS answer decides
+ * where traffic goes; these would only turn a bad record into a loop or a hang.
  */
 export function isUsableAddress(address: string): boolean {
-  if (isIP(address) === 4) {
-    const firstOctet = Number(address.slice(0, address.indexOf('.')));
-    return firstOctet !== 0 && firstOctet < 224;
-  }
-  const lower = address.toLowerCase();
-  return lower !== '::' && !lower.startsWith('ff');
+  return unusableAddressReason(address) === undefined;
 }
 
 /** Drops unusable addresses (with a note), dedupes, sorts and caps the addresses of an `ok` answer. */

@@ -24,8 +24,9 @@
  * changes nothing.
  */
 import { isIP, SocketAddress } from 'node:net';
-import type { Cidr } from '../config/config.js';
+import type { Cidr, ServerConfig } from '../config/config.js';
 import { ipv4Bytes, ipv6Bytes } from '../config/values.js';
+import { formatPlace } from '../errors.js';
 
 /** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged; undefined (socket already gone) → ''. */
 export function normalizeClientIp(remoteAddress: string | undefined): string {
@@ -50,6 +51,22 @@ export function isTrustedProxy(ip: string, networks: readonly Cidr[]): boolean {
     if (network.bytes.length === bytes.length && hasPrefix(bytes, network.bytes, network.prefixLength)) return true;
   }
   return false;
+}
+
+/**
+ * What `--check`, start-up and a reload warn about in `trusted_proxies` (one line each, without the
+ * `warning: ` prefix, at the item's file:line:column): an item that covers every address of a family
+ * (`0.0.0.0/0`, `::/0`, `::ffff:0:0/96`) trusts every peer of it, so any client can choose its own
+ * client IP with X-Forwarded-For and walk past `access` and `rate_limit`. nginx takes
+ * `set_real_ip_from 0.0.0.0/0` silently; we warn.
+ */
+export function trustedProxyWarnings(server: ServerConfig): string[] {
+  return server.trustedProxies
+    .filter((network) => network.prefixLength === 0)
+    .map(
+      (network) =>
+        `${formatPlace(network.place)}: [server] trusted_proxies ${network.source} trusts every IPv${network.family} peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)`,
+    );
 }
 
 function hasPrefix(address: Uint8Array, network: Uint8Array, prefixLength: number): boolean {

@@ -20,7 +20,7 @@ import type { Route, RuntimeDeps } from '../upstream/route.js';
 import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { RouteTable } from '../upstream/route-table.js';
 import { Router } from './router.js';
-import { normalizeClientIp } from './client-address.js';
+import { normalizeClientIp, trustedProxyWarnings } from './client-address.js';
 import { ConnectionPool, poolKey } from '../wire/connection-pool.js';
 import { OwnListeners, type ListeningEndpoint } from '../wire/own-listeners.js';
 import type { DiscoveredLine, DiscoveryTarget } from '../discovery/discovered-line.js';
@@ -340,7 +340,7 @@ export class ProxyServer implements DiscoveryTarget {
    */
   reload(config: Config): ReloadSummary {
     const certificates = this.#readCertificates(config.server);
-    const warnings: string[] = [...certificates.warnings, ...upstreamTlsWarnings(config)];
+    const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...upstreamTlsWarnings(config)];
     const before = this.#table.config;
     if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');

@@ -4,11 +4,14 @@
  * ngx_http_access_module, and the same as HAProxy's `http-request deny if { src … }` lines read top
  * to bottom. A denied request gets 403.
  *
- * The matching is node's `net.BlockList` (an IPv4 network also matches the `::ffff:`-mapped form
- * of its addresses), compiled once per route when the config is built or reloaded, never per
- * request: runs of consecutive lines with the same verdict share one BlockList (`allow A; allow
- * B; deny C; allow all` is three checks at most), and `all` ends the list (nothing after it can
- * match first).
+ * The matching is node's `net.BlockList`, compiled once per route when the config is built or
+ * reloaded, never per request: runs of consecutive lines with the same verdict share one BlockList
+ * (`allow A; allow B; deny C; allow all` is three checks at most), and `all` ends the list (nothing
+ * after it can match first). An IPv4 client is checked against the IPv4 lines (and `all`) only, an
+ * IPv6 client against the IPv6 lines, as nginx's access module keeps its IPv4 and IPv6 rules
+ * apart: a BlockList alone would let `deny ::/0` match every IPv4 client too (it matches an IPv4
+ * address against IPv6 networks in its `::ffff:`-mapped form). A client seen as `::ffff:a.b.c.d`
+ * is IPv4, and a mapped network in a line is its IPv4 network (values.ts `parseCidr`).
  *
  * A BlockList check of a string costs a few microseconds (node builds a SocketAddress for it), so
  * verdicts are remembered per client IP in a bounded map, emptied when it reaches
@@ -17,7 +20,7 @@
  */
 import { BlockList, SocketAddress, isIP } from 'node:net';
 import type { AccessRule, RouteConfig } from '../config/config.js';
-import { ipToBytes } from '../gateway/client-address.js';
+import { ipToBytes, normalizeClientIp } from '../gateway/client-address.js';
 
 /** Most client IPs whose verdict is remembered before the memory is emptied. */
 const VERDICT_CACHE_SIZE = 10_000;
@@ -29,26 +32,15 @@ interface Segment {
 }
 
 export class AccessList {
-  readonly #segments: readonly Segment[];
+  /** The lines that can match an IPv4 client (its networks and `all`), then those of an IPv6 client. */
+  readonly #ipv4Segments: readonly Segment[];
+  readonly #ipv6Segments: readonly Segment[];
   readonly #verdicts = new Map<string, boolean>();
 
   /** @param rules the route's `access` lines in order (at least one: a route without any has no AccessList) */
   constructor(rules: readonly AccessRule[]) {
-    const segments: Segment[] = [];
-    for (const rule of rules) {
-      if (rule.network === undefined) {
-        segments.push({ isAllowed: rule.isAllowed, networks: undefined });
-        break;
-      }
-      let last = segments.at(-1);
-      if (last === undefined || last.isAllowed !== rule.isAllowed) {
-        last = { isAllowed: rule.isAllowed, networks: new BlockList() };
-        segments.push(last);
-      }
-      const { network } = rule;
-      last.networks!.addSubnet(formatAddress(network.bytes), network.prefixLength, network.family === 4 ? 'ipv4' : 'ipv6');
-    }
-    this.#segments = segments;
+    this.#ipv4Segments = compileSegments(rules, 4);
+    this.#ipv6Segments = compileSegments(rules, 6);
   }
 
   /**
@@ -65,13 +57,34 @@ export class AccessList {
   }
 
   #judge(clientIp: string): boolean {
-    const family = isIP(clientIp);
-    for (const segment of this.#segments) {
+    const ip = normalizeClientIp(clientIp);
+    const family = isIP(ip);
+    for (const segment of family === 6 ? this.#ipv6Segments : this.#ipv4Segments) {
       if (segment.networks === undefined) return segment.isAllowed;
-      if (family !== 0 && segment.networks.check(clientIp, family === 4 ? 'ipv4' : 'ipv6')) return segment.isAllowed;
+      if (family !== 0 && segment.networks.check(ip, family === 4 ? 'ipv4' : 'ipv6')) return segment.isAllowed;
     }
     return true;
   }
+}
+
+/** The segments of the lines of one address family (and `all`), in order, ending at the first `all`. */
+function compileSegments(rules: readonly AccessRule[], family: 4 | 6): Segment[] {
+  const segments: Segment[] = [];
+  for (const rule of rules) {
+    if (rule.network === undefined) {
+      segments.push({ isAllowed: rule.isAllowed, networks: undefined });
+      break;
+    }
+    if (rule.network.family !== family) continue;
+    let last = segments.at(-1);
+    if (last === undefined || last.isAllowed !== rule.isAllowed) {
+      last = { isAllowed: rule.isAllowed, networks: new BlockList() };
+      segments.push(last);
+    }
+    const { network } = rule;
+    last.networks!.addSubnet(formatAddress(network.bytes), network.prefixLength, family === 4 ? 'ipv4' : 'ipv6');
+  }
+  return segments;
 }
 
 /** 4 or 16 network bytes as the text BlockList takes (`10.0.0.0`, `2001:db8:0:0:0:0:0:0`). */
@@ -102,11 +115,11 @@ export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
         allAt ??= rule;
         continue;
       }
-      const [written] = rule.network.source.split('/');
-      const writtenBytes = written === undefined ? undefined : ipToBytes(written);
+      const [written, writtenPrefix] = rule.network.source.split('/');
+      const writtenBytes = written === undefined ? undefined : ipToBytes(written)?.slice(-rule.network.bytes.length); // a mapped address: its IPv4 bytes
       const hasHostBits = writtenBytes !== undefined && writtenBytes.some((byte, i) => byte !== rule.network!.bytes[i]);
       if (hasHostBits) {
-        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
+        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${writtenPrefix ?? rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
       }
     }
   }

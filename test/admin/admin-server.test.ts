@@ -270,6 +270,7 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],
       ['a', '{not json', 400, /not JSON/],
       ['a', { url: s.backends[0]!.url }, 409, /already configured/],
+      ['a', { url: s.backends[0]!.url.replace('127.0.0.1', '[::ffff:127.0.0.1]') }, 409, /already configured/],
       ['nope', { url: 'http://127.0.0.1:9003' }, 404, /no route named 'nope'/],
     ];
     for (const [route, body, status, message] of cases) {
@@ -279,6 +280,26 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
     }
   } finally {
     await s.close();
+  }
+});
+
+test('registry: one backend is one upstream however its address is spelled ([::ffff:127.0.0.1], [0:0::ffff:7f00:1], 127.0.0.1)', async () => {
+  const third = await startBackend();
+  const s = await setup();
+  try {
+    const put = (url: string): Promise<Answer> => request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url }, token: 's3cret' });
+    const port = new URL(third.url).port;
+    const statuses = [];
+    for (const url of [`http://[::ffff:127.0.0.1]:${port}`, `http://[0:0::FFFF:7f00:1]:${port}`, third.url]) statuses.push((await put(url)).status);
+    assert.deepEqual(statuses, [201, 200, 200], 'got a new upstream for a spelling of one already registered');
+    const origins = s.proxy.routes[0]!.upstreams.map((u) => u.origin);
+    assert.deepEqual(origins, [...s.backends.map((b) => b.url), third.url], `got upstreams ${origins.join(', ')}`);
+    const deleted = await request(s.admin.port, 'DELETE', `/routes/a/upstreams?url=${encodeURIComponent(`http://[::ffff:127.0.0.1]:${port}`)}`, { token: 's3cret' });
+    assert.equal(deleted.status, 200, `DELETE by the mapped spelling: got ${deleted.status} ${deleted.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2);
+  } finally {
+    await s.close();
+    await third.close();
   }
 });
 

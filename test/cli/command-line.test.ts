@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import { startBackend } from '../helpers/proxy-harness.js';
 import { buildCli, REPO as root, removeBuild } from '../helpers/built-cli.js';
+import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
 
 let main = '';
 const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
@@ -51,6 +52,24 @@ test('--check fails (exit 1) when the access_log file cannot be opened, as nginx
   const result = run(['--check', '--config', file]);
   assert.equal(result.status, 1, result.stdout);
   assert.match(result.stderr, /badlog\.ini:2:14: access_log '.*no-such-dir\/x\.log' cannot be opened for appending: ENOENT/);
+});
+
+test('trusted_proxies = 0.0.0.0/0: --check warns at the item and exits 0; the start (workers = 2) warns once in the log', async (t) => {
+  const port = await freePort();
+  const file = configFile('trust-all.ini', `[server]\nlisten = 127.0.0.1:${port}\naccess_log = off\nworkers = 2\ntrusted_proxies = 10.0.0.1, 0.0.0.0/0\n[proxy.a]\npath = /\npass = http://127.0.0.1:9\n`);
+  const warning = `warning: ${file}:5:29: [server] trusted_proxies 0.0.0.0/0 trusts every IPv4 peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)\n`;
+  const check = run(['--check', '--config', file]);
+  assert.equal(check.status, 0, check.stderr);
+  assert.equal(check.stderr, warning, `--check: got stderr ${JSON.stringify(check.stderr)}, want the warning`);
+
+  const cli = await spawnCli(file);
+  t.after(() => killAll([cli.pid]));
+  const served = await waitFor('an answer from a worker', () => get(port, '/'));
+  assert.equal(served.status, 502, 'the upstream refuses: a worker answered 502');
+  const count = cli.stderr().split(warning).length - 1;
+  assert.equal(count, 1, `start-up: got the warning ${count} times, want once; stderr:\n${cli.stderr()}`);
+  process.kill(cli.pid, 'SIGTERM');
+  assert.equal((await cli.exited).code, 0);
 });
 
 test('a missing config file exits 1 with a clear message', () => {

@@ -70,6 +70,13 @@ test('1/m: Retry-After counts down in whole seconds (60, 30, 1) and a token is b
   assert.match(got, /^bound over T = 60s: rate × T \+ burst = 1\/m × 60s \+ 1 = 2 \(passed 2\)$/m);
 });
 
+test('every request at one instant: the footer says so and bounds them by the burst, not "T = 0ms"', () => {
+  const got = runLimitSimulate(config, 'api', parseSchedule('500ms x4, 500ms x3'));
+  assert.match(got, /^7 requests: 5 passed \(200\), 2 limited \(429\)$/m);
+  const footer = got.trimEnd().split('\n').at(-1);
+  assert.equal(footer, 'bound, all at one instant (500ms): no time to refill, so at most burst = 5 pass (passed 5)');
+});
+
 test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas', () => {
   assert.deepEqual(parseSchedule('0ms x5, 100ms x3,1s x10 ,  1.5s x1, 2.025s x2'), [
     { atMs: 0, count: 5 },
@@ -81,6 +88,7 @@ test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas'
 });
 
 test('a bad schedule is a UsageError naming the item and its column', () => {
+  assert.deepEqual(parseSchedule('0ms x1, 31536000s x1'), [{ atMs: 0, count: 1 }, { atMs: 31_536_000_000, count: 1 }], 'one year is the latest time');
   const cases: [string, string][] = [
     ['100 x3', "--requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
     ['0ms x1,  2s x0', "--requests: '2s x0' at column 13: the count must be at least 1"],
@@ -91,6 +99,10 @@ test('a bad schedule is a UsageError naming the item and its column', () => {
     ['2.5ms x1', "--requests: '2.5ms x1' at column 1: the time must be whole milliseconds"],
     ['0ms x1,', "--requests: '' at column 8: expected TIME xCOUNT, like 100ms x3"],
     ['0ms x100001', "--requests: '0ms x100001' at column 5: more than 100000 requests in all"],
+    ['0ms x1, -5ms x1', "--requests: '-5ms x1' at column 9: a time cannot be negative (it is the offset from the start)"],
+    ['NaNms x1', "--requests: 'NaNms x1' at column 1: expected a time like 100ms or 1s"],
+    ['0ms x1, 31536000001ms x1', "--requests: '31536000001ms x1' at column 9: the time must be at most 365 days (31536000s) after the start"],
+    [`${'9'.repeat(400)}s x1`, `--requests: '${'9'.repeat(400)}s x1' at column 1: the time must be at most 365 days (31536000s) after the start`],
   ];
   for (const [text, message] of cases) {
     assert.throws(() => parseSchedule(text), (error: unknown) => {
@@ -125,7 +137,7 @@ test('the built CLI: prints the table and exits 0; no rate_limit, an unknown rou
   assert.match(ok.stdout, /^6 requests: 5 passed \(200\), 1 limited \(429\)$/m);
 
   const cases: [string[], string][] = [
-    [['open', '--requests', '0ms x1'], 'error: route open has no rate_limit: nothing to simulate'],
+    [['open', '--requests', '0ms x1'], 'error: route open has no rate_limit: nothing to simulate (routes with a rate_limit: api)'],
     [['nope', '--requests', '0ms x1'], "error: unknown route 'nope' (routes: api, open)"],
     [['api', '--requests', '100 x3'], "error: --requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
   ];

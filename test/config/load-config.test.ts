@@ -483,6 +483,21 @@ describe('pass lines', () => {
       'env.ini:4:6: upstream http://a:80 is listed twice (first on line 3; use weight=N to give it more turns)',
     );
   });
+
+  it('reads an IPv6 host in its canonical form and an IPv4-mapped one as its IPv4 address: one backend, one upstream', () => {
+    assert.deepEqual(
+      [pass('http://[::FFFF:127.0.0.2]:9001'), pass('https://[0:0::ffff:7f00:2]'), pass('http://[2001:DB8:0::1]')].map((u) => [u?.origin, u?.host, u?.hostHeader, u?.url]),
+      [
+        ['http://127.0.0.2:9001', '127.0.0.2', '127.0.0.2:9001', 'http://[::FFFF:127.0.0.2]:9001'],
+        ['https://127.0.0.2:443', '127.0.0.2', '127.0.0.2', 'https://[0:0::ffff:7f00:2]'],
+        ['http://[2001:db8::1]:80', '2001:db8::1', '[2001:db8::1]', 'http://[2001:DB8:0::1]'],
+      ],
+    );
+    assertError(
+      '[proxy.a]\npath=/a\npass=http://127.0.0.2:9001\npass=http://[::ffff:127.0.0.2]:9001\n',
+      'env.ini:4:6: upstream http://127.0.0.2:9001 is listed twice (first on line 3; use weight=N to give it more turns)',
+    );
+  });
 });
 
 describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7)', () => {
@@ -543,6 +558,8 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
       { host: 'fd00::2', port: 54 },
     ]);
     assert.equal(server.resolverTimeoutMs, 500);
+    const edges = parseConfig(`[server]\nresolver = 1.0.0.1, 223.255.255.254, ::ffff:127.0.0.53, fe00::1\n${ROUTE}`, 'env.ini').server.resolvers;
+    assert.deepEqual(edges.map((server) => server.host), ['1.0.0.1', '223.255.255.254', '::ffff:127.0.0.53', 'fe00::1'], 'unicast addresses next to the refused ranges');
     for (const written of ['system', '', '""']) {
       assert.deepEqual(parseConfig(`[server]\nresolver = ${written}\n${ROUTE}`, 'env.ini').server.resolvers, [], `got servers for resolver = ${written}, want the system's (empty)`);
     }
@@ -551,6 +568,14 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
   const badServer: [string, string, string][] = [
     ['a resolver name', 'resolver = dns.google', "env.ini:2:12: invalid resolver 'dns.google' for 'resolver' (a DNS server is given by its IP address, not a name)"],
     ['a resolver port 0', 'resolver = 127.0.0.1:0', "env.ini:2:22: invalid port '0' for 'resolver' (expected a number from 1 to 65535)"],
+    ['an unspecified resolver', 'resolver = 0.0.0.0', "env.ini:2:12: invalid resolver '0.0.0.0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],
+    ['an IPv6 unspecified resolver', 'resolver = 127.0.0.53, [0:0::0]:53', "env.ini:2:24: invalid resolver '0:0::0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],
+    ['a resolver in 0.0.0.0/8', 'resolver = 0.1.2.3', "env.ini:2:12: invalid resolver '0.1.2.3' for 'resolver' (an address of 0.0.0.0/8, which names no destination, cannot be a DNS server; expected a unicast address)"],
+    ['a multicast resolver', 'resolver = 10.0.0.1, 224.0.0.1:53', "env.ini:2:22: invalid resolver '224.0.0.1' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
+    ['an IPv6 multicast resolver', 'resolver = FF02::1', "env.ini:2:12: invalid resolver 'ff02::1' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
+    ['the broadcast address as resolver', 'resolver = 255.255.255.255', "env.ini:2:12: invalid resolver '255.255.255.255' for 'resolver' (the broadcast address cannot be a DNS server; expected a unicast address)"],
+    ['a reserved resolver', 'resolver = 240.0.0.1', "env.ini:2:12: invalid resolver '240.0.0.1' for 'resolver' (a reserved address of 240.0.0.0/4 cannot be a DNS server; expected a unicast address)"],
+    ['a mapped multicast resolver', 'resolver = ::ffff:239.1.2.3', "env.ini:2:12: invalid resolver '::ffff:239.1.2.3' for 'resolver' (a multicast address cannot be a DNS server; expected a unicast address)"],
     ['an empty resolver item', 'resolver = 127.0.0.1,,10.0.0.1', "env.ini:2:22: empty item in resolver list for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
     ['an IPv6 resolver with a port and no brackets', 'resolver = [::1:53', "env.ini:2:12: invalid resolver address '[::1:53' for 'resolver' (expected IP[:PORT] items separated by commas, e.g. 127.0.0.53, [::1]:5353)"],
     ['resolver_timeout 0', 'resolver_timeout = 0', "env.ini:2:20: invalid duration '0' for 'resolver_timeout' (expected at least 1ms)"],
@@ -613,6 +638,7 @@ describe('access, rate_limit and conn_limit (SPEC 1.2, 8)', () => {
     ['an access verb', 'access = permit 10.0.0.0/8', "env.ini:4:10: invalid access rule 'permit 10.0.0.0/8' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['an access rule without a network', 'access = deny', "env.ini:4:14: 'deny' needs a network or 'all' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['a bad access network', 'access = deny 10.0.0.0/33', "env.ini:4:23: invalid prefix length '/33' for 'access' (expected /0 to /32 for IPv4)"],
+    ['an IPv4-mapped access network shorter than /96', 'access = deny ::ffff:10.0.0.0/64', "env.ini:4:30: invalid prefix length '/64' for the IPv4-mapped address '::ffff:10.0.0.0' for 'access' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)"],
     ['an access name', 'access = allow example.com', "env.ini:4:16: invalid IP address 'example.com' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['two networks on one access line', 'access = allow 10.0.0.1 10.0.0.2', "env.ini:4:25: one network per access line, '10.0.0.2' is one too many for 'access' (write one line per network)"],
     ['a rate without a unit', 'rate_limit = 10', "env.ini:4:14: invalid rate '10' for 'rate_limit' (expected N/s or N/m, optionally followed by burst=N, e.g. 10/s burst=20)"],
@@ -717,6 +743,7 @@ describe('value errors name the key, the value column and what is expected', () 
     ['[server]\naccess_log_format = jsonl\n', "env.ini:2:21: unknown access log format 'jsonl' for 'access_log_format' (did you mean 'json'?)"],
     ['[server]\naccess_log =\n', "env.ini:2:13: empty access log for 'access_log' (expected stdout, stderr, off or a file path)"],
     ['[server]\ntrusted_proxies = 10.0.0.0/8, 300.1.1.1\n', "env.ini:2:31: invalid IP address '300.1.1.1' for 'trusted_proxies' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)"],
+    ['[server]\ntrusted_proxies = 10.0.0.1, ::ffff:10.0.0.0/80\n', "env.ini:2:44: invalid prefix length '/80' for the IPv4-mapped address '::ffff:10.0.0.0' for 'trusted_proxies' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)"],
     ['[admin]\nlisten = :9090\ntoken = "a b"\n', "env.ini:3:10: invalid token for 'token' (expected visible ASCII characters without spaces)"],
   ];
   for (const [text, message] of cases) {

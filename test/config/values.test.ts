@@ -183,8 +183,20 @@ describe('parseCidrList', () => {
         [4, '192.168.1.7', 32, '192.168.1.7'],
         [6, '0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1', 128, '::1'],
         [6, '32.1.13.184.0.0.0.0.0.0.0.0.0.0.0.0', 32, '2001:db8::/32'],
-        [6, '0.0.0.0.0.0.0.0.0.0.255.255.1.2.3.4', 128, '::ffff:1.2.3.4/128'],
+        [4, '1.2.3.4', 32, '::ffff:1.2.3.4/128'],
       ],
+    );
+  });
+  it('reads an IPv4-mapped entry as the IPv4 network it maps (client IPs are read so)', () => {
+    const networks = parseCidrList('::ffff:127.0.0.5, ::ffff:10.1.0.0/104, ::FFFF:7f00:1/120, ::ffff:0:0/96, 0:0:0:0:0:ffff:c000:201');
+    assert.deepEqual(
+      networks.map((n) => `${n.family} ${Array.from(n.bytes).join('.')}/${n.prefixLength}`),
+      ['4 127.0.0.5/32', '4 10.0.0.0/8', '4 127.0.0.0/24', '4 0.0.0.0/0', '4 192.0.2.1/32'],
+    );
+    assert.deepEqual(
+      parseCidrList('::fffe:1.2.3.4, 64:ff9b::1.2.3.4').map((n) => n.family),
+      [6, 6],
+      'only ::ffff:0:0/96 is the mapped range',
     );
   });
   it('clears host bits below the prefix', () => {
@@ -200,6 +212,11 @@ describe('parseCidrList', () => {
     ['10.0.0.1,,10.0.0.2', 'empty item in address list (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)', 9],
     ['fe80::1%eth0', "invalid IP address 'fe80::1%eth0' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)", 0],
     ['10.0.0.0/', "invalid prefix length '/' (expected /0 to /32 for IPv4)", 8],
+    [
+      '10.0.0.1, ::ffff:10.0.0.0/95',
+      "invalid prefix length '/95' for the IPv4-mapped address '::ffff:10.0.0.0' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)",
+      25,
+    ],
   ];
   for (const [text, message, offset] of bad) {
     it(`rejects '${text}'`, () => {

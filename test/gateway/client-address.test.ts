@@ -1,7 +1,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { isTrustedProxy, parseForwardedAddress, resolveClientIp } from '../../src/gateway/client-address.js';
+import { isTrustedProxy, parseForwardedAddress, resolveClientIp, trustedProxyWarnings } from '../../src/gateway/client-address.js';
 import { parseCidrList } from '../../src/config/values.js';
+import { parseConfig } from '../../src/config/load-config.js';
 
 const trusted = parseCidrList('10.0.0.0/8, 2001:db8:ffff::/48');
 
@@ -42,6 +43,29 @@ test('client IP (SPEC 8, nginx real_ip_recursive): a table of peers and X-Forwar
     const got = clientOf(peer, ...xff);
     assert.equal(got, want, `${why}: peer ${peer}, X-Forwarded-For ${JSON.stringify(xff)}: got ${got}, want ${want}`);
   }
+});
+
+test('trusted_proxies: an IPv4-mapped entry trusts the IPv4 peer it names (peers are read as IPv4)', () => {
+  const mapped = parseCidrList('::ffff:127.0.0.5, ::ffff:10.0.0.0/104');
+  const cases: [string, boolean][] = [['127.0.0.5', true], ['::ffff:127.0.0.5', true], ['10.9.8.7', true], ['127.0.0.6', false], ['11.0.0.1', false], ['::1', false]];
+  for (const [peer, want] of cases) {
+    const got = isTrustedProxy(peer, mapped);
+    assert.equal(got, want, `peer ${peer} against ::ffff:127.0.0.5, ::ffff:10.0.0.0/104: got ${got ? 'trusted' : 'not trusted'}, want ${want ? 'trusted' : 'not trusted'}`);
+  }
+  const client = resolveClientIp('127.0.0.5', isTrustedProxy('127.0.0.5', mapped), ['X-Forwarded-For', '198.51.100.7'], mapped);
+  assert.equal(client, '198.51.100.7', `X-Forwarded-For from the trusted mapped peer: got ${client}, want 198.51.100.7`);
+});
+
+test('trustedProxyWarnings: an item covering every address of a family is warned about at its file:line:column', () => {
+  const server = (value: string) => parseConfig(`[server]\ntrusted_proxies = ${value}\n[proxy.a]\npath = /\npass = http://a\n`, 'env.ini').server;
+  const risk = 'any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)';
+  assert.deepEqual(trustedProxyWarnings(server('10.0.0.1, 0.0.0.0/0, ::/0, ::ffff:0:0/96')), [
+    `env.ini:2:29: [server] trusted_proxies 0.0.0.0/0 trusts every IPv4 peer: ${risk}`,
+    `env.ini:2:40: [server] trusted_proxies ::/0 trusts every IPv6 peer: ${risk}`,
+    `env.ini:2:46: [server] trusted_proxies ::ffff:0:0/96 trusts every IPv4 peer: ${risk}`,
+  ]);
+  assert.deepEqual(trustedProxyWarnings(server('"1.2.3.4/0"')), [`env.ini:2:20: [server] trusted_proxies 1.2.3.4/0 trusts every IPv4 peer: ${risk}`], 'a quoted value: the column of the item inside the quotes');
+  assert.deepEqual(trustedProxyWarnings(server('10.0.0.0/1, 128.0.0.0/1, ::/1')), [], 'only an item that covers a whole family by itself');
 });
 
 test('parseForwardedAddress: what an entry may be', () => {

@@ -28,6 +28,14 @@ test('reload keeps the runtime state of unchanged upstreams and warns only about
   ]);
 });
 
+test('a reload to trusted_proxies = 0.0.0.0/0 is applied, with the warning that it trusts every peer', () => {
+  const proxy = new ProxyServer(parseConfig(base, 'env.ini'), { deps: { log: () => {} } });
+  const summary = proxy.reload(parseConfig(base.replace('access_log = off\n', 'access_log = off\ntrusted_proxies = 0.0.0.0/0\n'), 'env.ini'));
+  assert.deepEqual(summary.warnings, [
+    'env.ini:3:19: [server] trusted_proxies 0.0.0.0/0 trusts every IPv4 peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)',
+  ]);
+});
+
 // ProxyServer.reload and the admin registry hand the one health checker the new
 // routes with the kept Upstream objects; fake timers and a fake probe make every probe time exact.
 const checked = (port1: number, port2: number, extra = ''): string =>

@@ -88,6 +88,18 @@ test('a spoofed X-Forwarded-For from an untrusted peer changes nothing; from a t
   assert.deepEqual(logs.map((record) => record.clientIp), ['127.0.0.3', '127.0.0.2', '127.0.0.3'], 'the log names the client IP that was judged');
 });
 
+test('trusted_proxies = ::ffff:127.0.0.4 (an IPv4-mapped entry) trusts the IPv4 peer 127.0.0.4: its X-Forwarded-For decides access', async (t) => {
+  const backend = await backendFor(t);
+  const ini = `[server]\ntrusted_proxies = ::ffff:127.0.0.4\n[proxy.a]\npath = /\npass = ${backend.url}\naccess = allow ::ffff:127.0.0.2\naccess = deny all\n`;
+  const { port, logs } = await proxyFor(t, ini);
+  const viaTrusted = await get(port, '/', { localAddress: '127.0.0.4', headers: { 'X-Forwarded-For': '127.0.0.2' } });
+  assert.equal(viaTrusted.status, 200, `trusted ::ffff:127.0.0.4 for 127.0.0.2: got ${viaTrusted.status}, want 200`);
+  const untrusted = await get(port, '/', { localAddress: '127.0.0.3', headers: { 'X-Forwarded-For': '127.0.0.2' } });
+  assert.equal(untrusted.status, 403, `untrusted 127.0.0.3 claiming 127.0.0.2: got ${untrusted.status}, want 403`);
+  await waitFor(() => logs.length === 2, 3000, 'two log records');
+  assert.deepEqual(logs.map((record) => record.clientIp), ['127.0.0.2', '127.0.0.3'], 'the client IP judged and logged');
+});
+
 test('ip-hash hashes the client IP: two clients behind one trusted proxy go where they would go directly', async (t) => {
   const one = await backendFor(t);
   const two = await backendFor(t);

@@ -38,6 +38,24 @@ test('access: an IPv4 rule also matches the ::ffff: mapped form of its addresses
   assert.equal(list.isAllowed('::ffff:11.1.2.3'), true);
 });
 
+test('access: an IPv4-mapped network is its IPv4 network; other IPv6 networks never match an IPv4 client (nginx keeps the families apart)', () => {
+  const cases: { lines: string[]; ip: string; want: boolean }[] = [
+    { lines: ['allow ::ffff:127.0.0.2', 'deny all'], ip: '127.0.0.2', want: true },
+    { lines: ['allow ::ffff:127.0.0.2', 'deny all'], ip: '127.0.0.3', want: false },
+    { lines: ['deny ::ffff:10.0.0.0/104'], ip: '10.1.2.3', want: false },
+    { lines: ['deny ::ffff:10.0.0.0/104'], ip: '::ffff:10.1.2.3', want: false },
+    { lines: ['deny ::/0'], ip: '127.0.0.1', want: true },
+    { lines: ['deny ::/64', 'allow all'], ip: '10.1.2.3', want: true },
+    { lines: ['deny ::/0'], ip: '2001:db8::1', want: false },
+    { lines: ['allow 10.0.0.0/8', 'deny ::/0', 'deny 10.1.0.0/16'], ip: '10.1.2.3', want: true },
+    { lines: ['deny 0.0.0.0/0'], ip: '::1', want: true },
+  ];
+  for (const { lines, ip, want } of cases) {
+    const got = new AccessList(rules(...lines)).isAllowed(ip);
+    assert.equal(got, want, `[${lines.join('; ')}] ${ip}: got ${got ? 'allowed' : 'denied'}, want ${want ? 'allowed' : 'denied'}`);
+  }
+});
+
 test('access: a client IP that is not an address (socket gone) matches only all', () => {
   assert.equal(new AccessList(rules('deny 10.0.0.0/8')).isAllowed(''), true);
   assert.equal(new AccessList(rules('allow 10.0.0.0/8', 'deny all')).isAllowed(''), false);
@@ -64,5 +82,10 @@ test('accessRuleWarnings (--check)', async (t) => {
       "env.ini:8:10: [proxy.a] this access line can never decide: 'deny all' on line 7 matches every client first",
     ]);
     assert.deepEqual(accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow 10.0.0.0/8\naccess = allow ::1\naccess = deny all\n', 'env.ini').routes), []);
+    assert.deepEqual(
+      accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow ::ffff:10.0.0.0/104\naccess = deny ::ffff:10.1.2.3/104\n', 'env.ini').routes),
+      ['env.ini:5:10: [proxy.a] access deny ::ffff:10.1.2.3/104: the bits below /104 are ignored, it means 10.0.0.0/8'],
+      'a mapped network is compared with its IPv4 bytes',
+    );
   });
 });

@@ -56,7 +56,7 @@ export function parseSchedule(text: string): Arrival[] {
     if (item === '') fail('expected TIME xCOUNT, like 100ms x3');
     if (item.startsWith('-')) fail('a time cannot be negative (it is the offset from the start)');
     const match = /^(?:(\d+)(?:\.(\d+))?(ms|s)\b)?(\s*)(?:x(\d+))?(.*)$/.exec(item)!;
-    const [, whole, fraction = '', unit, space, countText, rest] = match;
+    const [, whole, fraction = '', unit, , countText, rest] = match;
     if (whole === undefined) fail('expected a time like 100ms or 1s');
     if (fraction.length > (unit === 's' ? 3 : 0)) fail('the time must be whole milliseconds');
     const atMs = unit === 'ms' ? Number(whole) : Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));

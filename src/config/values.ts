@@ -346,6 +346,16 @@ function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
   return { family, bytes, prefixLength, source: item };
 }
 
+const MAPPED_PREFIX = /^::ffff:/i;
+
+/**
+ * `::ffff:1.2.3.4` → `1.2.3.4` (an IPv4-mapped address, RFC 4291 section 2.5.5.2, as a dual-stack
+ * socket or an AAAA record gives it, in any case); any other text unchanged.
+ */
+export function unmapIpv4(address: string): string {
+  return MAPPED_PREFIX.test(address) && isIPv4(address.slice(7)) ? address.slice(7) : address;
+}
+
 /** True for the 16 bytes of an IPv4-mapped address, `::ffff:a.b.c.d` (RFC 4291 section 2.5.5.2). */
 export function isIpv4Mapped(bytes: Uint8Array): boolean {
   if (bytes.length !== 16 || bytes[10] !== 0xff || bytes[11] !== 0xff) return false;

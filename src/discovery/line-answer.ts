@@ -21,7 +21,7 @@
  */
 import { isIP } from 'node:net';
 import type { UpstreamDiscovery } from '../config/config.js';
-import { unusableAddressReason } from '../config/values.js';
+import { unmapIpv4, unusableAddressReason } from '../config/values.js';
 import type { DiscoveredAddress, LookupResult } from './discovered-line.js';
 import { MAX_SRV_TARGETS, type AddressAnswer, type DnsLookup, type FamilyAnswer, type LookupFailure, type ServiceRecord, type TtlAddress } from './dns-lookup.js';
 
@@ -151,10 +151,7 @@ export function isUsableAddress(address: string): boolean {
 /** Drops unusable addresses (with a note), dedupes, sorts and caps the addresses of an `ok` answer. */
 function finish(answered: readonly DiscoveredAddress[], ttlSeconds: number, notes: readonly string[]): LineAnswer {
   // An AAAA record of an IPv4-mapped address (`::ffff:127.0.0.2`) is that IPv4 address: one upstream, not two.
-  const found = answered.map((entry) => {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(entry.address)?.[1];
-    return mapped !== undefined && isIP(mapped) === 4 ? { ...entry, address: mapped } : entry;
-  });
+  const found = answered.map((entry) => ({ ...entry, address: unmapIpv4(entry.address) }));
   const unusable = found.filter((entry) => !isUsableAddress(entry.address)).map((entry) => entry.address);
   const allNotes = [...notes];
   if (unusable.length > 0) allNotes.push(`left out ${[...new Set(unusable)].join(', ')}: not an address an upstream can have (unspecified, multicast or broadcast)`);

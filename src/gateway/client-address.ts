@@ -25,14 +25,13 @@
  */
 import { isIP, SocketAddress } from 'node:net';
 import type { Cidr, ServerConfig } from '../config/config.js';
-import { ipv4Bytes, ipv6Bytes } from '../config/values.js';
+import { ipv4Bytes, ipv6Bytes, unmapIpv4 } from '../config/values.js';
 import { formatPlace } from '../errors.js';
 
 /** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged; undefined (socket already gone) → ''. */
 export function normalizeClientIp(remoteAddress: string | undefined): string {
   if (remoteAddress === undefined) return '';
-  if (remoteAddress.startsWith('::ffff:') && isIP(remoteAddress.slice(7)) === 4) return remoteAddress.slice(7);
-  return remoteAddress;
+  return unmapIpv4(remoteAddress);
 }
 
 /** The address as 4 or 16 bytes (zone id dropped), or undefined when it is not an IP literal. */

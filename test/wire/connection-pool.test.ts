@@ -228,22 +228,44 @@ describe('ConnectionPool', () => {
 
   it('destroys an idle socket when its idle timeout fires', async () => {
     const timers = new ManualTimers();
-    const { upstream, pool } = await setUp('127.0.0.1', { timers, idleTimeoutMs: 1234 });
+    let clockMs = 0;
+    const { upstream, pool } = await setUp('127.0.0.1', { timers, idleTimeoutMs: 1234, now: () => clockMs });
     const connection = await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
     pool.release(connection);
     assert.deepEqual(timers.delays, [1234], `got timers ${timers.delays}, want one idle timer of 1234 ms`);
+    clockMs = 1234;
     timers.fireAll();
     assert.equal(connection.socket.destroyed, true, 'got the socket alive after the idle timeout');
     assert.equal(pool.stats().idle, 0);
   });
 
-  it('cancels the idle timer when the socket is reused', async () => {
+  it('a socket reused before its idle timer fires is not closed by it; released again, it gets the rest of its new idle time', async () => {
     const timers = new ManualTimers();
-    const { upstream, pool } = await setUp('127.0.0.1', { timers });
+    let clockMs = 0;
+    const { upstream, pool } = await setUp('127.0.0.1', { timers, idleTimeoutMs: 1234, now: () => clockMs });
     const connection = await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
     pool.release(connection);
-    await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 });
-    assert.deepEqual(timers.delays, [], 'got an idle timer pending for a socket in use');
+    clockMs = 100;
+    assert.equal(await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 }), connection, 'got a new connection, want the idle one');
+    clockMs = 1234;
+    timers.fireAll(); // the timer of the first idle time, while the socket is in use
+    assert.equal(connection.socket.destroyed, false, 'got the socket in use closed by its old idle timer');
+    assert.deepEqual(timers.delays, [], `got timers ${timers.delays} for a socket in use, want none`);
+
+    pool.release(connection); // idle from 1234 on: the timer is armed again, for the whole timeout
+    assert.deepEqual(timers.delays, [1234], `got timers ${timers.delays}, want one idle timer of 1234 ms`);
+    clockMs = 1300;
+    assert.equal(await pool.acquire('127.0.0.1', upstream.port, { connectTimeoutMs: 0 }), connection);
+    clockMs = 2000;
+    pool.release(connection); // idle from 2000 on; the timer armed at 1234 fires at 2468
+    clockMs = 2468;
+    timers.fireAll();
+    assert.equal(connection.socket.destroyed, false, 'got the socket closed 468 ms into its idle time, want 1234');
+    assert.deepEqual(timers.delays, [766], `got timers ${timers.delays}, want the timer re-armed for the 766 ms left`);
+    clockMs = 3234;
+    timers.fireAll();
+    assert.equal(connection.socket.destroyed, true, 'got the socket alive 1234 ms into its idle time');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
   });
 
   it('keeps at most maxIdlePerOrigin idle sockets, dropping the oldest', async () => {

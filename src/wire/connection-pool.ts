@@ -38,11 +38,13 @@
  * connection whose certificate was accepted, since node does not check the name again on a
  * resumed session.
  *
- * A new connection whose peer turns out to be one of this proxy's own listeners (`ownListeners`,
- * src/wire/own-listeners.ts: a `pass` line or a DNS answer naming the proxy itself) is destroyed
- * right after its TCP connect, before a byte is written, and `acquire` rejects with
- * `UpstreamLoopError`: the request would otherwise come back in and be forwarded again, one new
- * connection per hop. Checked once per new connection, never per request or on a reused one.
+ * A new connection to one of this proxy's own listeners (`ownListeners`, src/wire/own-listeners.ts:
+ * a `pass` line, a DNS answer or a registry entry naming the proxy itself) is never made: an IP
+ * literal is refused before connecting, a name's own addresses are left out of its lookup (the
+ * others still tried), and `acquire` rejects with `UpstreamLoopError`. The request would otherwise
+ * come back in and be forwarded again, one new connection per hop. As a backstop, a connection whose
+ * peer still turns out to be the proxy is destroyed right after its TCP connect, before a byte is
+ * written. Checked once per new connection, never per request or on a reused one.
  *
  * Retiring a key (`retire`): when an address leaves every route (a DNS answer dropped it, a reload
  * or the registry removed it), its idle connections close at once and the ones in use close when
@@ -53,10 +55,10 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { UpstreamConnectError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
+import { UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import { unrefTimers, type Timers } from '../timers.js';
 import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
-import { loopErrorOf, type OwnListenerMatcher } from './own-listeners.js';
+import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, type OwnListenerMatcher } from './own-listeners.js';
 
 /** Timer functions, injected so tests drive the idle and connect timeouts without sleeping. */
 
@@ -417,19 +419,24 @@ export class ConnectionPool {
   /** Opens a new connection, with the connect timeout and the abort signal. */
   private connect(host: string, port: number, options: AcquireOptions): Promise<UpstreamConnection> {
     return new Promise((resolve, reject) => {
+      // One of this proxy's own listeners is refused before a connection is made: an IP literal
+      // here, a name's addresses in `lookup` (see the file comment).
+      const loop = loopErrorFor(host, port, this.ownListeners);
+      if (loop !== undefined) return reject(loop);
+      const lookup = lookupAvoidingOwnListeners(port, this.ownListeners);
       const isForUpgrade = options.isForUpgrade === true;
       const tlsSettings = options.tls;
       const tlsName = options.tlsName ?? host;
       const key = poolKey(host, port, tlsSettings, tlsName);
       let socket: net.Socket;
       if (isForUpgrade) {
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings, tlsName);
+        socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, allowHalfOpen: true }, key, tlsSettings, tlsName);
       } else if (tlsSettings !== undefined) {
         // No shared read buffer over TLS: a TLSSocket given `onread` keeps handing over bytes it had
         // already decrypted after `pause()`, which would overwrite a view a writer still holds (the
         // body of a response to a slow client). Its `data` events bring fresh buffers, and `pause()`
         // stops them.
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true }, key, tlsSettings, tlsName);
+        socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true }, key, tlsSettings, tlsName);
       } else {
         // Reads go into one buffer per connection, reused for its whole life, instead of a new 64 KiB
         // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
@@ -442,7 +449,7 @@ export class ConnectionPool {
           else connection.handler.onData(chunk);
           return true; // a handler that must stop reading pauses the socket itself
         };
-        socket = this.openSocket({ host, port, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings, tlsName);
+        socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings, tlsName);
       }
       const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings, tlsName);
       this.open.add(connection);
@@ -494,7 +501,7 @@ export class ConnectionPool {
         : undefined;
       const onAbort = (): void => fail(signal?.reason);
       const onError = (error: Error): void =>
-        fail(isTcpConnected ? new UpstreamTlsError(tlsFailureReason(error), 'handshake', formatOrigin(host, port)) : toConnectError(error, host, port));
+        fail(error instanceof UpstreamLoopError ? error : isTcpConnected ? new UpstreamTlsError(tlsFailureReason(error), 'handshake', formatOrigin(host, port)) : toConnectError(error, host, port));
       // The peer is known once TCP is up: a loop back into this proxy ends here (see the file comment).
       const onTcpConnect = (): void => {
         const loop = loopErrorOf(socket, this.ownListeners);

@@ -24,7 +24,8 @@
  * the port for every connection to a port the proxy does not listen on, and a few map lookups
  * otherwise. An address added to an interface after the last start or reload is not known.
  */
-import { isIPv4, type Socket } from 'node:net';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIPv4, type LookupFunction, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { UpstreamLoopError } from '../errors.js';
 import { unmapIpv4 } from '../config/values.js';
@@ -47,12 +48,47 @@ export interface OwnListenerMatcher {
 /**
  * The error for a just-connected upstream `socket` whose peer is one of this proxy's listeners
  * (`matcher.match` on its `remoteAddress` and `remotePort`), or undefined when it is not (or there
- * is no matcher). Called once per new connection, from its `connect` event.
+ * is no matcher). Called once per new connection, from its `connect` event: the backstop behind
+ * `loopErrorFor` and `lookupAvoidingOwnListeners`, which refuse before a connection is made.
  */
 export function loopErrorOf(socket: Socket, matcher: OwnListenerMatcher | undefined): UpstreamLoopError | undefined {
-  const own = matcher?.match(socket.remoteAddress, socket.remotePort);
+  return loopErrorFor(socket.remoteAddress, socket.remotePort, matcher);
+}
+
+/**
+ * The error for a connection to `address:port` that would reach one of this proxy's listeners, or
+ * undefined when it would not (a host name, another port, no matcher). Asked before connecting to an
+ * IP literal: the connection is never made. With `workers = N` that matters: a connection that is
+ * made waits in the cluster primary's accept queue until a worker takes it, and under load thousands
+ * of them piled up there (a break test counted 9,000 fds in the primary).
+ */
+export function loopErrorFor(address: string | undefined, port: number | undefined, matcher: OwnListenerMatcher | undefined): UpstreamLoopError | undefined {
+  const own = matcher?.match(address, port);
   if (own === undefined) return undefined;
-  return new UpstreamLoopError(formatEndpoint(unmapIpv4(socket.remoteAddress!), socket.remotePort!), `${own.key} ${formatEndpoint(own.address, own.port)}`);
+  return new UpstreamLoopError(formatEndpoint(unmapIpv4(address!), port!), `${own.key} ${formatEndpoint(own.address, own.port)}`);
+}
+
+/**
+ * A `lookup` for `net.connect` / `tls.connect` to a host name on `port` that leaves out the
+ * addresses of this proxy's own listeners (`localhost` → `127.0.0.1` and `::1`, with only
+ * `127.0.0.1:port` the proxy's: `::1` is still tried). When every address is the proxy's own, the
+ * lookup fails with UpstreamLoopError and no connection is made (see `loopErrorFor`). Without a
+ * matcher, `lookup` itself. Node calls it only for names, never for IP literals.
+ *
+ * @param lookup the name resolution to filter; default `dns.lookup` (what node uses).
+ */
+export function lookupAvoidingOwnListeners(port: number, matcher: OwnListenerMatcher | undefined, lookup: LookupFunction = dnsLookup as LookupFunction): LookupFunction {
+  if (matcher === undefined) return lookup;
+  return (hostname, options, callback) => {
+    lookup(hostname, options, (error, answer, family) => {
+      if (error) return callback(error, answer, family);
+      const answers: LookupAddress[] = typeof answer === 'string' ? [{ address: answer, family: family ?? 4 }] : answer;
+      const others = answers.filter((entry) => matcher.match(entry.address, port) === undefined);
+      if (others.length === 0) return callback(loopErrorFor(answers[0]?.address, port, matcher) as NodeJS.ErrnoException, answer, family);
+      if (typeof answer === 'string') return callback(null, answer, family);
+      callback(null, others);
+    });
+  };
 }
 
 /** Every address of this host's interfaces (`os.networkInterfaces()`), IPv4-mapped ones as IPv4. */

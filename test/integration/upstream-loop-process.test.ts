@@ -1,6 +1,6 @@
 /**
  * The loop guard as an operator meets it (`node dist/main.js` from a private build, loopback only):
- * a route whose pass is the proxy's own `listen` (here by the name `localhost`) answers 502 within a
+ * a route whose pass is the proxy's own `listen` answers 502 within a
  * second and the process's open file descriptors (`/proc/PID/fd`) do not grow (a break tester saw
  * ~14,000 of them after 5 s of one looping request); the access-log line names `PRX_UPSTREAM_LOOP`.
  * With `workers = 2` the workers refuse it likewise, and the primary's health probe (it never
@@ -37,9 +37,9 @@ function getWithin(port: number, path: string, deadlineMs: number): Promise<{ st
   });
 }
 
-test('a pass naming the proxy itself (localhost) answers 502 within 1 s, the fds do not grow, the access log says PRX_UPSTREAM_LOOP', { timeout: 30_000 }, async (t) => {
+test('a pass naming the proxy itself answers 502 within 1 s, the fds do not grow, the access log says PRX_UPSTREAM_LOOP', { timeout: 30_000 }, async (t) => {
   const port = await freePort();
-  const file = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.self]\npath = /\npass = http://localhost:${port}\nmax_fails = 0\n`);
+  const file = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.self]\npath = /\npass = http://127.0.0.1:${port}\nmax_fails = 0\n`);
   const cli = await spawnCli(file);
   t.after(() => killAll([cli.pid]));
   await cli.line(/proxy listening on 127\.0\.0\.1:\d+/);

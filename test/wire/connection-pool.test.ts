@@ -297,24 +297,38 @@ describe('ConnectionPool', () => {
     assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
   });
 
-  it('refuses a new connection whose peer is one of ownListeners with UpstreamLoopError, writing nothing, and connects to other ports', async () => {
+  it('refuses a connection to one of ownListeners before making it (an IP literal, a name all of whose addresses are own), and connects to other ports', async () => {
     const own = new OwnListeners(() => []);
     const { upstream, pool } = await setUp('127.0.0.1', { ownListeners: own });
     const other = await startUpstream();
     cleanups.push(() => other.close());
+    own.add({ address: '::', port: upstream.port, key: 'listen' }); // both families: every address of localhost
+    const refusal = (host: string): Promise<unknown> => pool.acquire(host, upstream.port, CONNECT).then(() => undefined, (reason: unknown) => reason);
+    const literal = await refusal('127.0.0.1');
+    assert.ok(literal instanceof UpstreamLoopError, `got ${String(literal)}, want UpstreamLoopError`);
+    assert.equal(literal.message, `127.0.0.1:${upstream.port} is this proxy's own listener (listen [::]:${upstream.port}): the request would loop`);
+    const name = await refusal('localhost');
+    assert.ok(name instanceof UpstreamLoopError, `got ${String(name)} for localhost, want UpstreamLoopError`);
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got a refused connection kept by the pool');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // a connection made anyway would have been accepted by now
+    assert.equal(upstream.connections.length, 0, `got ${upstream.connections.length} connections at the listener, want none made`);
+    const connection = await pool.acquire('127.0.0.1', other.port, CONNECT);
+    assert.equal(connection.socket.remotePort, other.port, 'a port that is not a listener connects as usual');
+  });
+
+  it('destroys a connection whose peer still turns out to be one of ownListeners (the backstop), writing nothing', async () => {
+    const own = new OwnListeners(() => []);
+    const { upstream } = await setUp('127.0.0.1');
     own.add({ address: '0.0.0.0', port: upstream.port, key: 'listen' });
-    // `localhost`: judged by the address it connected to, whichever family answered.
-    const error = await pool.acquire('localhost', upstream.port, CONNECT).then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
+    // A connect function that lands on the listener whatever the host: what the lookup could not see.
+    const pool = new ConnectionPool({ ownListeners: own, connect: (options) => net.connect({ ...options, host: '127.0.0.1', lookup: undefined }) });
+    cleanups.push(() => pool.close());
+    const error = await pool.acquire('upstream.test', upstream.port, CONNECT).then(() => undefined, (reason: unknown) => reason);
     assert.ok(error instanceof UpstreamLoopError, `got ${String(error)}, want UpstreamLoopError`);
     assert.equal(error.message, `127.0.0.1:${upstream.port} is this proxy's own listener (listen 0.0.0.0:${upstream.port}): the request would loop`);
     assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got a refused connection kept by the pool');
     await waitUntil(() => upstream.connections.length === 1 && upstream.connections[0]!.closed);
     assert.equal(upstream.connections[0]!.bytesRead, 0, `got ${upstream.connections[0]!.bytesRead} bytes at the listener, want 0`);
-    const connection = await pool.acquire('127.0.0.1', other.port, CONNECT);
-    assert.equal(connection.socket.remotePort, other.port, 'a port that is not a listener connects as usual');
   });
 
   it('turns a connect that never completes into UpstreamTimeoutError (phase connect)', async () => {

@@ -5,8 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Socket } from 'node:net';
-import { loopErrorOf, OwnListeners } from '../../src/wire/own-listeners.js';
+import type { LookupAddress } from 'node:dns';
+import type { LookupFunction, Socket } from 'node:net';
+import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, OwnListeners } from '../../src/wire/own-listeners.js';
 
 /** This host, as the test sees it: one IPv4 and one IPv6 interface address besides loopback. */
 const HOST_ADDRESSES = ['127.0.0.1', '::1', '192.0.2.2', 'fd00::2'];
@@ -76,4 +77,32 @@ test('loopErrorOf words the error with the peer and the listener', () => {
   assert.equal(error?.message, "127.0.0.1:8080 is this proxy's own listener (listen 0.0.0.0:8080): the request would loop");
   assert.equal(loopErrorOf({ remoteAddress: '127.0.0.1', remotePort: 9001 } as Socket, own), undefined);
   assert.equal(loopErrorOf(socket, undefined), undefined, 'got an error without listeners, want none');
+});
+
+test('loopErrorFor refuses an IP literal that is a listener, and never a name', () => {
+  const own = new OwnListeners(() => []);
+  own.add({ address: '0.0.0.0', port: 8080, key: 'listen' });
+  assert.equal(loopErrorFor('127.0.0.2', 8080, own)?.message, "127.0.0.2:8080 is this proxy's own listener (listen 0.0.0.0:8080): the request would loop");
+  assert.equal(loopErrorFor('localhost', 8080, own), undefined, 'a name is judged by its addresses, in the lookup');
+  assert.equal(loopErrorFor('127.0.0.2', 8081, own), undefined);
+  assert.equal(loopErrorFor('127.0.0.2', 8080, undefined), undefined);
+});
+
+test('lookupAvoidingOwnListeners leaves out the proxy\'s own addresses, and fails with UpstreamLoopError when nothing else is left', async () => {
+  const own = new OwnListeners(() => []);
+  own.add({ address: '127.0.0.1', port: 8080, key: 'listen' });
+  const answers: LookupAddress[] = [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+  const fake = ((_host: string, options: { all?: boolean }, callback: (error: null, address: unknown, family?: number) => void) =>
+    options.all === true ? callback(null, answers) : callback(null, answers[0]!.address, 4)) as unknown as LookupFunction;
+  const ask = (port: number, all: boolean): Promise<{ error: unknown; answer: unknown }> =>
+    new Promise((resolve) => lookupAvoidingOwnListeners(port, own, fake)('localhost', { all }, (error, answer) => resolve({ error, answer })));
+
+  const both = await ask(8080, true);
+  assert.deepEqual(both, { error: null, answer: [{ address: '::1', family: 6 }] }, 'got the own 127.0.0.1 kept, or ::1 dropped');
+  const one = await ask(8080, false);
+  assert.equal((one.error as Error | null)?.message, "127.0.0.1:8080 is this proxy's own listener (listen 127.0.0.1:8080): the request would loop");
+  assert.equal((one.error as { code?: string }).code, 'PRX_UPSTREAM_LOOP');
+  const otherPort = await ask(9090, true);
+  assert.deepEqual(otherPort, { error: null, answer: answers }, 'another port: every address kept');
+  assert.equal(lookupAvoidingOwnListeners(8080, undefined, fake), fake, 'no matcher: the lookup itself');
 });

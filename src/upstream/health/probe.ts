@@ -17,9 +17,10 @@
  *   (src/wire/tls-client.ts), so an upstream whose certificate requests would refuse is DOWN, and
  *   the reason says why: `tls: certificate has expired`. A discovered address is checked under its
  *   line's name (`tlsName`, unless the route sets `tls_server_name`), as requests are.
- * - A connection that reached one of the proxy's own listeners (`ownListeners`,
- *   src/wire/own-listeners.ts) is closed at once, before the request is written, and the probe
- *   fails with the reason `PRX_UPSTREAM_LOOP: 127.0.0.1:8080 is this proxy's own listener (listen
+ * - A connection to one of the proxy's own listeners (`ownListeners`, src/wire/own-listeners.ts) is
+ *   not made (an IP literal is refused at once, a name's own addresses are left out of its lookup;
+ *   one that still reaches the proxy is closed before the request is written), and the probe fails
+ *   with the reason `PRX_UPSTREAM_LOOP: 127.0.0.1:8080 is this proxy's own listener (listen
  *   0.0.0.0:8080): the request would loop`, as a request to it would.
  */
 import http from 'node:http';
@@ -27,7 +28,8 @@ import https from 'node:https';
 import type net from 'node:net';
 import type { HealthCheckConfig, StatusRange, UpstreamConfig } from '../../config/config.js';
 import { isTlsAlert, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../wire/tls-client.js';
-import { loopErrorOf, type OwnListenerMatcher } from '../../wire/own-listeners.js';
+import { UpstreamLoopError } from '../../errors.js';
+import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, type OwnListenerMatcher } from '../../wire/own-listeners.js';
 
 /** What one probe found. `ok` is the verdict the rise/fall state machine consumes. */
 export interface ProbeResult {
@@ -82,6 +84,10 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
   const startedAt = performance.now();
   const elapsedMs = (): number => Math.round(performance.now() - startedAt);
 
+  // One of this proxy's own listeners is refused before a connection is made (src/wire/own-listeners.ts).
+  const loop = loopErrorFor(upstream.host, upstream.port, options.ownListeners);
+  if (loop !== undefined) return Promise.resolve({ ok: false, latencyMs: 0, error: `${loop.code}: ${loop.message}` });
+
   return new Promise<ProbeResult>((resolve) => {
     let result: ProbeResult | undefined; // set once: the verdict
     let headResult: ProbeResult | undefined; // the verdict the response head implies
@@ -97,7 +103,7 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
       headers: { Host: upstream.hostHeader, Connection: 'close', 'User-Agent': 'ini-proxy health check' },
       agent: false,
       autoSelectFamily: true,
-      ...(options.lookup ? { lookup: options.lookup } : {}),
+      lookup: lookupAvoidingOwnListeners(upstream.port, options.ownListeners, options.lookup),
       ...(isTls && options.tls !== undefined ? tlsConnectOptions(options.tls, upstream.tlsName ?? upstream.host) : {}),
     };
     const upstreamReq = isTls ? https.request(requestOptions) : http.request(requestOptions);
@@ -133,6 +139,7 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
       if (isTls) socket.once('secureConnect', () => (isSecured = true));
     });
     upstreamReq.on('error', (error) => {
+      if (error instanceof UpstreamLoopError) return finish({ ok: false, latencyMs: elapsedMs(), error: `${error.code}: ${error.message}` });
       const isTlsFailure = isTls && isConnected && (!isSecured || isTlsAlert(error));
       const reason = isTlsFailure ? `tls: ${tlsFailureReason(error)}` : summarizeProbeError(error, isConnected);
       finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: reason });

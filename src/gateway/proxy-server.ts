@@ -465,6 +465,7 @@ export class ProxyServer implements DiscoveryTarget {
         resolve();
       });
     });
+    this.#http1.startTimeoutChecks(); // the plain listener may be off: its 'listening' would start them
     const bound = tlsServer.address() as AddressInfo;
     this.#ownListeners.add({ address: bound.address, port: bound.port, key: 'tls_listen' });
     if (this.#context.httpsRedirectPort !== undefined) this.#context.httpsRedirectPort = bound.port;

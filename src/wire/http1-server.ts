@@ -155,7 +155,7 @@ export class Http1Server {
     // fills the client socket's buffer at once, so large bodies pause and resume the upstream
     // (two epoll changes each time) once per few chunks instead of once per chunk.
     this.server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: 256 * 1024 }, (socket) => this.accept(socket));
-    this.server.on('listening', () => this.#startChecks());
+    this.server.on('listening', () => this.startTimeoutChecks());
     this.server.on('close', () => this.#stopChecks());
   }
 
@@ -199,7 +199,12 @@ export class Http1Server {
     for (const connection of this.#connections) connection.checkTimeout(now);
   }
 
-  #startChecks(): void {
+  /**
+   * Starts the one interval that applies every connection's timeouts, until `server` closes;
+   * listening starts it, and so must an owner that feeds `accept` from a listener of its own
+   * (the HTTPS one) while `server` may never listen (`listen = off`). Idempotent.
+   */
+  startTimeoutChecks(): void {
     if (this.#checker !== undefined) return;
     const { headTimeoutMs, bodyTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.options;
     // Lingering closes need the checks too, so there is always an interval.

@@ -194,14 +194,25 @@ test('hsts: HTTPS responses (relayed and the proxy own) carry Strict-Transport-S
   assert.deepEqual(headerValues(plain.rawHeaders, 'strict-transport-security'), [], 'never on the plain listener (RFC 6797 §7.2)');
 });
 
-test('listen = off: only the HTTPS listener', async (t) => {
+test('listen = off: only the HTTPS listener, and its timeouts still apply (header_timeout after the handshake)', async (t) => {
   const backend = await backendFor(t);
-  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\nheader_timeout = 300ms\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
   const proxy = new ProxyServer(parseConfig(ini, 'test.ini'));
   t.after(() => proxy.close(1000));
   const tlsPort = await proxy.listenTls(0, '127.0.0.1');
   assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
   assert.equal(proxy.server.listening, false, 'no plain listener');
+  // A client that finishes its handshake and then sends no head: cut at header_timeout, as on the
+  // plain listener (the timeout checks run without a plain listener too).
+  const { socket } = await handshake(tlsPort, { servername: 'exact.test' });
+  t.after(() => socket.destroy());
+  const startedAt = Date.now();
+  const closedAfterMs = await new Promise<number>((resolve) => {
+    socket.on('close', () => resolve(Date.now() - startedAt));
+    socket.on('error', () => {});
+    setTimeout(() => resolve(Infinity), 3000).unref();
+  });
+  assert.ok(closedAfterMs < 1500, `an established TLS connection without a request: closed after ${closedAfterMs} ms, want about header_timeout (300 ms)`);
 });
 
 test('ACME certificate: before one exists handshakes fail with an alert (logged once); then it serves, and tls_cert pairs keep their names', async (t) => {

@@ -173,6 +173,18 @@ export class Http1Server {
     this.#connections.add(new Http1Connection(socket, this));
   }
 
+  /**
+   * Answers `socket` with the server's own `status` and one-line `reason` before reading anything
+   * from it — the same answer as a refused head: `Connection: close`, a Date, logged through
+   * `onAnswer` — and closes it, lingering. The HTTPS listener's answer to a plain HTTP request
+   * (src/tls/tls-listener.ts); whatever the client sent so far is dropped.
+   */
+  refuse(socket: Socket, status: number, reason: string): void {
+    const connection = new Http1Connection(socket, this);
+    this.#connections.add(connection);
+    connection.refuse(status, reason);
+  }
+
   /** Connections still served (not closed, not handed over by an upgrade). */
   get size(): number {
     return this.#connections.size;
@@ -394,6 +406,11 @@ export class Http1Connection implements ResponseConnection {
   }
 
   // ---- the server's side -------------------------------------------------------------------------
+
+  /** Answers `status` with `reason` before any request was read, then closes (Http1Server `refuse`). */
+  refuse(status: number, reason: string): void {
+    this.#answer(status, reason);
+  }
 
   closeIfIdle(): void {
     if (this.#state === State.Head && this.#unread === undefined && this.#trickle === undefined) this.socket.destroy();

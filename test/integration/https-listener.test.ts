@@ -264,8 +264,14 @@ test('a handshake whose client sends a byte at a time still completes (the first
   }
 });
 
-test('shutdown closes at once the connections whose handshake has not finished (20 half-sent ClientHellos, header_timeout = 5s)', { timeout: 10_000 }, async (t) => {
-  const backend = await backendFor(t);
+test('shutdown closes at once the connections whose handshake has not finished (20 half-sent ClientHellos, header_timeout = 5s); a request in flight finishes', { timeout: 10_000 }, async (t) => {
+  let onSlowRequest: () => void = () => {};
+  const slowRequestArrived = new Promise<void>((resolve) => (onSlowRequest = resolve));
+  const backend = await backendFor(t, (req, res) => {
+    if (req.url !== '/slow') return void res.end('ok');
+    onSlowRequest();
+    setTimeout(() => res.end('slow'), 300);
+  });
   const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\nheader_timeout = 5s\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
   const log: string[] = [];
   const proxy = new ProxyServer(parseConfig(ini, 'test.ini'), { deps: { log: (line) => log.push(line) } });
@@ -285,12 +291,16 @@ test('shutdown closes at once the connections whose handshake has not finished (
   }
   // A full exchange after them: by its end the proxy has read what they sent.
   assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
+  const inFlight = httpsRequest(tlsPort, { servername: 'exact.test', path: '/slow' });
+  await slowRequestArrived;
   const startedAt = Date.now();
   const isDrained = await proxy.close(3000);
   const elapsedMs = Date.now() - startedAt;
   assert.equal(isDrained, true, 'closed within shutdown_timeout, none cut');
   assert.ok(elapsedMs < 1000, `close() took ${elapsedMs} ms, want well under a second (a handshake under way is idle)`);
   await Promise.all(closed);
+  const slow = await inFlight;
+  assert.deepEqual([slow.status, slow.body], [200, 'slow'], 'the established connection with a request in flight was not closed as a handshake');
   assert.deepEqual(log.filter((line) => line.startsWith('tls:')), [], 'connections closed at shutdown are not logged as failed handshakes');
 });
 

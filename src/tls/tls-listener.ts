@@ -58,7 +58,7 @@ export const LOG_INTERVAL_MS = 60_000;
 export const TICKET_KEY_BYTES = 48;
 
 /** The first byte of a TLS handshake record: ContentType `handshake` (22), RFC 8446 §5.1. */
-export const TLS_HANDSHAKE_RECORD = 0x16;
+const TLS_HANDSHAKE_RECORD = 0x16;
 
 /** The body of the 400 a plain HTTP request on the HTTPS port gets (nginx's and Go's answers, in one line). */
 export const PLAIN_REQUEST_REASON = 'bad request: a plain HTTP request was sent to the HTTPS port; use https://';
@@ -93,7 +93,8 @@ export class TlsListener {
   #store: CertificateStore;
   #minVersion: TlsVersion;
   readonly #ticketKeys: Buffer;
-  readonly #firstByteTimeoutMs: number;
+  /** `header_timeout` (node's 120 s when 0), ms: the wait for the first byte, then for the handshake. */
+  readonly #handshakeTimeoutMs: number;
   readonly #refusePlainRequest: (socket: Socket, reason: string) => void;
   readonly #log: (line: string) => void;
   readonly #now: () => number;
@@ -111,7 +112,7 @@ export class TlsListener {
     this.#store = options.store;
     this.#minVersion = options.minVersion;
     this.#ticketKeys = options.ticketKeys ?? randomBytes(TICKET_KEY_BYTES);
-    this.#firstByteTimeoutMs = options.handshakeTimeoutMs > 0 ? options.handshakeTimeoutMs : NODE_HANDSHAKE_TIMEOUT_MS;
+    this.#handshakeTimeoutMs = options.handshakeTimeoutMs > 0 ? options.handshakeTimeoutMs : NODE_HANDSHAKE_TIMEOUT_MS;
     this.#refusePlainRequest = options.refusePlainRequest;
     this.#log = options.log;
     this.#now = options.now ?? (() => performance.now());
@@ -123,7 +124,7 @@ export class TlsListener {
     this.#tlsServer = tls.createServer({
       ...this.#defaultContextOptions(),
       ALPNProtocols: ['http/1.1', 'http/1.0'], // as nginx; h2 is not served
-      handshakeTimeout: this.#firstByteTimeoutMs,
+      handshakeTimeout: this.#handshakeTimeoutMs,
       SNICallback: (serverName, callback) => callback(null, this.#contextFor(serverName)),
     });
     this.#tlsServer.on('secureConnection', (socket: TLSSocket) => {
@@ -179,7 +180,7 @@ export class TlsListener {
     const onTimeout = (): void => {
       socket.destroy();
     };
-    socket.setTimeout(this.#firstByteTimeoutMs);
+    socket.setTimeout(this.#handshakeTimeoutMs);
     socket.once('timeout', onTimeout);
     socket.on('error', ignoreError); // reported through 'close'
     socket.once('close', () => {

@@ -197,6 +197,10 @@ export class ProxyServer implements DiscoveryTarget {
               this.#trackClientSocket(socket);
               this.#http1.accept(socket);
             },
+            refusePlainRequest: (socket, reason) => {
+              this.#trackClientSocket(socket);
+              this.#http1.refuse(socket, 400, reason);
+            },
             log: this.#deps.log,
             now: this.#deps.now,
           });
@@ -465,6 +469,7 @@ export class ProxyServer implements DiscoveryTarget {
         resolve();
       });
     });
+    this.#http1.startTimeoutChecks(); // the plain listener may be off: its 'listening' would start them
     const bound = tlsServer.address() as AddressInfo;
     this.#ownListeners.add({ address: bound.address, port: bound.port, key: 'tls_listen' });
     if (this.#context.httpsRedirectPort !== undefined) this.#context.httpsRedirectPort = bound.port;
@@ -478,7 +483,8 @@ export class ProxyServer implements DiscoveryTarget {
   }
 
   /**
-   * Graceful shutdown: stop accepting, close idle keep-alive connections, wait for in-flight
+   * Graceful shutdown: stop accepting, close idle keep-alive connections and HTTPS connections whose
+   * handshake has not finished (none carries a request), wait for in-flight
    * requests up to `timeoutMs` (default `shutdown_timeout`), then close whatever is left.
    * Resolves true when everything finished in time.
    */
@@ -490,7 +496,10 @@ export class ProxyServer implements DiscoveryTarget {
       new Promise<void>((resolve) => this.server.close(() => resolve())),
       tlsServer === undefined ? undefined : new Promise<void>((resolve) => tlsServer.close(() => resolve())),
     ]);
-    const closeIdleConnections = (): void => this.#http1.closeIdleConnections();
+    const closeIdleConnections = (): void => {
+      this.#http1.closeIdleConnections();
+      this.#tls?.closeHandshakes();
+    };
     closeIdleConnections();
     // Connections that finish their last response become idle; close them as they do.
     const sweeper = setInterval(closeIdleConnections, 50);

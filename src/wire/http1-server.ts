@@ -155,7 +155,7 @@ export class Http1Server {
     // fills the client socket's buffer at once, so large bodies pause and resume the upstream
     // (two epoll changes each time) once per few chunks instead of once per chunk.
     this.server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: 256 * 1024 }, (socket) => this.accept(socket));
-    this.server.on('listening', () => this.#startChecks());
+    this.server.on('listening', () => this.startTimeoutChecks());
     this.server.on('close', () => this.#stopChecks());
   }
 
@@ -171,6 +171,18 @@ export class Http1Server {
    */
   accept(socket: Socket): void {
     this.#connections.add(new Http1Connection(socket, this));
+  }
+
+  /**
+   * Answers `socket` with the server's own `status` and one-line `reason` before reading anything
+   * from it — the same answer as a refused head: `Connection: close`, a Date, logged through
+   * `onAnswer` — and closes it, lingering. The HTTPS listener's answer to a plain HTTP request
+   * (src/tls/tls-listener.ts); whatever the client sent so far is dropped.
+   */
+  refuse(socket: Socket, status: number, reason: string): void {
+    const connection = new Http1Connection(socket, this);
+    this.#connections.add(connection);
+    connection.refuse(status, reason);
   }
 
   /** Connections still served (not closed, not handed over by an upgrade). */
@@ -199,7 +211,12 @@ export class Http1Server {
     for (const connection of this.#connections) connection.checkTimeout(now);
   }
 
-  #startChecks(): void {
+  /**
+   * Starts the one interval that applies every connection's timeouts, until `server` closes;
+   * listening starts it, and so must an owner that feeds `accept` from a listener of its own
+   * (the HTTPS one) while `server` may never listen (`listen = off`). Idempotent.
+   */
+  startTimeoutChecks(): void {
     if (this.#checker !== undefined) return;
     const { headTimeoutMs, bodyTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.options;
     // Lingering closes need the checks too, so there is always an interval.
@@ -389,6 +406,11 @@ export class Http1Connection implements ResponseConnection {
   }
 
   // ---- the server's side -------------------------------------------------------------------------
+
+  /** Answers `status` with `reason` before any request was read, then closes (Http1Server `refuse`). */
+  refuse(status: number, reason: string): void {
+    this.#answer(status, reason);
+  }
 
   closeIfIdle(): void {
     if (this.#state === State.Head && this.#unread === undefined && this.#trickle === undefined) this.socket.destroy();

@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { TlsCertificateError } from '../../src/errors.js';
-import { headerValues, rawRequest, request, startBackend, type Backend } from '../helpers/proxy-harness.js';
+import net from 'node:net';
+import { PLAIN_REQUEST_REASON } from '../../src/tls/tls-listener.js';
+import { headerValues, rawRequest, request, startBackend, waitFor, type Backend } from '../helpers/proxy-harness.js';
 import { TLS_FIXTURES, handshake, httpsRequest, tlsCertLine } from '../tls/https-client.js';
 
 interface HttpsProxy {
@@ -40,6 +42,87 @@ async function backendFor(t: TestContext, handler?: Parameters<typeof startBacke
   const backend = await startBackend(handler);
   t.after(() => backend.close());
   return backend;
+}
+
+/**
+ * Writes `pieces` (each a write of its own, 20 ms apart) on a new connection from `localAddress`
+ * and collects what comes back until the server closes, or `idleMs` passes without a byte.
+ */
+function exchange(port: number, pieces: string | Buffer | (string | Buffer)[], localAddress: string, idleMs = 1500): Promise<{ text: string; closedByServer: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress, noDelay: true });
+    const chunks: Buffer[] = [];
+    let timer = setTimeout(done, idleMs, false);
+    function done(closedByServer: boolean): void {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('latin1'), closedByServer });
+    }
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      clearTimeout(timer);
+      timer = setTimeout(done, idleMs, false);
+    });
+    socket.on('end', () => done(true));
+    socket.on('error', () => done(true));
+    const list = Array.isArray(pieces) ? pieces : [pieces];
+    list.forEach((piece, i) => setTimeout(() => socket.writable && socket.write(piece), i * 20));
+  });
+}
+
+/** The first bytes a real TLS client sends (its ClientHello, SNI exact.test), read on a plain listener. */
+async function clientHello(): Promise<Buffer> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const client = tls.connect({ port, host: '127.0.0.1', servername: 'exact.test' });
+  client.on('error', () => {});
+  const hello = await new Promise<Buffer>((resolve) => server.once('connection', (socket) => socket.once('data', resolve)));
+  client.destroy();
+  server.close();
+  server.unref();
+  return hello;
+}
+
+/**
+ * A TCP relay to 127.0.0.1:`targetPort` that forwards what its clients send one byte per write
+ * (the first byte alone, 20 ms before the rest) and the answers as they come. Returns its port.
+ */
+async function startTrickleRelay(t: TestContext, targetPort: number): Promise<number> {
+  const relay = net.createServer((client) => {
+    const upstream = net.connect({ port: targetPort, host: '127.0.0.1', noDelay: true });
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    upstream.pipe(client);
+    upstream.on('close', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    const pending: number[] = [];
+    let isPumping = false;
+    let sent = 0;
+    const pump = (): void => {
+      const byte = pending.shift();
+      if (byte === undefined || upstream.destroyed) {
+        isPumping = false;
+        return;
+      }
+      upstream.write(Buffer.from([byte]));
+      sent++;
+      if (sent === 1) setTimeout(pump, 20);
+      else setImmediate(pump);
+    };
+    client.on('data', (chunk: Buffer) => {
+      pending.push(...chunk);
+      if (!isPumping) {
+        isPumping = true;
+        pump();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    relay.close();
+  });
+  return (relay.address() as net.AddressInfo).port;
 }
 
 const THREE_PAIRS = [tlsCertLine('default'), tlsCertLine('exact'), tlsCertLine('wildcard')].join('\n');
@@ -106,7 +189,7 @@ test('tls_min_version = TLSv1.3 refuses a TLS 1.2 client with a protocol_version
   assert.equal(response.status, 200);
   assert.equal(response.socket.getProtocol(), 'TLSv1.3');
   assert.equal(proxy.serverStats.requests, 1, 'the refused handshake never reached the HTTP loop');
-  assert.ok(log.some((line) => /tls: handshake failed from .*ERR_SSL_UNSUPPORTED_PROTOCOL/.test(line)), `got log ${JSON.stringify(log)}`);
+  assert.ok(log.some((line) => line.startsWith('tls: handshake failed from 127.0.0.1: ERR_SSL_UNSUPPORTED_PROTOCOL: ')), `got log ${JSON.stringify(log)}`);
 });
 
 test('ALPN: http/1.1 is chosen when offered, http/1.0 when only it is (as nginx); a client offering only h2 gets no_application_protocol (as Go)', async (t) => {
@@ -124,20 +207,117 @@ test('ALPN: http/1.1 is chosen when offered, http/1.0 when only it is (as nginx)
   });
 });
 
-test('garbage, a plain HTTP request and a silent client on the TLS port are closed; the listener keeps serving', async (t) => {
+test('a plain HTTP request on the TLS port gets 400 naming https://, Connection: close and a Date, then the close; logged with the client address (nginx and Go answer 400)', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort, log } = await startHttpsProxy(t, `${THREE_PAIRS}\nhsts = 1d`, backend);
+  const plain = await exchange(tlsPort, 'GET / HTTP/1.1\r\nHost: exact.test\r\n\r\n', '127.0.0.7');
+  const body = `${PLAIN_REQUEST_REASON}\n`;
+  const want = new RegExp(
+    `^HTTP/1\\.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\nDate: [A-Z][a-z]{2}, \\d{2} [A-Z][a-z]{2} \\d{4} \\d{2}:\\d{2}:\\d{2} GMT\r\n\r\n`,
+  );
+  assert.match(plain.text, want, `got ${JSON.stringify(plain.text)}`);
+  assert.equal(plain.text.slice(plain.text.indexOf('\r\n\r\n') + 4), body, 'the body: one line naming the HTTPS port and https://; no Strict-Transport-Security over plain HTTP either');
+  assert.equal(plain.closedByServer, true, 'the connection is closed after the answer');
+  assert.ok(
+    log.includes(`tls: handshake failed from 127.0.0.7: ERR_SSL_HTTP_REQUEST: a plain HTTP request was sent to the HTTPS port (repeats not logged for 60 s)`),
+    `got log ${JSON.stringify(log)}, want the line naming 127.0.0.7`,
+  );
+  // A request whose first byte comes alone is answered as soon as that byte is read.
+  const split = await exchange(tlsPort, ['P', 'OST / HTTP/1.1\r\nHost: exact.test\r\nContent-Length: 3\r\n\r\nabc'], '127.0.0.8');
+  assert.match(split.text, /^HTTP\/1\.1 400 Bad Request\r\n/, `got ${JSON.stringify(split.text)}`);
+  assert.deepEqual(backend.requests, [], 'nothing reached the upstream');
+  const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
+  assert.equal(response.status, 200, 'the listener still serves TLS');
+});
+
+test('garbage and a broken TLS record on the TLS port are closed without an answer; a silent client is closed after header_timeout, not logged', async (t) => {
   const backend = await backendFor(t);
   const { tlsPort, log } = await startHttpsProxy(t, `${THREE_PAIRS}\nheader_timeout = 300ms`, backend);
-  const plain = await rawRequest(tlsPort, 'GET / HTTP/1.1\r\nHost: exact.test\r\n\r\n');
-  assert.equal(plain.closedByServer, true, 'a plain HTTP request on the TLS port: the connection is closed');
-  const garbage = await rawRequest(tlsPort, Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
-  assert.equal(garbage.closedByServer, true, 'a broken TLS record: the connection is closed');
+  for (const first of [0x00, 0x0d, 0x20, 0x7f, 0x80, 0xff]) {
+    const garbage = await exchange(tlsPort, Buffer.from([first, 0x47, 0x45, 0x54, 0x20, 0x2f]), '127.0.0.9');
+    assert.equal(garbage.closedByServer, true, `first byte 0x${first.toString(16)}: the connection is closed`);
+    assert.equal(garbage.text, '', `first byte 0x${first.toString(16)}: got ${JSON.stringify(garbage.text)}, want no answer`);
+  }
+  assert.ok(log.some((line) => line.startsWith('tls: handshake failed from 127.0.0.9: not TLS: the first byte 0x00 ')), `got log ${JSON.stringify(log)}`);
+  const broken = await exchange(tlsPort, Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5, 6, 7, 8, 9]), '127.0.0.10');
+  assert.equal(broken.closedByServer, true, 'a broken TLS record: the connection is closed');
+  assert.ok(log.some((line) => line.startsWith('tls: handshake failed from 127.0.0.10: ERR_SSL_')), `got log ${JSON.stringify(log)}, want the broken record logged with its address`);
+  const linesBefore = log.length;
   const startedAt = Date.now();
-  const silent = await rawRequest(tlsPort, '', 3000);
-  assert.equal(silent.closedByServer, true, 'a handshake that never comes is cut (handshakeTimeout = header_timeout)');
-  assert.ok(Date.now() - startedAt < 2500, `cut after ${Date.now() - startedAt} ms, want about header_timeout (300 ms)`);
-  assert.ok(log.some((line) => line.includes('a plain HTTP request was sent to the HTTPS port')), `got log ${JSON.stringify(log)}`);
+  const silent = await exchange(tlsPort, '', '127.0.0.11', 3000);
+  const elapsedMs = Date.now() - startedAt;
+  assert.equal(silent.closedByServer, true, 'a client that sends nothing is cut');
+  assert.ok(elapsedMs >= 250 && elapsedMs < 2000, `cut after ${elapsedMs} ms, want about header_timeout (300 ms)`);
+  assert.deepEqual(log.slice(linesBefore), [], 'a silent client is closed silently, as on the plain listener');
   const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
   assert.equal(response.status, 200, 'the listener still serves after the bad clients');
+});
+
+test('a handshake whose client sends a byte at a time still completes (the first byte alone decides, the rest goes to TLS)', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const relayPort = await startTrickleRelay(t, tlsPort);
+  for (const maxVersion of ['TLSv1.3', 'TLSv1.2'] as const) {
+    const response = await httpsRequest(relayPort, { servername: 'exact.test', maxVersion });
+    assert.equal(response.status, 200, `${maxVersion} through a relay writing one byte at a time: got ${response.status}, want 200`);
+    assert.equal(response.certificate.subject.CN, 'exact.test', 'SNI still chose the certificate');
+  }
+});
+
+test('shutdown closes at once the connections whose handshake has not finished (20 half-sent ClientHellos, header_timeout = 5s); a request in flight finishes', { timeout: 10_000 }, async (t) => {
+  let onSlowRequest: () => void = () => {};
+  const slowRequestArrived = new Promise<void>((resolve) => (onSlowRequest = resolve));
+  const backend = await backendFor(t, (req, res) => {
+    if (req.url !== '/slow') return void res.end('ok');
+    onSlowRequest();
+    setTimeout(() => res.end('slow'), 300);
+  });
+  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\nheader_timeout = 5s\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const log: string[] = [];
+  const proxy = new ProxyServer(parseConfig(ini, 'test.ini'), { deps: { log: (line) => log.push(line) } });
+  t.after(() => proxy.close(1000));
+  const tlsPort = await proxy.listenTls(0, '127.0.0.1');
+  const hello = await clientHello();
+  const clients: net.Socket[] = [];
+  t.after(() => clients.forEach((socket) => socket.destroy()));
+  const closed: Promise<void>[] = [];
+  for (let i = 0; i < 20; i++) {
+    // Half of them sent the start of a ClientHello (a handshake under way), half nothing yet.
+    const socket = net.connect({ port: tlsPort, host: '127.0.0.1' });
+    socket.on('error', () => {});
+    if (i % 2 === 0) socket.write(hello.subarray(0, 50));
+    clients.push(socket);
+    closed.push(new Promise((resolve) => socket.once('close', () => resolve())));
+  }
+  // A full exchange after them: by its end the proxy has read what they sent.
+  assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
+  const inFlight = httpsRequest(tlsPort, { servername: 'exact.test', path: '/slow' });
+  await slowRequestArrived;
+  const startedAt = Date.now();
+  const isDrained = await proxy.close(3000);
+  const elapsedMs = Date.now() - startedAt;
+  assert.equal(isDrained, true, 'closed within shutdown_timeout, none cut');
+  assert.ok(elapsedMs < 1000, `close() took ${elapsedMs} ms, want well under a second (a handshake under way is idle)`);
+  await Promise.all(closed);
+  const slow = await inFlight;
+  assert.deepEqual([slow.status, slow.body], [200, 'slow'], 'the established connection with a request in flight was not closed as a handshake');
+  assert.deepEqual(log.filter((line) => line.startsWith('tls:')), [], 'connections closed at shutdown are not logged as failed handshakes');
+});
+
+test('a client that leaves during its handshake is logged with its address (node reports it after the socket closed)', async (t) => {
+  const backend = await backendFor(t);
+  const { tlsPort, log } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const hello = await clientHello();
+  const socket = net.connect({ port: tlsPort, host: '127.0.0.1', localAddress: '127.0.0.12' });
+  t.after(() => socket.destroy());
+  socket.on('error', () => {});
+  socket.write(hello.subarray(0, 50));
+  // A full exchange after it: by its end the proxy has read those bytes and begun the handshake.
+  assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
+  socket.end();
+  await waitFor(() => log.some((line) => line.startsWith('tls: handshake failed from 127.0.0.12: ')), 3000, 'the log line');
+  const lines = log.filter((line) => line.startsWith('tls:'));
+  assert.deepEqual(lines, ['tls: handshake failed from 127.0.0.12: ECONNRESET: the client closed the connection during the handshake (repeats not logged for 60 s)'], `got ${JSON.stringify(lines)}`);
 });
 
 test('a client asking to renegotiate TLS 1.2 is refused and its connection closed (nginx and HAProxy refuse it too)', { timeout: 5000 }, async (t) => {
@@ -194,14 +374,25 @@ test('hsts: HTTPS responses (relayed and the proxy own) carry Strict-Transport-S
   assert.deepEqual(headerValues(plain.rawHeaders, 'strict-transport-security'), [], 'never on the plain listener (RFC 6797 §7.2)');
 });
 
-test('listen = off: only the HTTPS listener', async (t) => {
+test('listen = off: only the HTTPS listener, and its timeouts still apply (header_timeout after the handshake)', async (t) => {
   const backend = await backendFor(t);
-  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
+  const ini = `[server]\nlisten = off\ntls_listen = 127.0.0.1:0\naccess_log = off\nheader_timeout = 300ms\n${tlsCertLine('exact')}\n[proxy.all]\npath = /\npass = ${backend.url}\n`;
   const proxy = new ProxyServer(parseConfig(ini, 'test.ini'));
   t.after(() => proxy.close(1000));
   const tlsPort = await proxy.listenTls(0, '127.0.0.1');
   assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test' })).status, 200);
   assert.equal(proxy.server.listening, false, 'no plain listener');
+  // A client that finishes its handshake and then sends no head: cut at header_timeout, as on the
+  // plain listener (the timeout checks run without a plain listener too).
+  const { socket } = await handshake(tlsPort, { servername: 'exact.test' });
+  t.after(() => socket.destroy());
+  const startedAt = Date.now();
+  const closedAfterMs = await new Promise<number>((resolve) => {
+    socket.on('close', () => resolve(Date.now() - startedAt));
+    socket.on('error', () => {});
+    setTimeout(() => resolve(Infinity), 3000).unref();
+  });
+  assert.ok(closedAfterMs < 1500, `an established TLS connection without a request: closed after ${closedAfterMs} ms, want about header_timeout (300 ms)`);
 });
 
 test('ACME certificate: before one exists handshakes fail with an alert (logged once); then it serves, and tls_cert pairs keep their names', async (t) => {

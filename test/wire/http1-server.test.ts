@@ -670,6 +670,25 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     });
   }
 
+  test('refuse: a socket from another listener gets the server own answer before anything is read, the client bytes are dropped, and it lingers until LINGER_MS', async () => {
+    const h = await startServer({});
+    const other = net.createServer({ allowHalfOpen: true }, (socket) => h.http1.refuse(socket, 400, 'bad request: refused here'));
+    servers.push(other);
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const client = await connect((other.address() as AddressInfo).port, true);
+    await until(() => client.text().endsWith('\r\n\r\nbad request: refused here\n'), 'the answer');
+    assert.match(client.text(), /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: text\/plain; charset=utf-8\r\nContent-Length: 26\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\n/, `got ${JSON.stringify(client.text())}`);
+    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', bytesSent: 26 }]);
+    client.socket.write(GET); // read and dropped while lingering: never a request
+    await settle();
+    assert.equal(h.requests.length, 0, 'nothing reaches the handler');
+    // The client has the FIN already (it keeps its side open): only the server side tells the close.
+    assert.equal(h.http1.size, 1, 'lingering: the client may still be sending');
+    h.now += LINGER_MS;
+    h.http1.checkTimeouts();
+    await until(() => h.http1.size === 0, 'the server to let go of the connection at LINGER_MS');
+  });
+
   test('an upgrade request reaches the handler without a body; switchProtocols hands over the socket and the bytes after the head', async () => {
     let handedOver: { socket: net.Socket; head: Buffer } | undefined;
     const h = await startServer({}, (req, res) => {

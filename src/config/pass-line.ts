@@ -15,14 +15,17 @@
  * 2.5.5.2), so one backend is one upstream however its address is spelled: the `origin` that
  * duplicate lines, the admin registry and DNS discovery (which folds mapped AAAA records the same
  * way, src/discovery/line-answer.ts) compare is the same.
- * No user info, query or fragment: they cannot mean anything for an upstream.
+ * No user info, query or fragment: they cannot mean anything for an upstream. No address that no
+ * upstream can have (`unusableAddressReason`: unspecified, multicast, broadcast): `0.0.0.0` would
+ * reach this host on Linux under a second name, one backend counted as two upstreams; DNS discovery
+ * leaves the same addresses out of its answers.
  */
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import { ConfigValueError } from '../errors.js';
 import type { UpstreamConfig, UpstreamDiscovery } from './config.js';
 import { suggest } from './did-you-mean.js';
 import { placeInValue, type IniEntry } from './ini-parser.js';
-import { isHostName } from './values.js';
+import { isHostName, unusableAddressReason } from './values.js';
 
 /** The largest `weight` (nginx has no limit; this keeps weight sums far inside safe integers). */
 export const MAX_WEIGHT = 1_000_000;
@@ -37,7 +40,7 @@ const URL_HINT = 'expected http://host[:port][/path] or https://host[:port][/pat
  *   default port (80, 443) as clients do (RFC 9110 section 7.2); `path` is the URL's path when
  *   written (even `/`), else undefined; `place` is where the URL starts.
  * @throws ConfigValueError at the offending column: not `http://` or `https://`, bad host or port, user info, query or fragment, non-ASCII path, unknown or repeated flag (with a
- *   did-you-mean), weight outside 1..1 000 000.
+ *   did-you-mean), weight outside 1..1 000 000, an unspecified, multicast or broadcast address.
  */
 export function parsePassLine(entry: IniEntry): UpstreamConfig {
   const fail = (offset: number, reason: string): never => {
@@ -182,6 +185,12 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     if (!isIPv4(host) && !isHostName(host)) fail(authorityStart, `invalid host '${host}' in pass URL (${URL_HINT})`);
     portText = colon < 0 ? undefined : authority.slice(colon + 1);
     portOffset = authorityStart + colon + 1;
+  }
+
+  const problem = isIPv4(host) || isIPv6(host) ? unusableAddressReason(host) : undefined;
+  if (problem !== undefined) {
+    const hint = host === '0.0.0.0' || host === '::' ? ` (for this host write ${host === '::' ? '[::1]' : '127.0.0.1'})` : '';
+    fail(authorityStart + (authority.startsWith('[') ? 1 : 0), `${host} is ${problem} and cannot be an upstream${hint}`);
   }
 
   const port = portText === undefined ? defaultPort : /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;

@@ -303,6 +303,26 @@ test('registry: one backend is one upstream however its address is spelled ([::f
   }
 });
 
+test('registry: an address no upstream can have (0.0.0.0, [::], multicast) is a 400 saying why, and nothing is added', async () => {
+  const s = await setup();
+  try {
+    const put = (url: string): Promise<Answer> => request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url }, token: 's3cret' });
+    const answers = [];
+    for (const url of ['http://0.0.0.0:9001', 'http://[::]:9001', 'http://224.0.0.1:9001']) {
+      const answer = await put(url);
+      answers.push(`${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}`);
+    }
+    assert.deepEqual(answers, [
+      '400 0.0.0.0 is the unspecified address and cannot be an upstream (for this host write 127.0.0.1)',
+      '400 :: is the unspecified address and cannot be an upstream (for this host write [::1])',
+      '400 224.0.0.1 is a multicast address and cannot be an upstream',
+    ]);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2, 'got an upstream added for an unusable address');
+  } finally {
+    await s.close();
+  }
+});
+
 test('reload keeps registry entries and their runtime state', async () => {
   const third = await startBackend();
   const s = await setup();

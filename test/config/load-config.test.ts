@@ -459,6 +459,10 @@ describe('pass lines', () => {
     ['unknown flag', 'http://a max_fails=3', "env.ini:3:17: unknown flag 'max_fails=3' for 'pass' (expected weight=N, backup, down, resolve or service=NAME)"],
     ['repeated flag', 'http://a backup backup', "env.ini:3:24: flag 'backup' is repeated in this pass line"],
     ['empty', '', "env.ini:3:8: 'pass' needs an upstream URL (e.g. pass = http://127.0.0.1:9001)"],
+    ['unspecified IPv4', 'http://0.0.0.0:9001', 'env.ini:3:15: 0.0.0.0 is the unspecified address and cannot be an upstream (for this host write 127.0.0.1)'],
+    ['unspecified IPv6', 'http://[::]:9001', 'env.ini:3:16: :: is the unspecified address and cannot be an upstream (for this host write [::1])'],
+    ['multicast', 'http://224.0.0.1', 'env.ini:3:15: 224.0.0.1 is a multicast address and cannot be an upstream'],
+    ['mapped broadcast', 'https://[::ffff:255.255.255.255]', 'env.ini:3:17: 255.255.255.255 is the broadcast address and cannot be an upstream'],
   ];
   for (const [name, line, message] of bad) {
     it(`rejects: ${name}`, () => assertError(`[proxy.a]\npath=/a\npass = ${line}\n`, message));

@@ -14,6 +14,7 @@
  */
 import type { Config } from '../config/config.js';
 import { UsageError } from '../errors.js';
+import { plural } from '../log/plural.js';
 import { formatTable } from './simulate.js';
 import { RateLimiter } from '../limits/rate-limiter.js';
 import { newBucket, refill, tokensOf, type BucketRate, type TokenBucket } from '../limits/token-bucket.js';
@@ -124,7 +125,7 @@ export function runLimitSimulate(config: Config, routeName: string, arrivals: re
     '',
     ...formatTable(rows, [true, true, true, false, true]),
     '',
-    `${request} requests: ${passed} passed (200), ${request - passed} limited (429)`,
+    `${plural(request, 'request')}: ${passed} passed (200), ${request - passed} limited (429)`,
     spanMs === 0
       ? `bound, all at one instant (${formatMs(arrivals[0]!.atMs)}): no time to refill, so at most burst = ${limit.burst} pass (passed ${passed})`
       : `bound over T = ${formatMs(spanMs)}: rate × T + burst = ${perSecond} × ${formatMs(spanMs)} + ${limit.burst} = ${formatTokens(bound)} (passed ${passed})`,

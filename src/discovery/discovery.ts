@@ -8,6 +8,7 @@
  * Lookups happen on timers, never per request; the request path reads only what was pushed.
  */
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
+import { plural } from '../log/plural.js';
 import { unrefTimers, type Timers } from '../timers.js';
 import { upstreamAddress } from '../upstream/upstream.js';
 import {
@@ -204,18 +205,18 @@ export class Discovery {
     }
     if (end.isEpisodeStart && 'reason' in answer) {
       const held = entry.schedule.addresses.length;
-      const keeping = held === 0 ? 'no addresses yet' : `${isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`} ${held} addresses`;
+      const keeping = held === 0 ? 'no addresses yet' : `${isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`} ${plural(held, 'address')}`;
       const hint = answer.result === 'nxdomain' && (name === 'localhost' || name.endsWith('.localhost')) ? ' (resolve lines ask the resolver, never /etc/hosts)' : '';
       this.#log(`${where}: ${answer.result}: ${answer.reason}${hint}; ${keeping}, ${next}`);
     }
     const members = this.#members(entry);
     if (sameMembers(entry.pushed, members)) {
-      if (answer.result === 'ok' && wasFailing) this.#log(`${where}: answered again, ${members.length} addresses as before, ${next}`);
+      if (answer.result === 'ok' && wasFailing) this.#log(`${where}: answered again, ${plural(members.length, 'address')} as before, ${next}`);
       return;
     }
     const change = describeChange(entry.pushed, members, entry.line.discovery!.kind === 'service');
     if (end.isHoldExpired) this.#log(`${where}: ${answer.result} for ${HOLD_NX_MS / 1000}s, line emptied (${change}), ${next}`);
-    else this.#log(`${where}: ${members.length} addresses (${change}), ${next}`);
+    else this.#log(`${where}: ${plural(members.length, 'address')} (${change}), ${next}`);
     this.#push(entry.routeName);
   }
 

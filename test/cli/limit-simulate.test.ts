@@ -77,6 +77,12 @@ test('every request at one instant: the footer says so and bounds them by the bu
   assert.equal(footer, 'bound, all at one instant (500ms): no time to refill, so at most burst = 5 pass (passed 5)');
 });
 
+test("one request: the footer says '1 request', not '1 requests' (break test)", () => {
+  const got = runLimitSimulate(config, 'api', parseSchedule('0ms x1'));
+  const footer = got.split('\n').find((line) => line.includes('passed (200)'));
+  assert.equal(footer, '1 request: 1 passed (200), 0 limited (429)');
+});
+
 test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas', () => {
   assert.deepEqual(parseSchedule('0ms x5, 100ms x3,1s x10 ,  1.5s x1, 2.025s x2'), [
     { atMs: 0, count: 5 },

@@ -106,6 +106,23 @@ describe('Discovery', () => {
     h.discovery.stop();
   });
 
+  it("a set of one is logged as '1 address', not '1 addresses' (break test), also when a failure keeps it", async () => {
+    const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`);
+    h.lookup.setA('api.test', 5, '127.0.0.2');
+    h.discovery.start();
+    await h.advance(0);
+    h.lookup.addresses.set('api.test', { v4: { result: 'servfail', reason: 'SERVFAIL' }, v6: { result: 'servfail', reason: 'x' } });
+    await h.advance(5_000);
+    h.lookup.setA('api.test', 5, '127.0.0.2');
+    await h.advance(1_000);
+    assert.deepEqual(h.logs, [
+      'discovery: route a, api.test: 1 address (+127.0.0.2), next lookup in 5s',
+      'discovery: route a, api.test: servfail: SERVFAIL; keeping 1 address, next lookup in 1s',
+      'discovery: route a, api.test: answered again, 1 address as before, next lookup in 5s',
+    ]);
+    h.discovery.stop();
+  });
+
   it('logs one line per failure episode, keeps the set, and counts lookups by result', async () => {
     const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`);
     h.discovery.start();

@@ -6,7 +6,7 @@
  * nginx "Measurement units"), CIDR notation follows RFC 4632 (IPv4) and RFC 4291 section 2.3 (IPv6),
  * status classes RFC 9110 section 15.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import type { Cidr, ListenAddress, ResolverAddress, StatusRange } from './config.js';
 import { suggest } from './did-you-mean.js';
 
@@ -399,6 +399,28 @@ function clearHostBits(bytes: Uint8Array, prefixLength: number): void {
     const networkBits = Math.min(8, Math.max(0, prefixLength - i * 8));
     bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - networkBits)) & 0xff);
   }
+}
+
+/**
+ * The warning's reason when `network` (an `access` target or a `trusted_proxies` item, as `parseCidr`
+ * returns it) was written with host bits below its prefix, whose bits `parseCidr` cleared:
+ * `10.1.2.3/8` → `the bits below /8 are ignored, it means 10.0.0.0/8`; `::ffff:10.0.0.1/104` → `the
+ * bits below /104 are ignored, it means 10.0.0.0/8`. Undefined when it was written as its network
+ * address. nginx warns "low address bits of … are meaningless" for the same (ngx_ptocidr).
+ */
+export function ignoredHostBits(network: Cidr): string | undefined {
+  const [written = '', writtenPrefix] = network.source.split('/');
+  const writtenBytes = (isIPv4(written) ? ipv4Bytes(written) : ipv6Bytes(written)).slice(-network.bytes.length); // a mapped address: its IPv4 bytes
+  if (writtenBytes.every((byte, i) => byte === network.bytes[i])) return undefined;
+  return `the bits below /${writtenPrefix ?? network.prefixLength} are ignored, it means ${formatNetwork(network.bytes)}/${network.prefixLength}`;
+}
+
+/** The network address of 4 or 16 bytes as text (IPv6 in its canonical, compressed form). */
+function formatNetwork(bytes: Uint8Array): string {
+  if (bytes.length === 4) return bytes.join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return new SocketAddress({ address: groups.join(':'), family: 'ipv6' }).address;
 }
 
 // ---- access rules and limits ----------------------------------------------------------------------

@@ -219,11 +219,12 @@ const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.
  * names only because it reads them once from `/etc/hosts` at start-up). So are addresses no DNS
  * server can have (`unusableAddressReason`).
  *
- * @returns the servers in written order (the first is asked first).
+ * @returns the servers in written order (the first is asked first), `source` keeping each item as
+ *   written and `offset` where it starts in `text` (UTF-16 units, for the place of a message about it).
  * @throws InvalidValueError pointing at the bad item: empty, not an IP address, not a unicast
  *   address, bad port.
  */
-export function parseResolverList(text: string): ResolverAddress[] {
+export function parseResolverList(text: string): (ResolverAddress & { readonly source: string; readonly offset: number })[] {
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
     const server = parseResolverAddress(item, offset);
@@ -231,7 +232,7 @@ export function parseResolverList(text: string): ResolverAddress[] {
     if (problem !== undefined) {
       throw new InvalidValueError(`invalid resolver '${server.host}'`, `${problem} cannot be a DNS server; expected a unicast address`, offset);
     }
-    return server;
+    return { ...server, source: item, offset };
   });
 }
 

@@ -130,6 +130,11 @@ test('parseArguments: limit-simulate needs a ROUTE and --requests, and takes no 
   assert.throws(() => parseArguments(['limit-simulate', 'api']), /limit-simulate needs --requests/);
   assert.throws(() => parseArguments(['limit-simulate', 'api', '--requests', '0ms x1', '-n', '3']), /option '-n' does not apply here/);
   assert.throws(() => parseArguments(['simulate', 'api', '--requests', '0ms x1']), /option '--requests' does not apply here/);
+  assert.throws(
+    () => parseArguments(['limit-simulate', 'api', '--requests', '0ms x1', '--requests', '0ms x9']),
+    (error: unknown) => error instanceof UsageError && error.message === '--requests is given twice',
+    'a repeated --requests is a usage error (exit 2), not the last one winning (break test)',
+  );
 });
 
 test('the built CLI: prints the table and exits 0; no rate_limit, an unknown route or a bad schedule exit 2 with the reason', async () => {
@@ -146,6 +151,7 @@ test('the built CLI: prints the table and exits 0; no rate_limit, an unknown rou
     [['open', '--requests', '0ms x1'], 'error: route open has no rate_limit: nothing to simulate (routes with a rate_limit: api)'],
     [['nope', '--requests', '0ms x1'], "error: unknown route 'nope' (routes: api, open)"],
     [['api', '--requests', '100 x3'], "error: --requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
+    [['api', '--requests', '0ms x1', '--requests', '0ms x9'], 'error: --requests is given twice'],
   ];
   for (const [args, message] of cases) {
     const result = run(...args);

@@ -41,7 +41,9 @@ const CLIENT_IP = '127.0.0.1';
  * whole milliseconds, not negative, at most MAX_SCHEDULE_MS, non-decreasing; COUNT a whole number
  * ≥ 1; at most MAX_SCHEDULED_REQUESTS in all.
  *
- * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text
+ * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text: the
+ *   item's first character for a bad time, the first character that could not be read after it
+ *   (`'0ms x3 extra'` → the `e`), the `x` of a bad count
  */
 export function parseSchedule(text: string): Arrival[] {
   const arrivals: Arrival[] = [];
@@ -62,8 +64,9 @@ export function parseSchedule(text: string): Arrival[] {
     if (fraction.length > (unit === 's' ? 3 : 0)) fail('the time must be whole milliseconds');
     const atMs = unit === 'ms' ? Number(whole) : Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));
     if (!(atMs <= MAX_SCHEDULE_MS)) fail('the time must be at most 365 days (31536000s) after the start');
-    const countColumn = item.length - rest!.length - (countText === undefined ? 0 : countText.length + 1);
-    if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, countColumn);
+    // The first character that could not be read: where xCOUNT is missing, or what follows it (spaces skipped).
+    if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, item.length - rest!.trimStart().length);
+    const countColumn = item.length - countText!.length - 1;
     const count = Number(countText);
     if (count < 1) fail('the count must be at least 1', countColumn);
     const previous = arrivals.at(-1);

@@ -32,7 +32,7 @@ export const USAGE = `Usage:
   node dist/main.js limit-simulate ROUTE --requests "0ms x5, 100ms x3, 1s x10" [--config F]
                                                        run ROUTE's rate_limit bucket on a simulated clock, request by
                                                        request: a comma list of TIME xCOUNT, TIME the offset from the
-                                                       start in whole ms (0ms, 250ms, 1s, 1.5s; never going back),
+                                                       start in whole ms (0ms, 250ms, 1.5s, 2m, 1h; never going back),
                                                        COUNT requests from one client at that instant
   node dist/main.js passwd NAME                        read a password, print an auth_user line
   node dist/main.js heartbeat --admin URL --token T --route ROUTE --url URL [--weight N] [--every 3s] [--ttl 10s]

@@ -36,7 +36,8 @@ export class InvalidValueError extends Error {
 export const MAX_DURATION_MS = 2_147_483_647;
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
-const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The units of a duration and their length in ms: config durations, and `limit-simulate`'s schedule times. */
+export const DURATION_UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
  * Parses a duration: a number with unit `ms`, `s`, `m`, `h` or `d`; a bare number is seconds (nginx).
@@ -51,7 +52,7 @@ const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_0
 export function parseDuration(text: string, minMs = 0, maxMs = MAX_DURATION_MS): number {
   const match = DURATION.exec(text);
   if (match === null) throw new InvalidValueError(`invalid duration '${text}'`, 'expected e.g. 500ms, 3s, 1m');
-  const ms = Math.round(Number(match[1]) * (MS_PER_UNIT[match[2] ?? 's'] ?? 1_000));
+  const ms = Math.round(Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? 's'] ?? 1_000));
   if (!(ms <= maxMs)) {
     const limit = maxMs === MAX_DURATION_MS ? "596h, the limit of Node's timers" : formatDuration(maxMs);
     throw new InvalidValueError(`invalid duration '${text}'`, `expected at most ${limit}`);

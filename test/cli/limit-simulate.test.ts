@@ -93,6 +93,26 @@ test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas'
   ]);
 });
 
+test('the schedule takes the units of config durations, m, h and d too (break test: 1m x1 was refused)', () => {
+  assert.deepEqual(parseSchedule('0ms x1, 1m x1, 1.5m x1, 0.25h x1, 1h x1, 1.5d x1, 365d x1'), [
+    { atMs: 0, count: 1 },
+    { atMs: 60_000, count: 1 },
+    { atMs: 90_000, count: 1 },
+    { atMs: 900_000, count: 1 },
+    { atMs: 3_600_000, count: 1 },
+    { atMs: 129_600_000, count: 1 },
+    { atMs: 31_536_000_000, count: 1 },
+  ]);
+  assert.deepEqual(parseSchedule('0.00001d x1, 1.000000000s x1'), [{ atMs: 864, count: 1 }, { atMs: 1000, count: 1 }], 'trailing zeros and exact fractions of a day');
+  for (const [text, reason] of [
+    ['0.0000001m x1', 'the time must be whole milliseconds'],
+    ['0.000001d x1', 'the time must be whole milliseconds'],
+    ['366d x1', 'the time must be at most 365 days (31536000s) after the start'],
+  ]) {
+    assert.throws(() => parseSchedule(text!), (error: unknown) => error instanceof UsageError && error.message === `--requests: '${text}' at column 1: ${reason}`, `'${text}': want ${reason}`);
+  }
+});
+
 test('a bad schedule is a UsageError naming the item and its column', () => {
   assert.deepEqual(parseSchedule('0ms x1, 31536000s x1'), [{ atMs: 0, count: 1 }, { atMs: 31_536_000_000, count: 1 }], 'one year is the latest time');
   const cases: [string, string][] = [

@@ -32,7 +32,7 @@ export const USAGE = `Usage:
   node dist/main.js limit-simulate ROUTE --requests "0ms x5, 100ms x3, 1s x10" [--config F]
                                                        run ROUTE's rate_limit bucket on a simulated clock, request by
                                                        request: a comma list of TIME xCOUNT, TIME the offset from the
-                                                       start in whole ms (0ms, 250ms, 1s, 1.5s; never going back),
+                                                       start in whole ms (0ms, 250ms, 1.5s, 2m, 1h; never going back),
                                                        COUNT requests from one client at that instant
   node dist/main.js passwd NAME                        read a password, print an auth_user line
   node dist/main.js heartbeat --admin URL --token T --route ROUTE --url URL [--weight N] [--every 3s] [--ttl 10s]
@@ -58,6 +58,11 @@ export function parseArguments(argv: readonly string[]): Command {
     if (value === undefined || value.startsWith('--')) throw new UsageError(`${flag} needs a value`);
     return value;
   };
+  // An option given twice is refused rather than the last one silently winning (`--requests A --requests B`).
+  const setOption = (flag: string): void => {
+    if (options.has(flag)) throw new UsageError(`${flag} is given twice`);
+    options.set(flag, takeValue(flag));
+  };
 
   while (args.length > 0) {
     const arg = args.shift()!;
@@ -66,8 +71,8 @@ export function parseArguments(argv: readonly string[]): Command {
     if (arg === '--check' || arg === '-t') isCheck = true;
     else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
     else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
-    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen' || arg === '--requests') options.set(arg, takeValue(arg));
-    else if (HEARTBEAT_FLAGS.includes(arg)) options.set(arg, takeValue(arg));
+    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen' || arg === '--requests') setOption(arg);
+    else if (HEARTBEAT_FLAGS.includes(arg)) setOption(arg);
     else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
     else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'limit-simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
     else positional.push(arg);

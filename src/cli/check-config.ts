@@ -2,7 +2,8 @@
  * `--check` (SPEC 2, like `nginx -t`): the config file loaded and validated, the `access_log`
  * path opened, the routes' `tls_ca` and `tls_client_cert` files read as start-up reads them (and a
  * warning for each route with `tls_verify = off`, for `access` lines with host bits set or
- * after an `all`, for a `trusted_proxies` item that trusts every peer, and for `pass` lines
+ * after an `all`, for a `trusted_proxies` item that trusts every peer or has host bits set, for a
+ * bare IPv6 `resolver` item whose last group could be a port (resolver-warnings.ts), and for `pass` lines
  * that name this config's own `listen` or `tls_listen`: own-listener-warnings.ts), the `[acme]` files (directory_ca, and the
  * storage when it exists: acme-manager.ts `checkAcmeFiles`), and every `tls_cert` pair read (certificates are configuration: a missing file, a
  * key that does not match, an expired certificate are errors at the pair's file:line:column; one
@@ -21,6 +22,7 @@ import { checkAcmeFiles } from '../tls/acme/acme-manager.js';
 import { accessRuleWarnings } from '../limits/access-list.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { ownListenerWarnings } from '../upstream/own-listener-warnings.js';
+import { resolverWarnings } from '../discovery/resolver-warnings.js';
 
 /** What `--check` prints and how it exits. */
 export interface CheckResult {
@@ -45,6 +47,7 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
   const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs });
   const warnings = [
     ...trustedProxyWarnings(config.server),
+    ...resolverWarnings(config.server),
     ...upstreamTlsWarnings(config),
     ...accessRuleWarnings(config.routes),
     ...ownListenerWarnings(config),

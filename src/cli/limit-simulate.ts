@@ -6,14 +6,17 @@
  * The bucket is the textbook token bucket (Tanenbaum, "Computer Networks"; RFC 2697 section 3).
  *
  * The schedule: a comma-separated list of `TIME xCOUNT`, where TIME is the offset from the start in
- * whole milliseconds (`0ms`, `250ms`, `1s`, `1.5s`), at most one year, never smaller than the one
- * before, and COUNT requests (≥ 1) arrive at that instant, one after another, all from one client.
+ * whole milliseconds in the units of config durations (`0ms`, `250ms`, `1s`, `1.5s`, `2m`, `1h`,
+ * `365d`), at most one year, never smaller than the one before, and COUNT requests (≥ 1) arrive at
+ * that instant, one after another, all from one client.
  *
  * `conn_limit` is not simulated: it counts requests in flight, and a schedule of arrivals says
  * nothing about when responses end; the output says so when the route has one.
  */
 import type { Config } from '../config/config.js';
+import { DURATION_UNIT_MS } from '../config/values.js';
 import { UsageError } from '../errors.js';
+import { plural } from '../log/plural.js';
 import { formatTable } from './simulate.js';
 import { RateLimiter } from '../limits/rate-limiter.js';
 import { newBucket, refill, tokensOf, type BucketRate, type TokenBucket } from '../limits/token-bucket.js';
@@ -36,11 +39,13 @@ export const MAX_SCHEDULE_MS = 365 * 86_400_000;
 const CLIENT_IP = '127.0.0.1';
 
 /**
- * Reads `--requests`: `TIME xCOUNT[, TIME xCOUNT …]`, TIME a number followed by `ms` or `s` giving
- * whole milliseconds, not negative, at most MAX_SCHEDULE_MS, non-decreasing; COUNT a whole number
+ * Reads `--requests`: `TIME xCOUNT[, TIME xCOUNT …]`, TIME a number followed by a unit of config
+ * durations (`ms`, `s`, `m`, `h`, `d`; values.ts DURATION_UNIT_MS) giving whole milliseconds, not negative, at most MAX_SCHEDULE_MS, non-decreasing; COUNT a whole number
  * ≥ 1; at most MAX_SCHEDULED_REQUESTS in all.
  *
- * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text
+ * @throws UsageError `--requests: 'ITEM' at column C: REASON`, C counted from 1 in the whole text: the
+ *   item's first character for a bad time, the first character that could not be read after it
+ *   (`'0ms x3 extra'` → the `e`), the `x` of a bad count
  */
 export function parseSchedule(text: string): Arrival[] {
   const arrivals: Arrival[] = [];
@@ -55,14 +60,14 @@ export function parseSchedule(text: string): Arrival[] {
     };
     if (item === '') fail('expected TIME xCOUNT, like 100ms x3');
     if (item.startsWith('-')) fail('a time cannot be negative (it is the offset from the start)');
-    const match = /^(?:(\d+)(?:\.(\d+))?(ms|s)\b)?(\s*)(?:x(\d+))?(.*)$/.exec(item)!;
-    const [, whole, fraction = '', unit, , countText, rest] = match;
-    if (whole === undefined) fail('expected a time like 100ms or 1s');
-    if (fraction.length > (unit === 's' ? 3 : 0)) fail('the time must be whole milliseconds');
-    const atMs = unit === 'ms' ? Number(whole) : Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));
+    const match = /^(?:(\d+)(?:\.(\d+))?(ms|s|m|h|d)\b)?(\s*)(?:x(\d+))?(.*)$/.exec(item)!;
+    const [, wholeText, fraction = '', unit = '', , countText, rest] = match;
+    const whole = wholeText ?? fail('expected a time like 100ms or 1s');
+    const atMs = wholeMilliseconds(whole, fraction, DURATION_UNIT_MS[unit]!) ?? fail('the time must be whole milliseconds');
     if (!(atMs <= MAX_SCHEDULE_MS)) fail('the time must be at most 365 days (31536000s) after the start');
-    const countColumn = item.length - rest!.length - (countText === undefined ? 0 : countText.length + 1);
-    if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, countColumn);
+    // The first character that could not be read: where xCOUNT is missing, or what follows it (spaces skipped).
+    if (countText === undefined || rest !== '') fail(`expected xCOUNT after the time, like x3`, item.length - rest!.trimStart().length);
+    const countColumn = item.length - countText!.length - 1;
     const count = Number(countText);
     if (count < 1) fail('the count must be at least 1', countColumn);
     const previous = arrivals.at(-1);
@@ -72,6 +77,19 @@ export function parseSchedule(text: string): Arrival[] {
     arrivals.push({ atMs, count });
   }
   return arrivals;
+}
+
+/**
+ * `WHOLE.FRACTION` of a unit `unitMs` long, in ms, when that is a whole number, else undefined
+ * (`1.5s` → 1500, `0.25m` → 15 000, `2.5ms` and `1.0001s` → undefined). Exact: once its trailing
+ * zeros are dropped, a fraction of more than 5 digits never makes whole ms of these units (the day,
+ * 2^10·3^3·5^5 ms, is a multiple of 10^5 at most), so the product stays far below 2^53.
+ */
+function wholeMilliseconds(whole: string, fraction: string, unitMs: number): number | undefined {
+  const digits = fraction.replace(/0+$/, '');
+  if (digits.length > 5) return undefined;
+  const fractionMs = (Number(digits === '' ? '0' : digits) * unitMs) / 10 ** digits.length;
+  return Number.isInteger(fractionMs) ? Number(whole) * unitMs + fractionMs : undefined;
 }
 
 /**
@@ -124,7 +142,7 @@ export function runLimitSimulate(config: Config, routeName: string, arrivals: re
     '',
     ...formatTable(rows, [true, true, true, false, true]),
     '',
-    `${request} requests: ${passed} passed (200), ${request - passed} limited (429)`,
+    `${plural(request, 'request')}: ${passed} passed (200), ${request - passed} limited (429)`,
     spanMs === 0
       ? `bound, all at one instant (${formatMs(arrivals[0]!.atMs)}): no time to refill, so at most burst = ${limit.burst} pass (passed ${passed})`
       : `bound over T = ${formatMs(spanMs)}: rate × T + burst = ${perSecond} × ${formatMs(spanMs)} + ${limit.burst} = ${formatTokens(bound)} (passed ${passed})`,

@@ -22,6 +22,7 @@ import { startLocalAdmin } from '../admin/local-admin.js';
 import { resolveWorkerCount, runClusterPrimary } from '../process/cluster/cluster-primary.js';
 import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
+import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -55,7 +56,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         // hands it, never the file on disk.
         if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);
-        for (const warning of [...trustedProxyWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
+        for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);

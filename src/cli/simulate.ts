@@ -15,6 +15,7 @@
  */
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { UsageError } from '../errors.js';
+import { plural } from '../log/plural.js';
 import { lookupLineOnce } from '../discovery/discovery.js';
 import { createBalancer } from '../upstream/balancer/strategies.js';
 import { Upstream } from '../upstream/upstream.js';
@@ -101,7 +102,7 @@ export function runSimulate(config: Config, routeName: string, options: Simulate
   }
 
   const lines = [
-    `route ${route.name}: ${route.strategy}, ${options.n} picks, client IP ${clientIp}, key ${context.hashKey}`,
+    `route ${route.name}: ${route.strategy}, ${plural(options.n, 'pick')}, client IP ${clientIp}, key ${context.hashKey}`,
     ...upstreamLines(route, labels),
     '',
     ...formatTable(rows, [true, false, false, false]),

@@ -22,6 +22,12 @@ export interface ResolverAddress {
   readonly port: number;
 }
 
+/** One `resolver` item: its server, the item as written and where it is written (for `--check`'s warnings). */
+export interface ConfiguredResolver extends ResolverAddress {
+  readonly source: string;
+  readonly place: SourcePlace;
+}
+
 /**
  * An IPv4 or IPv6 network for `trusted_proxies` and `access`. An IPv4-mapped one (`::ffff:10.0.0.0/104`)
  * is held as the IPv4 network it maps (family 4, `10.0.0.0/8`), as client IPs are read.
@@ -104,7 +110,7 @@ export interface ServerConfig {
    * `resolver`: the DNS servers asked for `resolve` and `service=` pass lines (SPEC 7), in order;
    * empty (default, also `resolver = system` or an empty value) = the system's (`/etc/resolv.conf`). `/etc/hosts` is never read for these lines.
    */
-  readonly resolvers: readonly ResolverAddress[];
+  readonly resolvers: readonly ConfiguredResolver[];
   /** `resolver_timeout`: the limit of one DNS lookup, ms. Default 2 000. */
   readonly resolverTimeoutMs: number;
 }

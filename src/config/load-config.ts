@@ -229,7 +229,8 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
   tls_min_version: (s, e) =>
     (s.tlsMinVersion = read(e, (t) => parseChoice<TlsVersion>(t, ['TLSv1.2', 'TLSv1.3'], 'TLS version'))),
   redirect_https: (s, e) => (s.redirectHttps = read(e, parseBoolean)),
-  resolver: (s, e) => (s.resolvers = read(e, (t) => (t === 'system' || t === '' ? [] : parseResolverList(t)))),
+  resolver: (s, e) =>
+    (s.resolvers = read(e, (t) => (t === 'system' || t === '' ? [] : parseResolverList(t))).map(({ offset, ...server }) => ({ ...server, place: placeInValue(e, offset) }))),
   resolver_timeout: (s, e) => (s.resolverTimeoutMs = read(e, (t) => parseDuration(t, 1, MAX_RESOLVER_TIMEOUT_MS))),
   hsts: (s, e) => (s.hstsMaxAgeSeconds = read(e, (t) => (t === 'off' ? undefined : Math.floor(parseDuration(t, 0, MAX_HSTS_MS) / 1000)))),
 };

@@ -6,7 +6,7 @@
  * nginx "Measurement units"), CIDR notation follows RFC 4632 (IPv4) and RFC 4291 section 2.3 (IPv6),
  * status classes RFC 9110 section 15.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import type { Cidr, ListenAddress, ResolverAddress, StatusRange } from './config.js';
 import { suggest } from './did-you-mean.js';
 
@@ -36,7 +36,8 @@ export class InvalidValueError extends Error {
 export const MAX_DURATION_MS = 2_147_483_647;
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
-const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The units of a duration and their length in ms: config durations, and `limit-simulate`'s schedule times. */
+export const DURATION_UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
  * Parses a duration: a number with unit `ms`, `s`, `m`, `h` or `d`; a bare number is seconds (nginx).
@@ -51,7 +52,7 @@ const MS_PER_UNIT: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_0
 export function parseDuration(text: string, minMs = 0, maxMs = MAX_DURATION_MS): number {
   const match = DURATION.exec(text);
   if (match === null) throw new InvalidValueError(`invalid duration '${text}'`, 'expected e.g. 500ms, 3s, 1m');
-  const ms = Math.round(Number(match[1]) * (MS_PER_UNIT[match[2] ?? 's'] ?? 1_000));
+  const ms = Math.round(Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? 's'] ?? 1_000));
   if (!(ms <= maxMs)) {
     const limit = maxMs === MAX_DURATION_MS ? "596h, the limit of Node's timers" : formatDuration(maxMs);
     throw new InvalidValueError(`invalid duration '${text}'`, `expected at most ${limit}`);
@@ -219,11 +220,12 @@ const RESOLVER_HINT = 'expected IP[:PORT] items separated by commas, e.g. 127.0.
  * names only because it reads them once from `/etc/hosts` at start-up). So are addresses no DNS
  * server can have (`unusableAddressReason`).
  *
- * @returns the servers in written order (the first is asked first).
+ * @returns the servers in written order (the first is asked first), `source` keeping each item as
+ *   written and `offset` where it starts in `text` (UTF-16 units, for the place of a message about it).
  * @throws InvalidValueError pointing at the bad item: empty, not an IP address, not a unicast
  *   address, bad port.
  */
-export function parseResolverList(text: string): ResolverAddress[] {
+export function parseResolverList(text: string): (ResolverAddress & { readonly source: string; readonly offset: number })[] {
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in resolver list', RESOLVER_HINT, offset);
     const server = parseResolverAddress(item, offset);
@@ -231,7 +233,7 @@ export function parseResolverList(text: string): ResolverAddress[] {
     if (problem !== undefined) {
       throw new InvalidValueError(`invalid resolver '${server.host}'`, `${problem} cannot be a DNS server; expected a unicast address`, offset);
     }
-    return server;
+    return { ...server, source: item, offset };
   });
 }
 
@@ -399,6 +401,28 @@ function clearHostBits(bytes: Uint8Array, prefixLength: number): void {
     const networkBits = Math.min(8, Math.max(0, prefixLength - i * 8));
     bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - networkBits)) & 0xff);
   }
+}
+
+/**
+ * The warning's reason when `network` (an `access` target or a `trusted_proxies` item, as `parseCidr`
+ * returns it) was written with host bits below its prefix, whose bits `parseCidr` cleared:
+ * `10.1.2.3/8` → `the bits below /8 are ignored, it means 10.0.0.0/8`; `::ffff:10.0.0.1/104` → `the
+ * bits below /104 are ignored, it means 10.0.0.0/8`. Undefined when it was written as its network
+ * address. nginx warns "low address bits of … are meaningless" for the same (ngx_ptocidr).
+ */
+export function ignoredHostBits(network: Cidr): string | undefined {
+  const [written = '', writtenPrefix] = network.source.split('/');
+  const writtenBytes = (isIPv4(written) ? ipv4Bytes(written) : ipv6Bytes(written)).slice(-network.bytes.length); // a mapped address: its IPv4 bytes
+  if (writtenBytes.every((byte, i) => byte === network.bytes[i])) return undefined;
+  return `the bits below /${writtenPrefix ?? network.prefixLength} are ignored, it means ${formatNetwork(network.bytes)}/${network.prefixLength}`;
+}
+
+/** The network address of 4 or 16 bytes as text (IPv6 in its canonical, compressed form). */
+function formatNetwork(bytes: Uint8Array): string {
+  if (bytes.length === 4) return bytes.join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return new SocketAddress({ address: groups.join(':'), family: 'ipv6' }).address;
 }
 
 // ---- access rules and limits ----------------------------------------------------------------------

@@ -8,7 +8,9 @@
  * Lookups happen on timers, never per request; the request path reads only what was pushed.
  */
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
+import { plural } from '../log/plural.js';
 import { unrefTimers, type Timers } from '../timers.js';
+import { upstreamAddress } from '../upstream/upstream.js';
 import {
   discoveredUpstreamConfig,
   type DiscoveredLine,
@@ -203,18 +205,18 @@ export class Discovery {
     }
     if (end.isEpisodeStart && 'reason' in answer) {
       const held = entry.schedule.addresses.length;
-      const keeping = held === 0 ? 'no addresses yet' : `${isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`} ${held} addresses`;
+      const keeping = held === 0 ? 'no addresses yet' : `${isFailure(answer.result) ? 'keeping' : `keeping for up to ${HOLD_NX_MS / 1000}s`} ${plural(held, 'address')}`;
       const hint = answer.result === 'nxdomain' && (name === 'localhost' || name.endsWith('.localhost')) ? ' (resolve lines ask the resolver, never /etc/hosts)' : '';
       this.#log(`${where}: ${answer.result}: ${answer.reason}${hint}; ${keeping}, ${next}`);
     }
     const members = this.#members(entry);
     if (sameMembers(entry.pushed, members)) {
-      if (answer.result === 'ok' && wasFailing) this.#log(`${where}: answered again, ${members.length} addresses as before, ${next}`);
+      if (answer.result === 'ok' && wasFailing) this.#log(`${where}: answered again, ${plural(members.length, 'address')} as before, ${next}`);
       return;
     }
-    const change = describeChange(entry.pushed, members);
+    const change = describeChange(entry.pushed, members, entry.line.discovery!.kind === 'service');
     if (end.isHoldExpired) this.#log(`${where}: ${answer.result} for ${HOLD_NX_MS / 1000}s, line emptied (${change}), ${next}`);
-    else this.#log(`${where}: ${members.length} addresses (${change}), ${next}`);
+    else this.#log(`${where}: ${plural(members.length, 'address')} (${change}), ${next}`);
     this.#push(entry.routeName);
   }
 
@@ -283,9 +285,13 @@ function sameMembers(a: readonly UpstreamConfig[], b: readonly UpstreamConfig[])
   );
 }
 
-/** `+127.0.0.4 −127.0.0.2` (by host:port), or `flags changed` when the same addresses stay. */
-function describeChange(before: readonly UpstreamConfig[], after: readonly UpstreamConfig[]): string {
-  const label = (u: UpstreamConfig) => (before.concat(after).some((x) => x.host === u.host && x.port !== u.port) ? `${u.host}:${u.port}` : u.host);
+/**
+ * `+127.0.0.4 −127.0.0.2` (by host:port), or `weights or flags changed` when the same addresses stay. A resolve
+ * line's addresses share the line's port, so they are named by address; an SRV line's records carry their own
+ * ports, so each is named by address and port (`+127.0.0.1:22007 +[fd00::7]:21002`).
+ */
+function describeChange(before: readonly UpstreamConfig[], after: readonly UpstreamConfig[], isService: boolean): string {
+  const label = (u: UpstreamConfig) => (isService ? upstreamAddress(u) : u.host);
   const beforeKeys = new Set(before.map((u) => u.origin));
   const afterKeys = new Set(after.map((u) => u.origin));
   const added = after.filter((u) => !beforeKeys.has(u.origin)).map((u) => `+${label(u)}`);

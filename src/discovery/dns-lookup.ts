@@ -85,7 +85,7 @@ export class NodeDnsLookup implements DnsLookup {
   /** `127.0.0.1:5353`, or `127.0.0.1:5353, 127.0.0.2:53`: named in failure reasons. */
   readonly #servers: string;
 
-  constructor(server: Pick<ServerConfig, 'resolvers' | 'resolverTimeoutMs'>) {
+  constructor(server: { readonly resolvers: readonly ResolverAddress[] } & Pick<ServerConfig, 'resolverTimeoutMs'>) {
     const serverCount = Math.max(1, server.resolvers.length > 0 ? server.resolvers.length : getServers().length);
     this.#timeoutMs = server.resolverTimeoutMs;
     this.#tryTimeoutMs = Math.max(1, Math.floor(server.resolverTimeoutMs / serverCount));

@@ -25,7 +25,7 @@
  */
 import { isIP, SocketAddress } from 'node:net';
 import type { Cidr, ServerConfig } from '../config/config.js';
-import { ipv4Bytes, ipv6Bytes, unmapIpv4 } from '../config/values.js';
+import { ignoredHostBits, ipv4Bytes, ipv6Bytes, unmapIpv4 } from '../config/values.js';
 import { formatPlace } from '../errors.js';
 
 /** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged; undefined (socket already gone) → ''. */
@@ -54,18 +54,25 @@ export function isTrustedProxy(ip: string, networks: readonly Cidr[]): boolean {
 
 /**
  * What `--check`, start-up and a reload warn about in `trusted_proxies` (one line each, without the
- * `warning: ` prefix, at the item's file:line:column): an item that covers every address of a family
- * (`0.0.0.0/0`, `::/0`, `::ffff:0:0/96`) trusts every peer of it, so any client can choose its own
- * client IP with X-Forwarded-For and walk past `access` and `rate_limit`. nginx takes
- * `set_real_ip_from 0.0.0.0/0` silently; we warn.
+ * `warning: ` prefix, at the item's file:line:column):
+ * - an item written with host bits below its prefix (`10.0.0.1/8` means `10.0.0.0/8`), the same
+ *   warning as for `access` (values.ts `ignoredHostBits`; nginx warns "low address bits … are
+ *   meaningless" for `set_real_ip_from` too);
+ * - an item that covers every address of a family (`0.0.0.0/0`, `::/0`, `::ffff:0:0/96`) trusts
+ *   every peer of it, so any client can choose its own client IP with X-Forwarded-For and walk past
+ *   `access` and `rate_limit`. nginx takes `set_real_ip_from 0.0.0.0/0` silently; we warn.
  */
 export function trustedProxyWarnings(server: ServerConfig): string[] {
-  return server.trustedProxies
-    .filter((network) => network.prefixLength === 0)
-    .map(
-      (network) =>
-        `${formatPlace(network.place)}: [server] trusted_proxies ${network.source} trusts every IPv${network.family} peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)`,
-    );
+  const warnings: string[] = [];
+  for (const network of server.trustedProxies) {
+    const where = `${formatPlace(network.place)}: [server] trusted_proxies ${network.source}`;
+    const hostBits = ignoredHostBits(network);
+    if (hostBits !== undefined) warnings.push(`${where}: ${hostBits}`);
+    if (network.prefixLength === 0) {
+      warnings.push(`${where} trusts every IPv${network.family} peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)`);
+    }
+  }
+  return warnings;
 }
 
 function hasPrefix(address: Uint8Array, network: Uint8Array, prefixLength: number): boolean {

@@ -21,6 +21,7 @@ import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { RouteTable } from '../upstream/route-table.js';
 import { Router } from './router.js';
 import { normalizeClientIp, trustedProxyWarnings } from './client-address.js';
+import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { ConnectionPool, poolKey } from '../wire/connection-pool.js';
 import { OwnListeners, type ListeningEndpoint } from '../wire/own-listeners.js';
 import type { DiscoveredLine, DiscoveryTarget } from '../discovery/discovered-line.js';
@@ -344,7 +345,7 @@ export class ProxyServer implements DiscoveryTarget {
    */
   reload(config: Config): ReloadSummary {
     const certificates = this.#readCertificates(config.server);
-    const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...upstreamTlsWarnings(config)];
+    const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)];
     const before = this.#table.config;
     if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');

@@ -18,9 +18,10 @@
  * VERDICT_CACHE_SIZE entries (amortised O(1); the rules never change under a list, a reload makes
  * a new one).
  */
-import { BlockList, SocketAddress, isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import type { AccessRule, RouteConfig } from '../config/config.js';
-import { ipToBytes, normalizeClientIp } from '../gateway/client-address.js';
+import { ignoredHostBits } from '../config/values.js';
+import { normalizeClientIp } from '../gateway/client-address.js';
 
 /** Most client IPs whose verdict is remembered before the memory is emptied. */
 const VERDICT_CACHE_SIZE = 10_000;
@@ -98,7 +99,7 @@ function formatAddress(bytes: Uint8Array): string {
 /**
  * What `--check` warns about in the routes' `access` lines, one line each with the rule's
  * file:line:column: a network written with host bits below its prefix (`allow 10.1.2.3/8` means
- * `10.0.0.0/8`, which is rarely what was meant; nginx warns "low address bits … are meaningless"),
+ * `10.0.0.0/8`, which is rarely what was meant: values.ts `ignoredHostBits`, as for `trusted_proxies`),
  * and lines after an `all`, which can never match first.
  */
 export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
@@ -115,21 +116,9 @@ export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
         allAt ??= rule;
         continue;
       }
-      const [written, writtenPrefix] = rule.network.source.split('/');
-      const writtenBytes = written === undefined ? undefined : ipToBytes(written)?.slice(-rule.network.bytes.length); // a mapped address: its IPv4 bytes
-      const hasHostBits = writtenBytes !== undefined && writtenBytes.some((byte, i) => byte !== rule.network!.bytes[i]);
-      if (hasHostBits) {
-        warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: the bits below /${writtenPrefix ?? rule.network.prefixLength} are ignored, it means ${formatNetwork(rule.network.bytes)}/${rule.network.prefixLength}`);
-      }
+      const hostBits = ignoredHostBits(rule.network);
+      if (hostBits !== undefined) warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: ${hostBits}`);
     }
   }
   return warnings;
-}
-
-/** The network address of 4 or 16 bytes as text (IPv6 in its canonical, compressed form). */
-function formatNetwork(bytes: Uint8Array): string {
-  if (bytes.length === 4) return bytes.join('.');
-  const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
-  return new SocketAddress({ address: groups.join(':'), family: 'ipv6' }).address;
 }

@@ -35,6 +35,15 @@ test('--check lists the discovery lines, notes they are looked up at start-up, a
   }
 });
 
+test("--check warns about resolver = ::1:53, which is read as [::1:53] (port 53), and stays valid", () => {
+  const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', 'access_log = off', 'resolver = ::1:53', '[proxy.api]', 'path = /api', 'pass = http://api.test:8080 resolve', ''].join('\n'));
+  const result = runCheck(file, Date.now());
+  assert.equal(result.exitCode, 0, `got exit ${result.exitCode}, want 0: ${result.messages.join('; ')}`);
+  assert.ok(result.output.includes('[::1:53]'), `got:\n${result.output}\nwant the resolver summarised as [::1:53]`);
+  const warning = `warning: ${file}:4:12: [server] resolver '::1:53' is the IPv6 address ::1:53 (port 53); for ::1 port 53 write [::1]:53`;
+  assert.deepEqual(result.messages, [warning], `got messages ${JSON.stringify(result.messages)}, want the one resolver warning`);
+});
+
 test('--check of a config without discovery lines has no discovery note', () => {
   const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9001'].join('\n'));
   const result = runCheck(file, Date.now());

@@ -77,6 +77,12 @@ test('every request at one instant: the footer says so and bounds them by the bu
   assert.equal(footer, 'bound, all at one instant (500ms): no time to refill, so at most burst = 5 pass (passed 5)');
 });
 
+test("one request: the footer says '1 request', not '1 requests' (break test)", () => {
+  const got = runLimitSimulate(config, 'api', parseSchedule('0ms x1'));
+  const footer = got.split('\n').find((line) => line.includes('passed (200)'));
+  assert.equal(footer, '1 request: 1 passed (200), 0 limited (429)');
+});
+
 test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas', () => {
   assert.deepEqual(parseSchedule('0ms x5, 100ms x3,1s x10 ,  1.5s x1, 2.025s x2'), [
     { atMs: 0, count: 5 },
@@ -87,13 +93,36 @@ test('the schedule: TIME xCOUNT items, whole milliseconds, spaces around commas'
   ]);
 });
 
+test('the schedule takes the units of config durations, m, h and d too (break test: 1m x1 was refused)', () => {
+  assert.deepEqual(parseSchedule('0ms x1, 1m x1, 1.5m x1, 0.25h x1, 1h x1, 1.5d x1, 365d x1'), [
+    { atMs: 0, count: 1 },
+    { atMs: 60_000, count: 1 },
+    { atMs: 90_000, count: 1 },
+    { atMs: 900_000, count: 1 },
+    { atMs: 3_600_000, count: 1 },
+    { atMs: 129_600_000, count: 1 },
+    { atMs: 31_536_000_000, count: 1 },
+  ]);
+  assert.deepEqual(parseSchedule('0.00001d x1, 1.000000000s x1'), [{ atMs: 864, count: 1 }, { atMs: 1000, count: 1 }], 'trailing zeros and exact fractions of a day');
+  for (const [text, reason] of [
+    ['0.0000001m x1', 'the time must be whole milliseconds'],
+    ['0.000001d x1', 'the time must be whole milliseconds'],
+    ['366d x1', 'the time must be at most 365 days (31536000s) after the start'],
+  ]) {
+    assert.throws(() => parseSchedule(text!), (error: unknown) => error instanceof UsageError && error.message === `--requests: '${text}' at column 1: ${reason}`, `'${text}': want ${reason}`);
+  }
+});
+
 test('a bad schedule is a UsageError naming the item and its column', () => {
   assert.deepEqual(parseSchedule('0ms x1, 31536000s x1'), [{ atMs: 0, count: 1 }, { atMs: 31_536_000_000, count: 1 }], 'one year is the latest time');
   const cases: [string, string][] = [
     ['100 x3', "--requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
     ['0ms x1,  2s x0', "--requests: '2s x0' at column 13: the count must be at least 1"],
     ['0ms x1, 5ms', "--requests: '5ms' at column 12: expected xCOUNT after the time, like x3"],
-    ['0ms x1, 5ms x2 y', "--requests: '5ms x2 y' at column 13: expected xCOUNT after the time, like x3"],
+    ['0ms x1, 5ms x2 y', "--requests: '5ms x2 y' at column 16: expected xCOUNT after the time, like x3"],
+    ['0ms x3 extra', "--requests: '0ms x3 extra' at column 8: expected xCOUNT after the time, like x3"],
+    ['1s x1; 2s x1', "--requests: '1s x1; 2s x1' at column 6: expected xCOUNT after the time, like x3"],
+    ['0ms 3', "--requests: '0ms 3' at column 5: expected xCOUNT after the time, like x3"],
     ['1s x1, 500ms x2', "--requests: '500ms x2' at column 8: the times must not go back (the one before is 1s)"],
     ['1.0001s x1', "--requests: '1.0001s x1' at column 1: the time must be whole milliseconds"],
     ['2.5ms x1', "--requests: '2.5ms x1' at column 1: the time must be whole milliseconds"],
@@ -124,6 +153,11 @@ test('parseArguments: limit-simulate needs a ROUTE and --requests, and takes no 
   assert.throws(() => parseArguments(['limit-simulate', 'api']), /limit-simulate needs --requests/);
   assert.throws(() => parseArguments(['limit-simulate', 'api', '--requests', '0ms x1', '-n', '3']), /option '-n' does not apply here/);
   assert.throws(() => parseArguments(['simulate', 'api', '--requests', '0ms x1']), /option '--requests' does not apply here/);
+  assert.throws(
+    () => parseArguments(['limit-simulate', 'api', '--requests', '0ms x1', '--requests', '0ms x9']),
+    (error: unknown) => error instanceof UsageError && error.message === '--requests is given twice',
+    'a repeated --requests is a usage error (exit 2), not the last one winning (break test)',
+  );
 });
 
 test('the built CLI: prints the table and exits 0; no rate_limit, an unknown route or a bad schedule exit 2 with the reason', async () => {
@@ -140,6 +174,7 @@ test('the built CLI: prints the table and exits 0; no rate_limit, an unknown rou
     [['open', '--requests', '0ms x1'], 'error: route open has no rate_limit: nothing to simulate (routes with a rate_limit: api)'],
     [['nope', '--requests', '0ms x1'], "error: unknown route 'nope' (routes: api, open)"],
     [['api', '--requests', '100 x3'], "error: --requests: '100 x3' at column 1: expected a time like 100ms or 1s"],
+    [['api', '--requests', '0ms x1', '--requests', '0ms x9'], 'error: --requests is given twice'],
   ];
   for (const [args, message] of cases) {
     const result = run(...args);

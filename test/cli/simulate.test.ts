@@ -10,6 +10,12 @@ function configOf(...routes: RouteConfig[]): Config {
   return { file: 'env.ini', server: {} as Config['server'], admin: undefined, acme: undefined, routes };
 }
 
+test("-n 1: the header says '1 pick', not '1 picks'", () => {
+  const route = routeConfig({ name: 'a', strategy: 'smooth-weighted-round-robin', upstreams: weights(5, 1, 1) });
+  const header = runSimulate(configOf(route), 'a', { n: 1 }).split('\n')[0];
+  assert.equal(header, 'route a: smooth-weighted-round-robin, 1 pick, client IP 127.0.0.1, key 127.0.0.1');
+});
+
 test("smooth weighted round robin {5,1,1}: the SPEC's sequence a a b a c a a with its current weights", () => {
   const route = routeConfig({ name: 'a', strategy: 'smooth-weighted-round-robin', upstreams: weights(5, 1, 1) });
   const got = runSimulate(configOf(route), 'a', { n: 7 });

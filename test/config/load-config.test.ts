@@ -255,7 +255,7 @@ conn_limit = 4
       tlsMinVersion: 'TLSv1.3',
       redirectHttps: true,
       hstsMaxAgeSeconds: 31_536_000,
-      resolvers: [{ host: '127.0.0.53', port: 5353 }],
+      resolvers: [{ host: '127.0.0.53', port: 5353, source: '127.0.0.53:5353', place: { file: 'env.ini', line: 21, column: 12 } }],
       resolverTimeoutMs: 750,
     });
     assert.deepEqual(trustedProxies.map((n) => n.source), ['10.0.0.0/8', '::1']);
@@ -556,10 +556,10 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
   it('reads resolver and resolver_timeout', () => {
     const { server } = parseConfig(`[server]\nresolver = 127.0.0.53, 10.0.0.1:5353 ,::1, [fd00::2]:54\nresolver_timeout = 500ms\n${ROUTE}`, 'env.ini');
     assert.deepEqual(server.resolvers, [
-      { host: '127.0.0.53', port: 53 },
-      { host: '10.0.0.1', port: 5353 },
-      { host: '::1', port: 53 },
-      { host: 'fd00::2', port: 54 },
+      { host: '127.0.0.53', port: 53, source: '127.0.0.53', place: { file: 'env.ini', line: 2, column: 12 } },
+      { host: '10.0.0.1', port: 5353, source: '10.0.0.1:5353', place: { file: 'env.ini', line: 2, column: 24 } },
+      { host: '::1', port: 53, source: '::1', place: { file: 'env.ini', line: 2, column: 39 } },
+      { host: 'fd00::2', port: 54, source: '[fd00::2]:54', place: { file: 'env.ini', line: 2, column: 44 } },
     ]);
     assert.equal(server.resolverTimeoutMs, 500);
     const edges = parseConfig(`[server]\nresolver = 1.0.0.1, 223.255.255.254, ::ffff:127.0.0.53, fe00::1\n${ROUTE}`, 'env.ini').server.resolvers;

@@ -92,6 +92,37 @@ describe('Discovery', () => {
     h.discovery.stop();
   });
 
+  it('names every entry of an SRV line by address and port in the change log (break test: +127.0.0.1 +127.0.0.3:21002 +127.0.0.3:22007)', async () => {
+    const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://web.test service=http\n`);
+    h.lookup.setA('one.test', 10, '127.0.0.1');
+    h.lookup.setA('three.test', 10, '127.0.0.3');
+    h.lookup.addresses.set('six.test', { v4: { result: 'empty', reason: 'no A' }, v6: { result: 'ok', records: [{ address: 'fd00::6', ttlSeconds: 10 }] } });
+    const record = (port: number, target: string) => ({ priority: 10, weight: 1, port, target, addresses: h.lookup.addresses.get(target) });
+    h.lookup.services.set('_http._tcp.web.test', { result: 'ok', records: [record(22007, 'one.test'), record(21002, 'three.test'), record(22007, 'three.test'), record(22008, 'six.test')] });
+    h.discovery.start();
+    await h.advance(0);
+    const changeLog = h.logs.find((line) => line.startsWith('discovery: route a, _http._tcp.web.test: 4 addresses'));
+    assert.equal(changeLog, 'discovery: route a, _http._tcp.web.test: 4 addresses (+127.0.0.1:22007 +127.0.0.3:21002 +127.0.0.3:22007 +[fd00::6]:22008), next lookup in 10s', `got logs ${JSON.stringify(h.logs)}`);
+    h.discovery.stop();
+  });
+
+  it("a set of one is logged as '1 address', not '1 addresses' (break test), also when a failure keeps it", async () => {
+    const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`);
+    h.lookup.setA('api.test', 5, '127.0.0.2');
+    h.discovery.start();
+    await h.advance(0);
+    h.lookup.addresses.set('api.test', { v4: { result: 'servfail', reason: 'SERVFAIL' }, v6: { result: 'servfail', reason: 'x' } });
+    await h.advance(5_000);
+    h.lookup.setA('api.test', 5, '127.0.0.2');
+    await h.advance(1_000);
+    assert.deepEqual(h.logs, [
+      'discovery: route a, api.test: 1 address (+127.0.0.2), next lookup in 5s',
+      'discovery: route a, api.test: servfail: SERVFAIL; keeping 1 address, next lookup in 1s',
+      'discovery: route a, api.test: answered again, 1 address as before, next lookup in 5s',
+    ]);
+    h.discovery.stop();
+  });
+
   it('logs one line per failure episode, keeps the set, and counts lookups by result', async () => {
     const h = harness(`[server]\nresolver = 127.0.0.1:5353\n[proxy.a]\npath=/a\npass = http://api.test:8080 resolve\n`);
     h.discovery.start();

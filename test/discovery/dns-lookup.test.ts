@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ServerConfig } from '../../src/config/config.js';
 import { classifyDnsError, NodeDnsLookup } from '../../src/discovery/dns-lookup.js';
 import { startDnsResponder, type DnsResponder } from '../helpers/dns-responder.js';
 
@@ -14,7 +13,7 @@ const TIMEOUT_MS = 200;
 describe('NodeDnsLookup against a DNS server on loopback', () => {
   let dns: DnsResponder;
   let lookup: NodeDnsLookup;
-  let server: Pick<ServerConfig, 'resolvers' | 'resolverTimeoutMs'>;
+  let server: ConstructorParameters<typeof NodeDnsLookup>[0];
   before(async () => {
     dns = await startDnsResponder();
     server = { resolvers: [{ host: '127.0.0.1', port: dns.port }], resolverTimeoutMs: TIMEOUT_MS };

@@ -64,8 +64,21 @@ test('trustedProxyWarnings: an item covering every address of a family is warned
     `env.ini:2:40: [server] trusted_proxies ::/0 trusts every IPv6 peer: ${risk}`,
     `env.ini:2:46: [server] trusted_proxies ::ffff:0:0/96 trusts every IPv4 peer: ${risk}`,
   ]);
-  assert.deepEqual(trustedProxyWarnings(server('"1.2.3.4/0"')), [`env.ini:2:20: [server] trusted_proxies 1.2.3.4/0 trusts every IPv4 peer: ${risk}`], 'a quoted value: the column of the item inside the quotes');
-  assert.deepEqual(trustedProxyWarnings(server('10.0.0.0/1, 128.0.0.0/1, ::/1')), [], 'only an item that covers a whole family by itself');
+  assert.deepEqual(
+    trustedProxyWarnings(server('"1.2.3.4/0"')),
+    ['env.ini:2:20: [server] trusted_proxies 1.2.3.4/0: the bits below /0 are ignored, it means 0.0.0.0/0', `env.ini:2:20: [server] trusted_proxies 1.2.3.4/0 trusts every IPv4 peer: ${risk}`],
+    'a quoted value: the column of the item inside the quotes',
+  );
+  assert.deepEqual(trustedProxyWarnings(server('0.0.0.0/1, 128.0.0.0/1, ::/1')), [], 'only an item that covers a whole family by itself');
+});
+
+test('trustedProxyWarnings: an item with host bits below its prefix gets the warning access gives, at its file:line:column (break test)', () => {
+  const server = parseConfig(`[server]\ntrusted_proxies = 10.0.0.1/8, ::ffff:10.0.0.1/104, 192.168.0.0/16, fd00::1/8, 127.0.0.5\n[proxy.a]\npath = /\npass = http://a\n`, 'env.ini').server;
+  assert.deepEqual(trustedProxyWarnings(server), [
+    'env.ini:2:19: [server] trusted_proxies 10.0.0.1/8: the bits below /8 are ignored, it means 10.0.0.0/8',
+    'env.ini:2:31: [server] trusted_proxies ::ffff:10.0.0.1/104: the bits below /104 are ignored, it means 10.0.0.0/8',
+    'env.ini:2:68: [server] trusted_proxies fd00::1/8: the bits below /8 are ignored, it means fd00::/8',
+  ]);
 });
 
 test('parseForwardedAddress: what an entry may be', () => {

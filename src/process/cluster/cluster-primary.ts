@@ -334,6 +334,26 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     });
   };
 
+  // The start-up line names the ports bound, as single-process mode does. A `listen` on port 0 is bound
+  // when the first worker listens (node:cluster shares one socket per address, so every worker
+  // reports the same port); a worker listens on `listen` before `tls_listen`, so the first new port
+  // reported belongs to the first listener still on port 0.
+  const listeners = [
+    ...(config.server.listen === undefined ? [] : [{ host: config.server.listen.host, port: config.server.listen.port, scheme: 'http' }]),
+    ...(config.server.tlsListen === undefined ? [] : [{ host: config.server.tlsListen.host, port: config.server.tlsListen.port, scheme: 'https' }]),
+  ];
+  const logListeners = (): void => {
+    const bound = listeners.map((listener) => `${formatListenAddress(listener)} (${listener.scheme})`);
+    log(`primary ${process.pid}: ${workerCount} workers, health checks${hasDiscoveryLines(config) ? ', DNS discovery' : ''} and registry here; proxy on ${bound.join(' and ')}`);
+  };
+  const noteBoundPort = (port: number): void => {
+    if (listeners.some((listener) => listener.port === port)) return;
+    const unbound = listeners.find((listener) => listener.port === 0);
+    if (unbound === undefined) return;
+    unbound.port = port;
+    if (listeners.every((listener) => listener.port !== 0)) logListeners();
+  };
+
   const startWorker = (slot: WorkerSlot): void => {
     slot.retryTimer = undefined;
     slot.isStarted = false;
@@ -364,6 +384,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     worker.on('listening', (address: Address) => {
       // The workers' shared listeners are this process's own too: its health probes refuse them (own-listeners.ts).
       if (typeof address.address === 'string' && address.port > 0) model.addOwnListener({ address: address.address, port: address.port, key: listenerKey(config, address.port) });
+      if (address.port > 0) noteBoundPort(address.port);
       if (slot.failure !== undefined) log(`worker ${worker.process.pid} started in slot ${slot.number} after ${slot.failedStarts} failed start(s)`);
       slot.isStarted = true;
       slot.failedStarts = 0;
@@ -401,11 +422,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     };
   };
   for (const slot of slots) startWorker(slot);
-  const listeners = [
-    ...(config.server.listen === undefined ? [] : [`${formatListenAddress(config.server.listen)} (http)`]),
-    ...(config.server.tlsListen === undefined ? [] : [`${formatListenAddress(config.server.tlsListen)} (https)`]),
-  ];
-  log(`primary ${process.pid}: ${workerCount} workers, health checks${hasDiscoveryLines(config) ? ', DNS discovery' : ''} and registry here; proxy on ${listeners.join(' and ')}`);
+  if (listeners.every((listener) => listener.port !== 0)) logListeners();
 
   const onSignal = (signal: string): void => {
     if (isStopping) {

@@ -28,6 +28,7 @@ import type { TlsClientSettings } from '../../wire/tls-client.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from './probe.js';
 import { initialHealth, nextHealth, type RiseFallState } from './rise-fall.js';
 import { systemTimers, type Timers } from '../../timers.js';
+import { plural } from '../../log/plural.js';
 
 /** The timer functions the checker uses; the global ones by default. Handles are opaque. */
 
@@ -268,8 +269,4 @@ function isSameProbe(a: HealthCheckConfig, b: HealthCheckConfig): boolean {
     a.statuses.length === b.statuses.length &&
     a.statuses.every((range, index) => range.from === b.statuses[index]!.from && range.to === b.statuses[index]!.to)
   );
-}
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -182,7 +182,11 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     // A fully qualified name's trailing dot (`api.svc.cluster.local.`) is dropped, as from a client's Host.
     if (host.endsWith('.') && host.length > 1 && !host.endsWith('..')) host = host.slice(0, -1);
     if (host === '') fail(authorityStart, `missing host in pass URL '${text}' (${URL_HINT})`);
-    if (!isIPv4(host) && !isHostName(host)) fail(authorityStart, `invalid host '${host}' in pass URL (${URL_HINT})`);
+    if (!isIPv4(host) && !isHostName(host)) {
+      const dotted = numericHostAsIpv4(host);
+      if (dotted !== undefined) fail(authorityStart, `'${host}' is the IPv4 address ${dotted} in another notation: write it as ${dotted}`);
+      fail(authorityStart, `invalid host '${host}' in pass URL (${URL_HINT})`);
+    }
     portText = colon < 0 ? undefined : authority.slice(colon + 1);
     portOffset = authorityStart + colon + 1;
   }
@@ -213,6 +217,20 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
     hasPort: portText !== undefined,
     portOffset,
   };
+}
+
+/**
+ * The dotted IPv4 address the system resolver would read a numeric host as (`0x7f000001`, `127.1`,
+ * `2130706433` → `127.0.0.1`, by the WHATWG URL parser's IPv4 rules, which follow inet_aton), or
+ * undefined when `host` is not one. For the error message only: such hosts are refused.
+ */
+function numericHostAsIpv4(host: string): string | undefined {
+  try {
+    const hostname = new URL(`http://${host}/`).hostname;
+    return isIPv4(hostname) && hostname !== host ? hostname : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** An IPv6 literal (valid, no zone) → its RFC 5952 text, or the IPv4 address it maps: `::FFFF:7f00:2` → `127.0.0.2`. */

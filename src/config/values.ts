@@ -187,13 +187,16 @@ export function parsePort(text: string, min: number, offset: number): number {
 
 /**
  * True for a DNS host name (RFC 1123 section 2.1 labels of letters, digits and `-`, plus `_` as
- * container service names use), at most 253 characters. A name whose last label is all digits is
- * refused: resolvers read `1.2.3` as an IPv4 shorthand, so it is a mistyped address.
+ * container service names use), at most 253 characters. A name whose last label is a number, in
+ * decimal or in hex (`0x…`), is refused: the system resolver (`getaddrinfo`, inet_aton's forms)
+ * reads `1.2.3`, `2130706433` and `0x7f000001` as IPv4 addresses, so such a "name" is an address
+ * in disguise, which would escape every check made on addresses (the WHATWG URL parser's
+ * "ends in a number" rule refuses the same).
  */
 export function isHostName(text: string): boolean {
   if (text.length === 0 || text.length > 253) return false;
   const labels = text.split('.');
-  if (/^\d+$/.test(labels[labels.length - 1] ?? '')) return false;
+  if (/^(\d+|0x[0-9a-f]*)$/i.test(labels[labels.length - 1] ?? '')) return false;
   return labels.every((label) => /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(label));
 }
 

@@ -462,6 +462,9 @@ describe('pass lines', () => {
     ['unspecified IPv4', 'http://0.0.0.0:9001', 'env.ini:3:15: 0.0.0.0 is the unspecified address and cannot be an upstream (for this host write 127.0.0.1)'],
     ['unspecified IPv6', 'http://[::]:9001', 'env.ini:3:16: :: is the unspecified address and cannot be an upstream (for this host write [::1])'],
     ['multicast', 'http://224.0.0.1', 'env.ini:3:15: 224.0.0.1 is a multicast address and cannot be an upstream'],
+    ['hex IPv4 in disguise', 'http://0x0:9001', "env.ini:3:15: '0x0' is the IPv4 address 0.0.0.0 in another notation: write it as 0.0.0.0"],
+    ['hex loopback', 'http://0X7F000001.', "env.ini:3:15: '0x7f000001' is the IPv4 address 127.0.0.1 in another notation: write it as 127.0.0.1"],
+    ['short IPv4', 'http://127.1', "env.ini:3:15: '127.1' is the IPv4 address 127.0.0.1 in another notation: write it as 127.0.0.1"],
     ['mapped broadcast', 'https://[::ffff:255.255.255.255]', 'env.ini:3:17: 255.255.255.255 is the broadcast address and cannot be an upstream'],
   ];
   for (const [name, line, message] of bad) {

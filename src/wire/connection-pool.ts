@@ -41,7 +41,8 @@
  * A new connection to one of this proxy's own listeners (`ownListeners`, src/wire/own-listeners.ts:
  * a `pass` line, a DNS answer or a registry entry naming the proxy itself) is never made: an IP
  * literal is refused before connecting, a name's own addresses are left out of its lookup (the
- * others still tried), and `acquire` rejects with `UpstreamLoopError`. The request would otherwise
+ * others still tried; a name with nothing else left is refused without a lookup for
+ * OWN_NAME_MEMORY_MS), and `acquire` rejects with `UpstreamLoopError`. The request would otherwise
  * come back in and be forwarded again, one new connection per hop. As a backstop, a connection whose
  * peer still turns out to be the proxy is destroyed right after its TCP connect, before a byte is
  * written. Checked once per new connection, never per request or on a reused one.
@@ -192,6 +193,17 @@ export class UpstreamConnection {
   }
 }
 
+/**
+ * How long a name found to resolve only to this proxy's own listeners is refused without asking DNS
+ * again, ms. Without it each request to such a name pays a system lookup (`getaddrinfo` on the
+ * thread pool) that leads nowhere: a break test saw 3.3× fewer answers per second and other routes'
+ * lookups queued behind them.
+ */
+export const OWN_NAME_MEMORY_MS = 1000;
+
+/** At most this many such names are remembered (the oldest is forgotten first). */
+const MAX_OWN_NAMES = 1024;
+
 /** Size of each connection's read buffer, bytes: node's own read size. */
 export const READ_BUFFER_BYTES = 64 * 1024;
 
@@ -212,6 +224,11 @@ export class ConnectionPool {
   private readonly maxSessions: number;
   private readonly ownListeners: OwnListenerMatcher | undefined;
 
+  /**
+   * Names whose every address is one of this proxy's listeners (`host port` → until when, ms, and the
+   * refusal), oldest first: for OWN_NAME_MEMORY_MS such a name is refused without a lookup.
+   */
+  private readonly ownNames = new Map<string, { readonly until: number; readonly error: UpstreamLoopError }>();
   /** The last TLS session per origin key (see the file comment), oldest first. */
   private readonly sessions = new Map<string, Buffer>();
   /**
@@ -421,7 +438,7 @@ export class ConnectionPool {
     return new Promise((resolve, reject) => {
       // One of this proxy's own listeners is refused before a connection is made: an IP literal
       // here, a name's addresses in `lookup` (see the file comment).
-      const loop = loopErrorFor(host, port, this.ownListeners);
+      const loop = loopErrorFor(host, port, this.ownListeners) ?? this.knownOwnName(host, port);
       if (loop !== undefined) return reject(loop);
       const lookup = lookupAvoidingOwnListeners(port, this.ownListeners);
       const isForUpgrade = options.isForUpgrade === true;
@@ -500,8 +517,10 @@ export class ConnectionPool {
           }, connectTimeoutMs)
         : undefined;
       const onAbort = (): void => fail(signal?.reason);
-      const onError = (error: Error): void =>
+      const onError = (error: Error): void => {
+        if (error instanceof UpstreamLoopError) this.rememberOwnName(host, port, error);
         fail(error instanceof UpstreamLoopError ? error : isTcpConnected ? new UpstreamTlsError(tlsFailureReason(error), 'handshake', formatOrigin(host, port)) : toConnectError(error, host, port));
+      };
       // The peer is known once TCP is up: a loop back into this proxy ends here (see the file comment).
       const onTcpConnect = (): void => {
         const loop = loopErrorOf(socket, this.ownListeners);
@@ -547,6 +566,23 @@ export class ConnectionPool {
    * once the certificate was accepted (it holds back one that came earlier), so a connection that
    * was refused leaves none behind.
    */
+  /** A name whose every address was one of this proxy's listeners less than OWN_NAME_MEMORY_MS ago: its refusal, without a new lookup. */
+  private knownOwnName(host: string, port: number): UpstreamLoopError | undefined {
+    const key = `${host} ${port}`;
+    const known = this.ownNames.get(key);
+    if (known === undefined) return undefined;
+    if (this.now() < known.until) return new UpstreamLoopError(known.error.peer, known.error.listener);
+    this.ownNames.delete(key);
+    return undefined;
+  }
+
+  private rememberOwnName(host: string, port: number, error: UpstreamLoopError): void {
+    const key = `${host} ${port}`;
+    this.ownNames.delete(key); // re-inserted last: the map's order is the age
+    this.ownNames.set(key, { until: this.now() + OWN_NAME_MEMORY_MS, error });
+    if (this.ownNames.size > MAX_OWN_NAMES) this.ownNames.delete(this.ownNames.keys().next().value as string);
+  }
+
   private openSocket(options: net.TcpNetConnectOpts, key: string, settings: TlsClientSettings | undefined, tlsName: string): net.Socket {
     if (settings === undefined) return this.connectFunction(options);
     const socket = tls.connect({ ...options, ...tlsConnectOptions(settings, tlsName), session: this.sessions.get(key) });

@@ -11,7 +11,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { ConnectionPool, type UpstreamConnection } from '../../src/wire/connection-pool.js';
+import { ConnectionPool, OWN_NAME_MEMORY_MS, type UpstreamConnection } from '../../src/wire/connection-pool.js';
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
@@ -314,6 +314,26 @@ describe('ConnectionPool', () => {
     assert.equal(upstream.connections.length, 0, `got ${upstream.connections.length} connections at the listener, want none made`);
     const connection = await pool.acquire('127.0.0.1', other.port, CONNECT);
     assert.equal(connection.socket.remotePort, other.port, 'a port that is not a listener connects as usual');
+  });
+
+  it('refuses a name that resolved only to ownListeners without a new lookup for OWN_NAME_MEMORY_MS, then asks again', async () => {
+    const own = new OwnListeners(() => []);
+    const { upstream } = await setUp('127.0.0.1');
+    own.add({ address: '::', port: upstream.port, key: 'listen' }); // every address of localhost
+    let clock = 0;
+    let connects = 0;
+    const pool = new ConnectionPool({ ownListeners: own, now: () => clock, connect: (options) => (connects++, net.connect(options)) });
+    cleanups.push(() => pool.close());
+    const refusal = (): Promise<unknown> => pool.acquire('localhost', upstream.port, CONNECT).then(() => undefined, (reason: unknown) => reason);
+    assert.ok((await refusal()) instanceof UpstreamLoopError);
+    assert.equal(connects, 1, 'the first refusal comes from the lookup of a connect');
+    clock = OWN_NAME_MEMORY_MS - 1;
+    const remembered = await refusal();
+    assert.ok(remembered instanceof UpstreamLoopError, `got ${String(remembered)}, want UpstreamLoopError`);
+    assert.equal(connects, 1, `got ${connects} connects (lookups), want 1: a remembered name is refused without one`);
+    clock = OWN_NAME_MEMORY_MS;
+    assert.ok((await refusal()) instanceof UpstreamLoopError);
+    assert.equal(connects, 2, 'after OWN_NAME_MEMORY_MS the name is looked up again');
   });
 
   it('destroys a connection whose peer still turns out to be one of ownListeners (the backstop), writing nothing', async () => {

@@ -12,7 +12,8 @@
  *   socket and the socket given to the TLS server (its `connection` event, which node lets a caller
  *   emit); node's TLS socket feeds the bytes already read to the TLS layer first (lib/_tls_wrap.js
  *   `initRead`);
- * - a token character (the start of a method, RFC 9110 §9.1): a plain HTTP request on the HTTPS
+ * - a token character (the start of a method, RFC 9110 §9.1) or CR/LF (an empty line before the
+ *   request line, RFC 9112 §2.2): a plain HTTP request on the HTTPS
  *   port. It gets the proxy's own 400, `Connection: close` (PLAIN_REQUEST_REASON), as nginx answers
  *   400 "The plain HTTP request was sent to HTTPS port" and Go's server 400 "Client sent an HTTP
  *   request to an HTTPS server."; then the connection closes, lingering so that the client reads it;
@@ -56,6 +57,9 @@ export const LOG_INTERVAL_MS = 60_000;
 
 /** The `ticketKeys` length node's TLS server takes (16 bytes name, 16 HMAC, 16 AES), bytes. */
 export const TICKET_KEY_BYTES = 48;
+
+const CR = 0x0d;
+const LF = 0x0a;
 
 /** The first byte of a TLS handshake record: ContentType `handshake` (22), RFC 8446 §5.1. */
 const TLS_HANDSHAKE_RECORD = 0x16;
@@ -202,7 +206,8 @@ export class TlsListener {
         return;
       }
       this.#handshaking.delete(key);
-      if (IS_TOKEN[firstByte] === 1) {
+      // A method's first character, or the empty line a client may send before a request line (RFC 9112 section 2.2).
+      if (IS_TOKEN[firstByte] === 1 || firstByte === CR || firstByte === LF) {
         this.#logFailure(clientAddress, 'ERR_SSL_HTTP_REQUEST', 'ERR_SSL_HTTP_REQUEST: a plain HTTP request was sent to the HTTPS port');
         this.#refusePlainRequest(socket, PLAIN_REQUEST_REASON);
       } else {
@@ -262,7 +267,12 @@ function connectionKey(socket: Socket): string {
 
 function ignoreError(): void {}
 
-/** The first line of an OpenSSL message, which ends with the source file and line. */
+/**
+ * The reason of an OpenSSL message: `804CA76C057F0000:error:0A000102:SSL routines:
+ * tls_early_post_process_client_hello:unsupported protocol:../deps/…/statem_srvr.c:1664:` →
+ * `unsupported protocol`; any other message's first line as it is.
+ */
 function firstLine(message: string): string {
-  return message.split('\n')[0]!.trim();
+  const line = message.split('\n')[0]!.trim();
+  return /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+):/.exec(line)?.[1] ?? line;
 }

@@ -140,12 +140,18 @@ export function request(
 }
 
 /**
- * Writes `bytes` on a fresh connection and collects everything until the server closes or
- * `idleMs` passes with nothing received. `closedByServer` tells which.
+ * Writes `bytes` on a fresh connection (from `localAddress` when given) and collects everything
+ * until the server closes or `idleMs` passes with nothing received. `closedByServer` tells which.
+ * An array is written piece by piece, 20 ms apart.
  */
-export function rawRequest(port: number, bytes: string | Buffer, idleMs = 1500): Promise<{ text: string; data: Buffer; closedByServer: boolean }> {
+export function rawRequest(
+  port: number,
+  bytes: string | Buffer | readonly (string | Buffer)[],
+  idleMs = 1500,
+  localAddress?: string,
+): Promise<{ text: string; data: Buffer; closedByServer: boolean }> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect({ port, host: '127.0.0.1', noDelay: true, ...(localAddress === undefined ? {} : { localAddress }) });
     const chunks: Buffer[] = [];
     let timer = setTimeout(done, idleMs, false);
     function done(closedByServer: boolean): void {
@@ -161,7 +167,8 @@ export function rawRequest(port: number, bytes: string | Buffer, idleMs = 1500):
     });
     socket.on('end', () => done(true));
     socket.on('error', () => done(true));
-    socket.write(bytes);
+    if (typeof bytes === 'string' || Buffer.isBuffer(bytes)) socket.write(bytes);
+    else bytes.forEach((piece, i) => setTimeout(() => socket.writable && socket.write(piece), i * 20));
   });
 }
 

@@ -191,14 +191,17 @@ const TEST_TIMEOUT_MS = 12_000;
 
 const a = (...addresses: Address[]) => addresses.map((address) => ({ address, ttl: 1 }));
 
+/** api.test: A records for 127.0.0.2, .3 and .4 (TTL 1), no AAAA. */
+function threeARecords(dns: DnsResponder): void {
+  dns.set('api.test', 'A', a('127.0.0.2', '127.0.0.3', '127.0.0.4'));
+  dns.set('api.test', 'AAAA', 'nodata');
+}
+
 describe('discovery through real DNS', { concurrency: true }, () => {
   test('three A records (TTL 1) spread round-robin 10/10/10, and steady traffic over 5 s costs about 5 A queries, not one per request', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       passLine: (port) => `http://api.test:${port} resolve`,
-      answer: (dns) => {
-        dns.set('api.test', 'A', a('127.0.0.2', '127.0.0.3', '127.0.0.4'));
-        dns.set('api.test', 'AAAA', 'nodata');
-      },
+      answer: threeARecords,
     });
     await until('three members', () => s.upstreams().length === 3);
     const spread = tally(await bodies(s.proxy.port, 30));
@@ -224,10 +227,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
   test('an answer that drops .2 and adds .5 moves traffic within 2 TTLs, while a request in flight on .2 finishes with 200', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const s = await setUp(t, {
       passLine: (port) => `http://api.test:${port} resolve`,
-      answer: (dns) => {
-        dns.set('api.test', 'A', a('127.0.0.2', '127.0.0.3', '127.0.0.4'));
-        dns.set('api.test', 'AAAA', 'nodata');
-      },
+      answer: threeARecords,
     });
     await until('three members', () => s.upstreams().length === 3);
     // Three slow requests at once: round robin puts one on each address, so one is in flight on .2.
@@ -268,10 +268,7 @@ describe('discovery through real DNS', { concurrency: true }, () => {
     const s = await setUp(t, {
       routeKeys: 'max_fails = 1\nfail_timeout = 60s',
       passLine: (port) => `http://api.test:${port} resolve`,
-      answer: (dns) => {
-        dns.set('api.test', 'A', a('127.0.0.2', '127.0.0.3', '127.0.0.4'));
-        dns.set('api.test', 'AAAA', 'nodata');
-      },
+      answer: threeARecords,
     });
     await until('three members', () => s.upstreams().length === 3);
     // .4 refuses connections: its turn fails, is retried on another address, and ejects it.

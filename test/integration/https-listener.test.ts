@@ -44,30 +44,9 @@ async function backendFor(t: TestContext, handler?: Parameters<typeof startBacke
   return backend;
 }
 
-/**
- * Writes `pieces` (each a write of its own, 20 ms apart) on a new connection from `localAddress`
- * and collects what comes back until the server closes, or `idleMs` passes without a byte.
- */
+/** `rawRequest` from `localAddress`: the log lines name the client by it. */
 function exchange(port: number, pieces: string | Buffer | (string | Buffer)[], localAddress: string, idleMs = 1500): Promise<{ text: string; closedByServer: boolean }> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress, noDelay: true });
-    const chunks: Buffer[] = [];
-    let timer = setTimeout(done, idleMs, false);
-    function done(closedByServer: boolean): void {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text: Buffer.concat(chunks).toString('latin1'), closedByServer });
-    }
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      clearTimeout(timer);
-      timer = setTimeout(done, idleMs, false);
-    });
-    socket.on('end', () => done(true));
-    socket.on('error', () => done(true));
-    const list = Array.isArray(pieces) ? pieces : [pieces];
-    list.forEach((piece, i) => setTimeout(() => socket.writable && socket.write(piece), i * 20));
-  });
+  return rawRequest(port, pieces, idleMs, localAddress);
 }
 
 /** The first bytes a real TLS client sends (its ClientHello, SNI exact.test), read on a plain listener. */

@@ -119,6 +119,15 @@ export function accessRuleWarnings(routes: readonly RouteConfig[]): string[] {
       const hostBits = ignoredHostBits(rule.network);
       if (hostBits !== undefined) warnings.push(`${where}: [proxy.${route.name}] access ${verb} ${rule.network.source}: ${hostBits}`);
     }
+    // A list of allows only ends, as every list does, in "no match: allowed", so it keeps no one out
+    // (nginx's allow/deny end the same way); and a route's own list replaces an inherited one, so
+    // `[proxy] access = deny all` does not close it either.
+    const first = route.access[0];
+    if (first !== undefined && route.access.every((rule) => rule.isAllowed)) {
+      warnings.push(
+        `${first.place.file}:${first.place.line}:${first.place.column}: [proxy.${route.name}] every access line is an allow, and a client no line matches is allowed too: this list lets every client in (end it with 'access = deny all' to allow only these; a route's own access lines replace the [proxy] ones)`,
+      );
+    }
   }
   return warnings;
 }

@@ -82,6 +82,10 @@ test('accessRuleWarnings (--check)', async (t) => {
       "env.ini:8:10: [proxy.a] this access line can never decide: 'deny all' on line 7 matches every client first",
     ]);
     assert.deepEqual(accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow 10.0.0.0/8\naccess = allow ::1\naccess = deny all\n', 'env.ini').routes), []);
+    // Break test: [proxy] access = deny all, and a route's own allow-only list opened the route to everyone.
+    assert.deepEqual(accessRuleWarnings(parseConfig('[proxy]\naccess = deny all\n[proxy.a]\npath=/a\npass=http://a\naccess = allow 127.0.0.10\n[proxy.b]\npath=/b\npass=http://a\n', 'env.ini').routes), [
+      "env.ini:6:10: [proxy.a] every access line is an allow, and a client no line matches is allowed too: this list lets every client in (end it with 'access = deny all' to allow only these; a route's own access lines replace the [proxy] ones)",
+    ]);
     assert.deepEqual(
       accessRuleWarnings(parseConfig('[proxy.a]\npath=/a\npass=http://a\naccess = allow ::ffff:10.0.0.0/104\naccess = deny ::ffff:10.1.2.3/104\n', 'env.ini').routes),
       ['env.ini:5:10: [proxy.a] access deny ::ffff:10.1.2.3/104: the bits below /104 are ignored, it means 10.0.0.0/8'],

@@ -244,6 +244,9 @@ function parseResolverAddress(item: string, offset: number): ResolverAddress {
   const invalid = (): never => {
     throw new InvalidValueError(`invalid resolver address '${item}'`, RESOLVER_HINT, offset);
   };
+  if (item.includes('%')) {
+    throw new InvalidValueError(`invalid resolver address '${item}'`, 'a zone id (%eth0) cannot be given: use a DNS server with a global or loopback address', offset);
+  }
   if (item.startsWith('[')) {
     const close = item.indexOf(']');
     const host = close < 0 ? '' : item.slice(1, close).toLowerCase();

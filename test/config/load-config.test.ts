@@ -574,6 +574,7 @@ describe('discovery: resolve and service= pass lines, resolver keys (SPEC 1.2, 7
 
   const badServer: [string, string, string][] = [
     ['a resolver name', 'resolver = dns.google', "env.ini:2:12: invalid resolver 'dns.google' for 'resolver' (a DNS server is given by its IP address, not a name)"],
+    ['a resolver with a zone id', 'resolver = fe80::1%lo', "env.ini:2:12: invalid resolver address 'fe80::1%lo' for 'resolver' (a zone id (%eth0) cannot be given: use a DNS server with a global or loopback address)"],
     ['a resolver port 0', 'resolver = 127.0.0.1:0', "env.ini:2:22: invalid port '0' for 'resolver' (expected a number from 1 to 65535)"],
     ['an unspecified resolver', 'resolver = 0.0.0.0', "env.ini:2:12: invalid resolver '0.0.0.0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],
     ['an IPv6 unspecified resolver', 'resolver = 127.0.0.53, [0:0::0]:53', "env.ini:2:24: invalid resolver '0:0::0' for 'resolver' (the unspecified address cannot be a DNS server; expected a unicast address)"],

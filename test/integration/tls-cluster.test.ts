@@ -49,7 +49,7 @@ function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReu
   });
 }
 
-test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate; SIGHUP renews it in both', { timeout: 30_000 }, async (t) => {
+test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate; SIGHUP renews it in both', { timeout: 90_000 }, async (t) => {
   const backend = await startBackend();
   const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-cluster-'));
@@ -80,7 +80,10 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
     await backend.close();
   });
   const status = async (): Promise<StatusSnapshot> => JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot;
-  await waitFor('two workers reporting', async () => ((await status()).workers.length === 2 ? true : undefined), 15_000);
+  // The primary's start line comes once the first worker listens. On a loaded machine two node
+  // processes may take far longer to start than the rest of the test takes (a 15 s wait ran out once).
+  await primary.line(/primary \d+: 2 workers/, 45_000);
+  await waitFor('two workers reporting', async () => ((await status()).workers.length === 2 ? true : undefined), 30_000);
   await waitFor('the TLS listener', () => resumingGet(tlsPort, undefined).then((r) => (r.status === 'HTTP/1.1 200 OK' ? r : undefined)), 10_000);
 
   const first = await resumingGet(tlsPort, undefined);

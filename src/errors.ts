@@ -23,6 +23,22 @@ export function formatPlace(place: SourcePlace): string {
   return `${place.file}:${place.line}:${place.column}`;
 }
 
+/** The longest value, in characters, that a config error's message quotes in full. */
+const MAX_QUOTED_CHARS = 80;
+/** How much of a longer value the message keeps, in characters. */
+const KEPT_QUOTED_CHARS = 60;
+const LONG_QUOTED = new RegExp(`'([^'\\n]{${MAX_QUOTED_CHARS + 1},})'`, 'g');
+
+/**
+ * `reason` with every quoted value over 80 characters cut to its first 60 and its length:
+ * `invalid duration 'xxxx…' (5000 characters)`. A 5,000-character value repeated in full buries
+ * the place and the reason in a terminal (nginx cuts its error lines at 2,048 bytes instead).
+ * The error's `reason` keeps the whole text.
+ */
+export function shortenQuotedValues(reason: string): string {
+  return reason.replace(LONG_QUOTED, (_quoted, value: string) => `'${value.slice(0, KEPT_QUOTED_CHARS)}…' (${value.length} characters)`);
+}
+
 // ---- configuration ------------------------------------------------------------------------------
 
 /**
@@ -36,7 +52,7 @@ export class ConfigSyntaxError extends ProxyError {
     readonly place: SourcePlace,
     readonly reason: string,
   ) {
-    super(`${formatPlace(place)}: ${reason}`);
+    super(`${formatPlace(place)}: ${shortenQuotedValues(reason)}`);
   }
 }
 
@@ -51,7 +67,7 @@ export class ConfigValueError extends ProxyError {
     readonly place: SourcePlace,
     readonly reason: string,
   ) {
-    super(`${formatPlace(place)}: ${reason}`);
+    super(`${formatPlace(place)}: ${shortenQuotedValues(reason)}`);
   }
 }
 

@@ -757,6 +757,19 @@ describe('value errors name the key, the value column and what is expected', () 
   for (const [text, message] of cases) {
     it(message.split(': ').slice(1).join(': '), () => assertError(text, message));
   }
+
+  it('a value over 80 characters is quoted by its first 60 and its length; the error keeps the whole reason', () => {
+    const long = 'x'.repeat(5000);
+    const eighty = 'y'.repeat(80);
+    assertError(at('read_timeout', long), `env.ini:4:16: invalid duration '${'x'.repeat(60)}…' (5000 characters) for 'read_timeout' (expected e.g. 500ms, 3s, 1m)`);
+    assertError(at('read_timeout', eighty), `env.ini:4:16: invalid duration '${eighty}' for 'read_timeout' (expected e.g. 500ms, 3s, 1m)`);
+    try {
+      parseConfig(at('read_timeout', long), 'env.ini');
+      assert.fail('got no error, want a ConfigValueError');
+    } catch (error) {
+      assert.ok(error instanceof ConfigValueError && error.reason.includes(long), 'got a reason without the whole value, want it kept');
+    }
+  });
 });
 
 describe('loadConfig', () => {

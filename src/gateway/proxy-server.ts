@@ -10,7 +10,7 @@
  */
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
-import { parseCertificatePair, readCertificatePairs, type CertificatePair } from '../tls/certificate-pair.js';
+import { parseCertificatePair, readCertificatePairs, type CertificatePair, type CertificateText } from '../tls/certificate-pair.js';
 import { CertificateStore } from '../tls/certificate-store.js';
 import { TlsListener } from '../tls/tls-listener.js';
 import { buildAccessLogRecord, openAccessLog, type AccessLog, type AccessLogRecord } from './access-log.js';
@@ -57,6 +57,12 @@ export interface ProxyServerOptions {
   readonly ticketKeys?: Buffer;
   /** Wall clock for certificate validity, ms since the epoch. Default `Date.now`. */
   readonly epochNow?: () => number;
+  /**
+   * The texts of the `tls_cert` pairs, one per pair in file order, served instead of reading the
+   * files: a cluster worker serves what its primary read (`certificateTexts`), as nginx's workers
+   * serve the certificates their master loaded, whatever the files hold by then. Default: read the files.
+   */
+  readonly certificateTexts?: readonly CertificateText[];
   /**
    * Makes the routes' `rate_limit` / `conn_limit` state (src/limits/limits.ts), at start and at every
    * reload. Default: this process's own (LocalLimits on the `deps.now` clock).
@@ -120,12 +126,16 @@ export class ProxyServer implements DiscoveryTarget {
   /** The certificate from ACME (`setAcmeCertificate`); kept across reloads. */
   #acmePair: CertificatePair | undefined;
   readonly #epochNow: () => number;
+  /** `listen` and `tls_listen` as the process started with them: a reload cannot move a listener. */
+  readonly #listenersAtStart: Pick<ServerConfig, 'listen' | 'tlsListen'>;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
     this.#epochNow = options.epochNow ?? Date.now;
     // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
-    const certificates = this.#readCertificates(config.server);
+    // One out of date is served with a warning (certificate-pair.ts): there is nothing better to serve.
+    const certificates = this.#readCertificates(config.server, options.certificateTexts, () => true);
+    this.#listenersAtStart = { listen: config.server.listen, tlsListen: config.server.tlsListen };
     for (const warning of certificates.warnings) this.#deps.log(`warning: ${warning}`);
     this.#table = new RouteTable(config, this.#deps, options.limits ?? new LocalLimits({ now: this.#deps.now }));
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
@@ -212,14 +222,22 @@ export class ProxyServer implements DiscoveryTarget {
     socket.once('close', () => this.#clientSockets.delete(socket));
   }
 
-  /** Reads every `tls_cert` pair of `server`. @throws ConfigValueError for the first broken pair */
-  #readCertificates(server: ServerConfig): { pairs: CertificatePair[]; warnings: string[] } {
-    return readCertificatePairs(server.tlsCertificates, { minVersion: server.tlsMinVersion, nowMs: this.#epochNow() });
+  /**
+   * Reads every `tls_cert` pair of `server`, or takes `texts` instead (ProxyServerOptions.certificateTexts).
+   * @throws ConfigValueError for the first broken pair
+   */
+  #readCertificates(server: ServerConfig, texts: readonly CertificateText[] | undefined, servesOutOfDate: (certPem: string) => boolean): { pairs: CertificatePair[]; warnings: string[] } {
+    return readCertificatePairs(server.tlsCertificates, { minVersion: server.tlsMinVersion, nowMs: this.#epochNow(), servesOutOfDate }, texts);
   }
 
   /** The certificates served now: `tls_cert` pairs in file order, then the ACME one (for /status and /metrics). */
   get certificates(): readonly CertificatePair[] {
     return this.#tls?.store.pairs ?? [];
+  }
+
+  /** The texts of the `tls_cert` pairs served now, in file order (what a cluster primary hands its workers). */
+  get certificateTexts(): CertificateText[] {
+    return this.certificates.filter((pair) => pair.source === 'tls_cert').map(({ certPem, keyPem }) => ({ certPem, keyPem }));
   }
 
   /**
@@ -335,22 +353,27 @@ export class ProxyServer implements DiscoveryTarget {
    * checker: rise/fall streaks, next probe time, probe in flight (HealthChecker.update says what a
    * change of `health_*` settings keeps). New upstreams are probed at once; removed ones' probes are
    * aborted. Requests in flight finish on the objects they started with. The `tls_cert` files
-   * are read again and served from the next handshake on (connections keep theirs), with
-   * `tls_min_version`, `redirect_https` and `hsts`; the routes' TLS files are read again too (new
-   * upstream connections use their new contents). Other `[server]` limits, `listen` and
-   * `tls_listen` need a restart.
+   * are read again (or `certificateTexts` taken, see ProxyServerOptions) and served from the next
+   * handshake on (connections keep theirs), with `tls_min_version`, `redirect_https` and `hsts`;
+   * the routes' TLS files are read again too (new upstream connections use their new contents).
+   * Other `[server]` limits, `listen` and `tls_listen` need a restart.
    * @throws ConfigValueError when a `tls_cert` pair is broken (missing, not PEM, a key that does
-   *   not match, expired) or a route's `tls_ca` / `tls_client_cert` file does not load: nothing
-   *   changed, the old config and certificates keep serving
+   *   not match, out of date and not the certificate served now) or a route's `tls_ca` /
+   *   `tls_client_cert` file does not load: nothing changed, the old config and certificates keep serving
    */
-  reload(config: Config): ReloadSummary {
-    const certificates = this.#readCertificates(config.server);
+  reload(config: Config, certificateTexts?: readonly CertificateText[]): ReloadSummary {
+    // A certificate out of date is refused unless it is the one served now (certificate-pair.ts);
+    // texts come from a cluster primary, which judged them already.
+    const served = new Set(this.certificateTexts.map((text) => text.certPem));
+    const certificates = this.#readCertificates(config.server, certificateTexts, (certPem) => certificateTexts !== undefined || served.has(certPem));
     const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)];
     const before = this.#table.config;
-    if (JSON.stringify(before.server.listen) !== JSON.stringify(config.server.listen)) {
+    // Against the addresses listened on since the start, not the last reload's: a reload that moves
+    // `listen` back to where it is bound needs no restart.
+    if (JSON.stringify(this.#listenersAtStart.listen) !== JSON.stringify(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
-    if (JSON.stringify(before.server.tlsListen) !== JSON.stringify(config.server.tlsListen)) {
+    if (JSON.stringify(this.#listenersAtStart.tlsListen) !== JSON.stringify(config.server.tlsListen)) {
       warnings.push('a new [server] tls_listen address takes effect only after a restart');
     }
     // What needs a restart, compared without the parts a reload does apply or that are only places.

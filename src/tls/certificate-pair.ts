@@ -18,6 +18,12 @@
  * within `EXPIRY_WARNING_DAYS` is served with a warning (Let's Encrypt mails its users at 20 and
  * 10 days; 14 is between).
  *
+ * A certificate outside its validity period is an error for `--check`, and for a SIGHUP that would
+ * put it in place of another. It is served with a warning at start-up, and by a reload that keeps
+ * it (it expired while being served): refusing those would change nothing for the clients, but it
+ * would stop every route change and restart until the certificate is renewed, plain-HTTP routes
+ * included. nginx, HAProxy and Caddy start and reload with an expired certificate too.
+ *
  * Key types across pairs. Node switches to an SNI pair's certificate by adding it to the handshake
  * that began with the listener's default pair, so a default certificate of another key type stays
  * in it, and the handshake may pick that one: TLS 1.3 prefers an ECDSA key, TLS 1.2 the first
@@ -84,6 +90,17 @@ export interface PairOptions {
   readonly minVersion: TlsVersion;
   /** Wall clock, ms since the epoch, for the validity check. */
   readonly nowMs: number;
+  /**
+   * Whether a `tls_cert` certificate (its PEM text) outside its validity period is served with a
+   * warning instead of being an error (see the file comment). Default: never (`--check`).
+   */
+  readonly servesOutOfDate?: (certPem: string) => boolean;
+}
+
+/** The texts of one `tls_cert` pair, as read from its files. */
+export interface CertificateText {
+  readonly certPem: string;
+  readonly keyPem: string;
 }
 
 /**
@@ -92,6 +109,21 @@ export interface PairOptions {
  *   certificate, no PEM private key, a key that does not match, expired, not yet valid
  */
 export function parseCertificatePair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme', certFile: string | undefined, options: PairOptions): CertificatePair {
+  const pair = buildPair(certPem, keyPem, source, certFile, options);
+  const problem = validityProblem(pair, options.nowMs);
+  if (problem !== undefined) throw new TlsCertificateError('cert', problem);
+  return pair;
+}
+
+/** `expired on …` or `is not valid before …` when `nowMs` is outside the certificate's validity period. */
+function validityProblem(pair: CertificatePair, nowMs: number): string | undefined {
+  if (nowMs > pair.notAfterMs) return `expired on ${formatDate(pair.notAfterMs)}`;
+  if (nowMs < pair.notBeforeMs) return `is not valid before ${formatDate(pair.notBeforeMs)}`;
+  return undefined;
+}
+
+/** parseCertificatePair without the validity check. */
+function buildPair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme', certFile: string | undefined, options: PairOptions): CertificatePair {
   let certificate: X509Certificate;
   try {
     if (!certPem.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate');
@@ -109,8 +141,6 @@ export function parseCertificatePair(certPem: string, keyPem: string, source: 't
   if (!certificate.checkPrivateKey(key)) throw new TlsCertificateError('key', 'does not match the certificate');
   const notBeforeMs = Date.parse(certificate.validFrom);
   const notAfterMs = Date.parse(certificate.validTo);
-  if (options.nowMs > notAfterMs) throw new TlsCertificateError('cert', `expired on ${formatDate(notAfterMs)}`);
-  if (options.nowMs < notBeforeMs) throw new TlsCertificateError('cert', `is not valid before ${formatDate(notBeforeMs)}`);
   let context: tls.SecureContext;
   try {
     context = tls.createSecureContext({ cert: certPem, key: keyPem, minVersion: options.minVersion, ciphers: TLS_SERVER_CIPHERS, honorCipherOrder: true });
@@ -163,24 +193,30 @@ export interface CertificateCheck {
 }
 
 /**
- * Reads and checks one `tls_cert` pair (see the file comment). Both files are read before either is
- * judged, so a missing certificate and a missing key are both reported.
+ * Reads and checks one `tls_cert` pair (see the file comment), or checks `text` instead of reading
+ * the files. Both files are read before either is judged, so a missing certificate and a missing
+ * key are both reported.
  */
-export function checkCertificateFiles(files: CertificateFiles, options: PairOptions): CertificateCheck {
+export function checkCertificateFiles(files: CertificateFiles, options: PairOptions, text?: CertificateText): CertificateCheck {
   const certProblem = (reason: string): ConfigValueError => new ConfigValueError(files.place, `tls_cert '${files.certFile}' ${reason}`);
   const keyProblem = (reason: string): ConfigValueError => new ConfigValueError(files.keyPlace, `tls_cert key '${files.keyFile}' ${reason}`);
-  const certPem = readText(files.certFile);
-  const keyPem = readText(files.keyFile);
+  const certPem = text?.certPem ?? readText(files.certFile);
+  const keyPem = text?.keyPem ?? readText(files.keyFile);
   const errors: ConfigValueError[] = [];
   if (typeof certPem !== 'string') errors.push(certProblem(`cannot be read: ${certPem.code}`));
   if (typeof keyPem !== 'string') errors.push(keyProblem(`cannot be read: ${keyPem.code}`));
   if (typeof certPem !== 'string' || typeof keyPem !== 'string') return { files, pair: undefined, errors, warnings: [] };
   let pair: CertificatePair;
   try {
-    pair = parseCertificatePair(certPem, keyPem, 'tls_cert', files.certFile, options);
+    pair = buildPair(certPem, keyPem, 'tls_cert', files.certFile, options);
   } catch (error) {
     if (!(error instanceof TlsCertificateError)) throw error;
     return { files, pair: undefined, errors: [error.subject === 'cert' ? certProblem(error.reason) : keyProblem(error.reason)], warnings: [] };
+  }
+  const problem = validityProblem(pair, options.nowMs);
+  if (problem !== undefined) {
+    if (options.servesOutOfDate?.(certPem) !== true) return { files, pair: undefined, errors: [certProblem(problem)], warnings: [] };
+    return { files, pair, errors: [], warnings: [`${formatPlace(files.place)}: tls_cert '${files.certFile}' ${problem}: served until it is replaced, and clients will refuse it`] };
   }
   const daysLeft = (pair.notAfterMs - options.nowMs) / DAY_MS;
   const warnings =
@@ -191,12 +227,13 @@ export function checkCertificateFiles(files: CertificateFiles, options: PairOpti
 }
 
 /**
- * Reads every `tls_cert` pair, in file order, for the listener: start-up and SIGHUP.
- * @returns the pairs and the warnings (expiring soon)
+ * Reads every `tls_cert` pair, in file order, for the listener: start-up and SIGHUP; or, given
+ * `texts` (one per pair, in the same order), checks those instead of reading the files.
+ * @returns the pairs and the warnings (expiring soon, or served out of date)
  * @throws ConfigValueError: the first problem of the first broken pair (start-up exits 1, a reload is rejected)
  */
-export function readCertificatePairs(certificates: readonly CertificateFiles[], options: PairOptions): { pairs: CertificatePair[]; warnings: string[] } {
-  const checks = checkCertificates(certificates, options);
+export function readCertificatePairs(certificates: readonly CertificateFiles[], options: PairOptions, texts?: readonly CertificateText[]): { pairs: CertificatePair[]; warnings: string[] } {
+  const checks = checkCertificates(certificates, options, texts);
   const [firstError] = checks.flatMap((check) => check.errors);
   if (firstError !== undefined) throw firstError;
   return { pairs: checks.map((check) => check.pair!), warnings: checks.flatMap((check) => check.warnings) };
@@ -230,10 +267,12 @@ function describeKeyType(keyType: string): string {
 
 /**
  * `--check`: every `tls_cert` pair checked, in file order, each with all of its errors (a missing
- * certificate and a missing key are both reported) and its warnings.
+ * certificate and a missing key are both reported) and its warnings. `texts`: as readCertificatePairs.
+ * @throws Error when `texts` are not one per pair (a bug of the caller)
  */
-export function checkCertificates(certificates: readonly CertificateFiles[], options: PairOptions): CertificateCheck[] {
-  const checks = certificates.map((files) => checkCertificateFiles(files, options));
+export function checkCertificates(certificates: readonly CertificateFiles[], options: PairOptions, texts?: readonly CertificateText[]): CertificateCheck[] {
+  if (texts !== undefined && texts.length !== certificates.length) throw new Error(`checkCertificates: ${texts.length} certificate texts for ${certificates.length} tls_cert pairs`);
+  const checks = certificates.map((files, index) => checkCertificateFiles(files, options, texts?.[index]));
   const conflicts = checkKeyTypes(checks);
   return checks.map((check) => {
     const conflict = conflicts.find((error) => error.place === check.files.place);

@@ -28,6 +28,13 @@ test('reload keeps the runtime state of unchanged upstreams and warns only about
   ]);
 });
 
+test('a new listen or tls_listen address is warned about against the address the proxy started with, not the last reload', () => {
+  const at = (listen: string): string => base.replace('[server]\n', `[server]\nlisten = ${listen}\n`);
+  const proxy = new ProxyServer(parseConfig(at('127.0.0.1:8080'), 'env.ini'), { deps: { log: () => {} } });
+  assert.deepEqual(proxy.reload(parseConfig(at('127.0.0.1:8081'), 'env.ini')).warnings, ['a new [server] listen address takes effect only after a restart']);
+  assert.deepEqual(proxy.reload(parseConfig(at('127.0.0.1:8080'), 'env.ini')).warnings, [], 'back to the address listened on: nothing to restart for');
+});
+
 test('a reload to trusted_proxies = 0.0.0.0/0 is applied, with the warning that it trusts every peer', () => {
   const proxy = new ProxyServer(parseConfig(base, 'env.ini'), { deps: { log: () => {} } });
   const summary = proxy.reload(parseConfig(base.replace('access_log = off\n', 'access_log = off\ntrusted_proxies = 0.0.0.0/0\n'), 'env.ini'));

@@ -23,6 +23,12 @@ import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
 import { CA, TLS_FIXTURES, handshake, tlsCertLine } from '../tls/https-client.js';
 
+/** test/fixtures/tls/exact.pem and exact-renewed.pem (exact.test). */
+const EXACT_SERIAL = 'EBD1BD1E89CC17456A114B4621C3D0D5';
+const RENEWED_SERIAL = '6F8E170FBBEFFA72EF7EF010A0AD03CA';
+/** test/fixtures/tls/wildcard.pem (*.wild.test). */
+const WILDCARD_SERIAL = '93B8CB3AD08DDA4BE55B718C9FC5177C';
+
 before(async () => {
   await buildCli();
 });
@@ -122,6 +128,72 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
       socket.destroy();
       serials.add(certificate.serialNumber);
     }
-    return serials.size === 1 && serials.has('6F8E170FBBEFFA72EF7EF010A0AD03CA') ? true : undefined;
+    return serials.size === 1 && serials.has(RENEWED_SERIAL) ? true : undefined;
   });
+});
+
+test('workers = 2: a worker that replaces one that died serves the certificate the primary read, not the file renewed on disk without SIGHUP, nor a broken one', { timeout: 90_000 }, async (t) => {
+  const backend = await startBackend();
+  const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-respawn-'));
+  const configFile = join(dir, 'env.ini');
+  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
+  copy('exact.pem', 'exact.pem');
+  copy('exact.key', 'exact.key');
+  const writeConfig = (pairs: string[]): void =>
+    writeFileSync(
+      configFile,
+      ['[server]', `listen = 127.0.0.1:${port}`, `tls_listen = 127.0.0.1:${tlsPort}`, ...pairs, 'access_log = off', 'workers = 2', '[admin]', `listen = 127.0.0.1:${adminPort}`, '[proxy.all]', 'path = /', `pass = ${backend.url}`, ''].join('\n'),
+    );
+  writeConfig([tlsCertLine('exact', dir)]);
+  const primary = await spawnCli(configFile);
+  t.after(async () => {
+    killAll([primary.pid]);
+    await backend.close();
+  });
+  const workerPids = async (): Promise<number[]> => (JSON.parse((await get(adminPort, '/status.json')).body) as StatusSnapshot).workers.map((worker) => worker.pid);
+  await primary.line(/primary \d+: 2 workers/, 45_000);
+  const replaceWorker = async (victim: number, others: readonly number[]): Promise<number[]> => {
+    process.kill(victim, 'SIGKILL');
+    return waitFor(
+      'a replacement worker',
+      async () => {
+        const pids = await workerPids();
+        return pids.length === 2 && !pids.includes(victim) && others.every((pid) => pids.includes(pid)) ? pids : undefined;
+      },
+      30_000,
+    );
+  };
+  const servedSerials = async (servername = 'exact.test'): Promise<string[]> => {
+    const serials = new Set<string>();
+    for (let i = 0; i < 8; i++) {
+      const { certificate, socket } = await handshake(tlsPort, { servername });
+      socket.destroy();
+      serials.add(certificate.serialNumber);
+    }
+    return [...serials];
+  };
+  const started = await waitFor('two workers', async () => {
+    const pids = await workerPids();
+    return pids.length === 2 ? pids : undefined;
+  }, 30_000);
+  // A reload adds a second pair: a worker started after it runs the reloaded tls_cert lines too.
+  copy('wildcard.pem', 'wildcard.pem');
+  copy('wildcard.key', 'wildcard.key');
+  writeConfig([tlsCertLine('exact', dir), tlsCertLine('wildcard', dir)]);
+  process.kill(primary.pid, 'SIGHUP');
+  await primary.line(/reloaded .* \(in 2 workers\)/);
+  assert.deepEqual(await servedSerials(), [EXACT_SERIAL]);
+
+  copy('exact-renewed.pem', 'exact.pem'); // renewed on disk, no SIGHUP
+  copy('exact-renewed.key', 'exact.key');
+  const afterFirst = await replaceWorker(started[0]!, [started[1]!]);
+  assert.deepEqual(await servedSerials(), [EXACT_SERIAL], 'every worker, the new one too, serves what the primary read');
+  assert.deepEqual(await servedSerials('a.wild.test'), [WILDCARD_SERIAL], 'every worker, the new one too, serves the pair the reload added');
+
+  writeFileSync(join(dir, 'exact.pem'), 'not a certificate\n');
+  const survivor = afterFirst.find((pid) => pid !== started[1])!;
+  await replaceWorker(started[1]!, [survivor]);
+  assert.deepEqual(await servedSerials(), [EXACT_SERIAL], 'a broken file on disk does not stop a replacement worker');
+  assert.doesNotMatch(primary.stderr(), /could not start/, 'no worker failed to start');
 });

@@ -93,3 +93,55 @@ test('SIGHUP serves a renewed certificate to new connections, keeps a keep-alive
   assert.equal(third.socket, keptSocket, 'the keep-alive connection survived the rejected reloads too');
   assert.equal(backend.requests.length, 3 + 1 + broken.length, 'every request reached the upstream');
 });
+
+test('a certificate that expired while served: a reload keeping it is accepted with a warning, one putting another out-of-date certificate in its place is rejected; a start serves it with a warning', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-expired-'));
+  const backend = await startBackend();
+  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
+  copy('exact.pem', 'exact.pem');
+  copy('exact.key', 'exact.key');
+  const certPath = join(dir, 'exact.pem');
+  const configFile = join(dir, 'env.ini');
+  const writeConfig = (path: string): void =>
+    writeFileSync(configFile, `[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_cert = ${certPath} ${join(dir, 'exact.key')}\naccess_log = off\n[proxy.all]\npath = ${path}\npass = ${backend.url}\n`);
+  writeConfig('/');
+  const log: string[] = [];
+  let nowMs = Date.parse('2026-12-01T00:00:00Z');
+  const proxy = new ProxyServer(loadConfigFile(configFile), { deps: { log: (line) => log.push(line) }, epochNow: () => nowMs });
+  const tlsPort = await proxy.listenTls(0, '127.0.0.1');
+  const signals = new EventEmitter();
+  const stopReloading = reloadOnHangup(configFile, (config) => proxy.reload(config), (line) => log.push(line), signals as unknown as SignalSource);
+  t.after(async () => {
+    stopReloading();
+    await proxy.close(1000);
+    await backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const hangUp = (): string => {
+    const before = log.length;
+    signals.emit('SIGHUP');
+    return log.slice(before).join('\n');
+  };
+
+  nowMs = Date.parse('2127-01-01T00:00:00Z'); // exact.pem ran out on 2126-11-07 while served
+  writeConfig('/v2/');
+  const kept = hangUp();
+  assert.equal(
+    kept,
+    `reloaded ${configFile}: 1 route(s); upstreams kept 1, added 0, removed 0\n` +
+      `reload: ${configFile}:4:12: tls_cert '${certPath}' expired on 2126-11-07 13:45:08 UTC: served until it is replaced, and clients will refuse it`,
+  );
+  assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test', path: '/' })).status, 404, 'the old route is gone');
+  const served = await httpsRequest(tlsPort, { servername: 'exact.test', path: '/v2/' });
+  assert.equal(served.status, 200, 'the new route is in force');
+  assert.equal(served.certificate.serialNumber, EXACT_SERIAL, 'the certificate served is still the one that expired');
+
+  copy('expired.pem', 'exact.pem');
+  copy('expired.key', 'exact.key');
+  assert.equal(hangUp(), `reload rejected, still serving the previous config: ${configFile}:4:12: tls_cert '${certPath}' expired on 2020-06-01 00:00:00 UTC`);
+
+  const restartLog: string[] = [];
+  const restarted = new ProxyServer(loadConfigFile(configFile), { deps: { log: (line) => restartLog.push(line) }, epochNow: () => nowMs });
+  await restarted.close(0);
+  assert.deepEqual(restartLog, [`warning: ${configFile}:4:12: tls_cert '${certPath}' expired on 2020-06-01 00:00:00 UTC: served until it is replaced, and clients will refuse it`]);
+});

@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load-config.js';
 import { checkCertificateFiles, checkCertificates, readCertificatePairs } from '../../src/tls/certificate-pair.js';
@@ -74,6 +75,37 @@ test('start-up and reload read the pairs in order and stop at the first broken o
   const { pairs } = readCertificatePairs([good], { minVersion: 'TLSv1.2', nowMs: LATER });
   assert.deepEqual(pairs.map((pair) => pair.serialNumber), ['EBD1BD1E89CC17456A114B4621C3D0D5']);
   assert.throws(() => readCertificatePairs([good, broken], { minVersion: 'TLSv1.2', nowMs: LATER }), /does not match the certificate/);
+});
+
+test('a certificate out of date is served with a warning when servesOutOfDate says so for its text, and an error otherwise', () => {
+  const line = certificateLine('expired.pem', 'expired.key');
+  const asked: string[] = [];
+  const served = checkCertificateFiles(line.files, {
+    minVersion: 'TLSv1.2',
+    nowMs: LATER,
+    servesOutOfDate: (certPem) => {
+      asked.push(certPem);
+      return true;
+    },
+  });
+  assert.deepEqual(served.errors, []);
+  assert.deepEqual(served.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expired on 2020-06-01 00:00:00 UTC: served until it is replaced, and clients will refuse it`]);
+  assert.equal(served.pair?.notAfterMs, Date.parse('2020-06-01T00:00:00Z'));
+  assert.deepEqual(asked, [readFileSync(line.certPath, 'utf8')], 'asked about the certificate text read from the file');
+  const refused = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: LATER, servesOutOfDate: () => false });
+  assert.deepEqual(
+    refused.errors.map((error) => error.message),
+    [`env.ini:3:12: tls_cert '${line.certPath}' expired on 2020-06-01 00:00:00 UTC`],
+  );
+  assert.equal(refused.pair, undefined);
+});
+
+test('given the texts, the pairs are built from them and the files are not read', () => {
+  const gone = certificateLine('missing.pem', 'missing.key').files; // neither file exists
+  const text = { certPem: readFileSync(join(TLS_FIXTURES, 'exact.pem'), 'utf8'), keyPem: readFileSync(join(TLS_FIXTURES, 'exact.key'), 'utf8') };
+  const { pairs } = readCertificatePairs([gone], { minVersion: 'TLSv1.2', nowMs: LATER }, [text]);
+  assert.deepEqual(pairs.map((pair) => [pair.serialNumber, pair.certFile]), [['EBD1BD1E89CC17456A114B4621C3D0D5', join(TLS_FIXTURES, 'missing.pem')]]);
+  assert.throws(() => readCertificatePairs([gone, gone], { minVersion: 'TLSv1.2', nowMs: LATER }, [text]), /1 certificate texts for 2 tls_cert pairs/);
 });
 
 test('an RSA pair after an ECDSA default is refused at its place (node would serve the default for its names); ECDSA after an RSA default is fine', () => {

@@ -16,6 +16,7 @@ import type { Config, UpstreamConfig } from '../../config/config.js';
 import type { ProbeRecord } from '../../upstream/upstream.js';
 import type { WorkerReport } from '../../admin/status-snapshot.js';
 import type { DiscoveredLine } from '../../discovery/discovered-line.js';
+import type { CertificateText } from '../../tls/certificate-pair.js';
 
 /** The primary's view of one upstream, which every worker copies. */
 export interface PushedUpstream {
@@ -52,6 +53,8 @@ export interface StartMessage {
   readonly ticketKeys: Uint8Array;
   /** `[acme]`: the challenges being validated and the certificate, as the primary has them now; undefined without `[acme]`. */
   readonly acme: AcmeState | undefined;
+  /** The `tls_cert` pairs the primary serves, one per pair of `config` in file order: a worker never reads the files itself. */
+  readonly certificates: readonly CertificateText[];
 }
 
 /** What a worker needs of the primary's ACME manager (src/tls/acme): its published tokens and its certificate. */
@@ -79,6 +82,8 @@ export interface AcmeCertificateMessage {
 export interface ReloadMessage {
   readonly type: 'reload';
   readonly config: Config;
+  /** The `tls_cert` pairs as the primary read them for this reload (see StartMessage). */
+  readonly certificates: readonly CertificateText[];
 }
 
 /** Primary → worker: send your counters, quoting `id`. */

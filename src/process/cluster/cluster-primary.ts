@@ -273,8 +273,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     configFile,
     (next) => {
       const summary = model.reload(next);
-      served = { ...next, server: { ...config.server, trustedProxies: next.server.trustedProxies } };
-      broadcast({ type: 'reload', config: next });
+      served = { ...next, server: servedServerSettings(config.server, next.server) };
+      broadcast({ type: 'reload', config: next, certificates: model.certificateTexts });
       discovery.apply(next);
       pushIfChanged();
       return summary;
@@ -367,7 +367,11 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const typed = message as WorkerMessage;
       switch (typed.type) {
         case 'start-request':
-          worker.send(isStopping ? { type: 'shutdown' } : ({ type: 'start', config: served, upstreamState: stateMessage(), ticketKeys, acme: acmeState() } satisfies PrimaryMessage));
+          worker.send(
+            isStopping
+              ? { type: 'shutdown' }
+              : ({ type: 'start', config: served, upstreamState: stateMessage(), ticketKeys, acme: acmeState(), certificates: model.certificateTexts } satisfies PrimaryMessage),
+          );
           break;
         case 'start-failed':
           startFailure = typed.reason;
@@ -444,6 +448,23 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
  * one configured with that port, else the one configured with port 0 (when both are 0 the event
  * does not tell them apart, and `listen` is named).
  */
+/**
+ * The `[server]` settings a worker started after a reload runs: those of the start (the rest needs
+ * a restart, see ProxyServer.reload), with the ones a reload applies taken from `reloaded`.
+ */
+function servedServerSettings(started: Config['server'], reloaded: Config['server']): Config['server'] {
+  return {
+    ...started,
+    trustedProxies: reloaded.trustedProxies,
+    tlsCertificates: reloaded.tlsCertificates,
+    tlsMinVersion: reloaded.tlsMinVersion,
+    redirectHttps: reloaded.redirectHttps,
+    hstsMaxAgeSeconds: reloaded.hstsMaxAgeSeconds,
+    resolvers: reloaded.resolvers,
+    resolverTimeoutMs: reloaded.resolverTimeoutMs,
+  };
+}
+
 function listenerKey(config: Config, port: number): 'listen' | 'tls_listen' {
   const { listen, tlsListen } = config.server;
   if (tlsListen?.port === port || listen === undefined) return 'tls_listen';

@@ -2,8 +2,9 @@
  * A cluster worker (`[server] workers = N`, node:cluster): it runs the proxy on the shared listening
  * socket, without health checks or DNS lookups of its own; the primary probes and resolves and
  * pushes the results here (`UpstreamStateMessage`), with draining and registry changes. It never reads the config file: it
- * asks the primary, which answers with the config it serves, so a replacement
- * worker runs what the others run even when the file on disk is broken or edited and not reloaded.
+ * asks the primary, which answers with the config it serves and the `tls_cert` certificates it read,
+ * so a replacement worker runs and serves what the others do even when a file on disk is broken or
+ * edited and not reloaded.
  * It listens on `listen` and `tls_listen` (each when set), the HTTPS one with the session ticket key
  * the primary gives every worker. A worker that cannot start (the access log cannot be opened, listen fails) says why and exits;
  * the primary reports it and tries again with backoff. It answers report requests with its
@@ -25,7 +26,7 @@ import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
 import { LeaseLimits, SWEEP_INTERVAL_MS } from './lease-limits.js';
-import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
+import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type StartMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
 export const REPORT_PUSH_INTERVAL_MS = 1_000;
@@ -59,9 +60,9 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       resolve(exitCode);
     };
 
-    const start = async (config: Config, upstreamState: UpstreamStateMessage, ticketKeys: Uint8Array, acme: AcmeState | undefined): Promise<ProxyServer | undefined> => {
+    const start = async ({ config, upstreamState, ticketKeys, acme, certificates }: StartMessage): Promise<ProxyServer | undefined> => {
       try {
-        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys), limits });
+        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys), limits, certificateTexts: certificates });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);
         if (acme !== undefined) applyAcmeState(proxy, acme);
@@ -94,7 +95,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       if (typed.type === 'shutdown') return stop('shutdown requested by the primary');
       if (typed.type === 'reopen-logs') return reopenLogFiles(`worker ${process.pid}`);
       if (typed.type === 'start') {
-        if (started === undefined && !isStopping) started = start(typed.config, typed.upstreamState, typed.ticketKeys, typed.acme);
+        if (started === undefined && !isStopping) started = start(typed);
         return;
       }
       if (proxy === undefined) return; // before the start: the start message carries what this said
@@ -103,9 +104,9 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           applyUpstreamState(proxy, typed);
           break;
         case 'reload':
-          // The primary read the same tls_cert files before it sent this; a file changed since is rejected here alone.
+          // The certificates as the primary read them: every worker serves the same ones.
           try {
-            proxy.reload(typed.config);
+            proxy.reload(typed.config, typed.certificates);
           } catch (error) {
             log(`worker ${process.pid}: reload rejected, still serving the previous config: ${(error as Error).message}`);
           }

@@ -45,7 +45,8 @@
  * (RFC 9110 §10.1.1); CONNECT is answered 405 (a reverse proxy tunnels nothing; nginx answers
  * 400); an upgrade request (HTTP/1.1, `Connection: upgrade` with `Upgrade`, no body: llhttp's
  * rule, `ClientRequest.upgrade`) goes to the handler and the loop reads nothing more until its
- * response finished or `switchProtocols` took the socket; with a body it is a plain request. A client
+ * response finished or `switchProtocols` took the socket; with a body it is a plain request, and so
+ * is one that offers `h2c` (`offersH2c`). A client
  * that ends its side in the middle of a head gets 400; between requests, the connection closes;
  * with a request in flight, the request is abandoned (the connection closes, the handler sees
  * `close`).
@@ -90,6 +91,19 @@ export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
  * 100-continue` and got no 100, closes the connection after the response instead (lingering).
  */
 export const DISCARD_MAX_BYTES = 256 * 1024;
+
+/**
+ * True when an `Upgrade` value (`protocol[/version]` items, comma-separated) offers `h2c`, HTTP/2
+ * in the clear (RFC 7540 §3.2). Such a request is served as a plain HTTP/1.1 one, which RFC 7540
+ * allows a server to do, and never tunnelled: the HTTP/2 connection inside a tunnel would carry
+ * requests to any path of the upstream that no route, `access` line, auth or limit of the proxy
+ * ever sees ("h2c smuggling"). RFC 9113 §3.1 deprecates this upgrade. mitmproxy removes h2c
+ * upgrades the same way; Envoy tunnels only the upgrade types it is configured for (WebSocket by
+ * default); nginx and Go's httputil tunnel any.
+ */
+export function offersH2c(upgrade: string): boolean {
+  return upgrade.split(',').some((item) => item.trim().toLowerCase() === 'h2c');
+}
 
 /** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */
 const BODY_HIGH_WATER_MARK = 128 * 1024;
@@ -515,12 +529,13 @@ export class Http1Connection implements ResponseConnection {
     this.#headPieces = 0;
     const options = this.#server.options;
     if (head.method === 'CONNECT') {
-      this.#answer(405, 'method not allowed: this proxy does not tunnel CONNECT', head);
+      // A 405 must say what is allowed (RFC 9110 §15.5.6): for an authority, which is no resource of the proxy's, nothing (§10.2.1).
+      this.#answer(405, 'method not allowed: this proxy does not tunnel CONNECT', head, ['Allow', '']);
       return;
     }
     this.#server.requestCount++;
     // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
-    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none';
+    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none' && !offersH2c(head.upgrade);
     const decoder = createBodyDecoder(head.body);
     const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());
@@ -627,11 +642,11 @@ export class Http1Connection implements ResponseConnection {
    * Writes the server's own answer — `status` with its one-line `reason`, `Connection: close`, a
    * Date — then closes (lingering). `head`: the request it answers, when one was read.
    */
-  #answer(status: number, reason: string, head?: RequestHead): void {
+  #answer(status: number, reason: string, head?: RequestHead, extraHeaders?: readonly string[]): void {
     // Written through the same writer and answer shape as every other answer; `end` hands it to
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
-    const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true });
+    const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
     this.#linger();
     this.#server.options.onAnswer({ status, clientAddress: this.#clientAddress, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
   }

@@ -464,13 +464,13 @@ test('a 101 to another protocol than the one asked for is a 502 (as Go\'s Revers
   const switcher = await startRawBackend((socket) => {
     socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nframes'));
   });
-  const proxy = await startTestProxy(`[proxy.h2c]\npath = /\npass = ${switcher.url}\nmax_fails = 0\n`);
+  const proxy = await startTestProxy(`[proxy.echo]\npath = /\npass = ${switcher.url}\nmax_fails = 0\n`);
   t.after(async () => {
     await proxy.close();
     await switcher.close();
   });
-  const asked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n', 2000);
-  assert.match(asked.text, /^HTTP\/1\.1 502 /, `Upgrade: h2c answered with websocket: got ${JSON.stringify(asked.text.split('\r\n')[0])}, want 502`);
+  const asked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n', 2000);
+  assert.match(asked.text, /^HTTP\/1\.1 502 /, `Upgrade: echo answered with websocket: got ${JSON.stringify(asked.text.split('\r\n')[0])}, want 502`);
   assert.ok(!asked.text.includes('frames'), 'bytes after the mismatched 101 must not reach the client');
   const same = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n', 2000);
   assert.match(same.text, /^HTTP\/1\.1 101 /, `the same protocol in another case: got ${JSON.stringify(same.text.split('\r\n')[0])}, want 101`);
@@ -535,6 +535,39 @@ test('an upgrade abandoned during the handshake is logged as 499', async (t) => 
   assert.equal(proxy.logs[0]!.status, 499);
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(proxy.logs.length, 1, 'exactly one line');
+});
+
+test('an upgrade that offers h2c is a plain request: the upstream gets no Upgrade, HTTP2-Settings or Connection, and a 101 from it is a 502, never a tunnel past the routes', async (t) => {
+  const received: string[] = [];
+  const plain = await startRawBackend((socket) => {
+    socket.on('data', (chunk: Buffer) => {
+      received.push(chunk.toString('latin1'));
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+  });
+  const switcher = await startRawBackend((socket) => {
+    socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\nframes'));
+  });
+  const proxy = await startTestProxy(`[proxy.plain]\npath = /plain\npass = ${plain.url}\n[proxy.switcher]\npath = /\npass = ${switcher.url}\nmax_fails = 0\n`);
+  t.after(async () => {
+    await proxy.close();
+    await plain.close();
+    await switcher.close();
+  });
+  const h2c = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`;
+
+  const served = await rawRequest(proxy.port, h2c('/plain'), 2000);
+  assert.match(served.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok$/, `got ${JSON.stringify(served.text)}, want the upstream's 200 as a plain response`);
+  assert.equal(received.length, 1, 'one request reached the upstream');
+  assert.doesNotMatch(received[0]!, /^(upgrade|http2-settings):/im, `got ${JSON.stringify(received[0])}, want no Upgrade or HTTP2-Settings`);
+  assert.doesNotMatch(received[0]!, /^connection:.*upgrade/im, `got ${JSON.stringify(received[0])}, want no Connection: upgrade`);
+
+  const mixed = await rawRequest(proxy.port, h2c('/plain').replace('Upgrade: h2c', 'Upgrade: websocket, H2C'), 2000);
+  assert.match(mixed.text, /^HTTP\/1\.1 200 OK\r\n/, 'h2c among other protocols, in any case: a plain request too');
+
+  const switched = await rawRequest(proxy.port, h2c('/x'), 2000);
+  assert.match(switched.text, /^HTTP\/1\.1 502 /, `an upstream that switches to h2c anyway: got ${JSON.stringify(switched.text.split('\r\n')[0])}, want 502`);
+  assert.ok(!switched.text.includes('frames'), 'nothing after its 101 reaches the client');
 });
 
 test("headers named in the 101's Connection (and the other hop-by-hop ones) do not reach the client; Upgrade and Connection: upgrade do", async (t) => {

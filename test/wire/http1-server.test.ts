@@ -653,18 +653,19 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     await until(() => client.text().endsWith('2 hi'), 'the answer');
   });
 
-  for (const [bytes, status] of [
-    ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
-    ['GET /a HTTP/2.0\r\nHost: h\r\n\r\n', 505],
-    ['PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 505],
-    ['GET /a HTTP/1.1\r\nBad Header\r\n\r\n', 400],
+  for (const [bytes, status, extra] of [
+    // A 405 says what is allowed (RFC 9110 §15.5.6): for an authority, nothing.
+    ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405, 'Allow: \\r\\n'],
+    ['GET /a HTTP/2.0\r\nHost: h\r\n\r\n', 505, ''],
+    ['PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 505, ''],
+    ['GET /a HTTP/1.1\r\nBad Header\r\n\r\n', 400, ''],
   ] as const) {
     test(`${JSON.stringify(bytes.split('\r\n')[0])}: the server's own ${status}, Connection: close, Date, reported once`, async () => {
       const h = await startServer({});
       const client = await connect(h.port);
       client.socket.write(bytes);
       await until(() => client.isClosed(), 'the close');
-      assert.match(client.text(), new RegExp(`^HTTP/1\\.1 ${status} [^\\r\\n]+\\r\\nContent-Type: text/plain; charset=utf-8\\r\\nContent-Length: \\d+\\r\\nConnection: close\\r\\nDate: [^\\r\\n]+ GMT\\r\\n\\r\\n[^\\n]+\\n$`), `got ${JSON.stringify(client.text())}`);
+      assert.match(client.text(), new RegExp(`^HTTP/1\\.1 ${status} [^\\r\\n]+\\r\\nContent-Type: text/plain; charset=utf-8\\r\\nContent-Length: \\d+\\r\\n${extra}Connection: close\\r\\nDate: [^\\r\\n]+ GMT\\r\\n\\r\\n[^\\n]+\\n$`), `got ${JSON.stringify(client.text())}`);
       assert.deepEqual(h.answers.map((answer) => answer.status), [status]);
       assert.equal(h.requests.length, 0, 'nothing reaches the handler');
     });
@@ -687,6 +688,20 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     h.now += LINGER_MS;
     h.http1.checkTimeouts();
     await until(() => h.http1.size === 0, 'the server to let go of the connection at LINGER_MS');
+  });
+
+  test('an upgrade that offers h2c reaches the handler as a plain request (no upgrade), and the connection stays open for the next', async () => {
+    const h = await startServer({}, (req, res) => {
+      res.writeHead(200, ['Content-Length', '2']);
+      res.end('ok');
+    });
+    const client = await connect(h.port);
+    client.socket.write('GET /a HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n');
+    await until(() => client.text().endsWith('ok'), 'the answer');
+    assert.equal(h.requests[0]!.req.upgrade, undefined, 'got an upgrade, want a plain request');
+    assert.match(client.text(), /\r\nConnection: keep-alive\r\n/);
+    client.socket.write(GET);
+    await until(() => h.requests.length === 2, 'the next request on the same connection');
   });
 
   test('an upgrade request reaches the handler without a body; switchProtocols hands over the socket and the bytes after the head', async () => {

@@ -741,9 +741,14 @@ class RequestBody extends Readable {
     this.push(null);
   }
 
-  /** Nobody will read the rest (the response ended first): drop what is buffered, without an error. */
+  /**
+   * Nobody will read the rest (the response ended first): drop what is buffered, and fail with a
+   * ClientAbortError, so that a reader still sending the body on (the exchange with an upstream
+   * that answered early and keeps its connection) closes that connection, which is mid-request,
+   * now instead of at its `read_timeout`.
+   */
   abandon(): void {
-    if (!this.destroyed) this.destroy();
+    if (!this.destroyed) this.destroy(new ClientAbortError('the rest of the request body is not read: its response ended first'));
   }
 }
 

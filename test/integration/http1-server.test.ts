@@ -1217,6 +1217,34 @@ describe('issue 12: one request at a time, body_timeout, early answers, versions
     assert.equal(upstreamConnections, 1, `got ${upstreamConnections} upstream connections for 3 POSTs, want 1 (released once each body was sent)`);
   });
 
+  test('an upstream that answers a chunked upload at once and keeps its connection: once the answer went out and the body will not be read to its end, the upstream connection is closed at once, not at read_timeout', async (t) => {
+    let open = 0;
+    let closedAt = 0;
+    const backend = await startRawBackend((socket) => {
+      open++;
+      socket.on('close', () => {
+        open--;
+        closedAt = Date.now();
+      });
+      socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok')); // at once, keep-alive, body unread
+    });
+    const proxy = await startTestProxy(`[proxy.all]\npath = /\nread_timeout = 5s\npass = ${backend.url}\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const client = await RawClient.connect(proxy.port);
+    client.write('POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+    const answer = await client.readResponse('POST', 3000);
+    const answeredAt = Date.now();
+    assert.equal(statusOf(answer), 200, `got ${headOf(answer)}`);
+    assert.match(headOf(answer), /Connection: close/i, 'a chunked rest is not read on: the client connection closes after the answer');
+    client.write('ZZZ\r\n'); // a malformed chunk: the body never ends
+    await waitFor(() => open === 0, 2000, 'the upstream connection to close');
+    assert.ok(closedAt - answeredAt < 1000, `got the upstream connection closed ${closedAt - answeredAt} ms after the answer, want at once (read_timeout is 5 s)`);
+    client.destroy();
+  });
+
   test('an upstream that answers after the head, then drops its connection while the body is still coming: the rest is read and dropped, and the client connection carries the next request', async (t) => {
     const backend = await startRawBackend((socket) => {
       socket.once('data', (chunk: Buffer) => {

@@ -5,8 +5,8 @@
  * `net/http` `conn.serve` and nginx's `ngx_http_request.c` hide:
  *
  *   1. read the head with the strict parser (src/wire/request-parser.ts); a head that arrives in
- *      pieces is parsed again as each piece comes (after MAX_HEAD_PIECES only when a piece brings
- *      a LF); a head the parser refuses gets the proxy's own answer — 400, 414, 431, 501 or 505
+ *      pieces is parsed again as each piece comes (after MAX_HEAD_PIECES only when a piece may
+ *      end it, `mayEndHead`); a head the parser refuses gets the proxy's own answer — 400, 414, 431, 501 or 505
  *      with the parser's one-line reason — and the connection is closed;
  *   2. hand the request to the handler as a `ClientRequest`/`ClientResponse` pair
  *      (src/wire/client-side.ts); the body, delimited by Content-Length or chunked (RFC 9112
@@ -72,11 +72,35 @@ export const KEEP_ALIVE_GRACE_MS = 1000;
 
 /**
  * After this many reads of a head still incomplete, the pieces are only collected, and the head is
- * parsed again (from its start) only when a piece brings a LF: it cannot end without one. A few
- * pieces (a head split across TCP segments) cost little to re-parse; a head sent a byte at a time
- * would otherwise cost quadratic work.
+ * parsed again (from its start) only when a piece may end it (`mayEndHead`). A few pieces (a head
+ * split across TCP segments) cost little to re-parse; a head sent a few bytes at a time would
+ * otherwise cost work quadratic in its size (parsed again at every line's LF, 16 KiB heads in
+ * 5-byte pieces kept a core busy at 36 KB/s of input, a break test; nginx parses incrementally).
  */
 export const MAX_HEAD_PIECES = 4;
+
+const LF_CRLF = Buffer.from('\n\r\n', 'latin1');
+const LF_LF = Buffer.from('\n\n', 'latin1');
+/** How many of its last bytes an incomplete head keeps for `mayEndHead`: the end `\r\n\r\n` less one. */
+const HEAD_END_TAIL_BYTES = 3;
+
+/**
+ * True when the head whose last bytes so far are `tail` (at most 3) may end within `chunk`: the
+ * two bytes `\n\r\n` (the end of a head, CRLF CRLF) or `\n\n` (a bare-LF end, which the parser
+ * refuses with 400) occur in `tail` + `chunk`.
+ */
+export function mayEndHead(tail: Buffer, chunk: Buffer): boolean {
+  if (chunk.indexOf(LF) === -1) return false;
+  const joined = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+  return joined.includes(LF_CRLF) || joined.includes(LF_LF);
+}
+
+/** The last `HEAD_END_TAIL_BYTES` of `tail` + `chunk`. */
+function headTail(tail: Buffer, chunk: Buffer): Buffer {
+  if (chunk.length >= HEAD_END_TAIL_BYTES) return chunk.subarray(chunk.length - HEAD_END_TAIL_BYTES);
+  const joined = Buffer.concat([tail, chunk]);
+  return joined.subarray(Math.max(0, joined.length - HEAD_END_TAIL_BYTES));
+}
 
 /** A lingering close ends at the latest this long after it began, ms (nginx's `lingering_time` is 30 s; a few seconds let any client read its answer). */
 export const LINGER_MS = 5000;
@@ -299,9 +323,10 @@ export class Http1Connection implements ResponseConnection {
   /** Since when the body is waited for, ms; undefined while the server is not reading (paused for the handler). */
   #bodyWaitingSince: number | undefined;
   #headPieces = 0;
-  /** After `MAX_HEAD_PIECES`: the pieces of the incomplete head, not joined yet, and their size. */
+  /** After `MAX_HEAD_PIECES`: the pieces of the incomplete head, not joined yet, their size, and their last bytes (`mayEndHead`). */
   #trickle: Buffer[] | undefined;
   #trickleBytes = 0;
+  #trickleTail: Buffer = EMPTY;
   #lingerStartedAt = 0;
   #lingerBytes = 0;
   readonly #onData = (chunk: Buffer): void => this.#receive(chunk);
@@ -496,9 +521,11 @@ export class Http1Connection implements ResponseConnection {
 
   #receiveHead(chunk: Buffer): void {
     if (this.#trickle !== undefined) {
+      const tail = this.#trickleTail;
       this.#trickle.push(chunk);
       this.#trickleBytes += chunk.length;
-      if (chunk.indexOf(LF) === -1 && this.#trickleBytes < this.#server.options.maxHeadBytes) return; // cannot have ended
+      this.#trickleTail = headTail(tail, chunk);
+      if (!mayEndHead(tail, chunk) && this.#trickleBytes < this.#server.options.maxHeadBytes) return; // cannot have ended
       chunk = Buffer.concat(this.#trickle);
       this.#trickle = undefined;
     }
@@ -512,6 +539,7 @@ export class Http1Connection implements ResponseConnection {
       } else {
         this.#trickle = [bytes];
         this.#trickleBytes = bytes.length;
+        this.#trickleTail = headTail(EMPTY, bytes);
       }
       return;
     }

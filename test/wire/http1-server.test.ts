@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
+import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, mayEndHead, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
 import type { ClientRequest, ClientResponse } from '../../src/wire/client-side.js';
 
 // ---- a server with a fake clock -------------------------------------------------------------------
@@ -188,6 +188,45 @@ describe('Http1Server timeouts (fake clock, checkTimeouts called by hand)', () =
     h.now += 1;
     h.http1.checkTimeouts();
     assert.deepEqual(h.answers.map((bad) => bad.status), [408]);
+  });
+
+  test('mayEndHead: true only when the bytes so far and the piece may hold the end of a head (CRLF CRLF, or a bare LF LF)', () => {
+    const cases: [string, string, boolean][] = [
+      ['', 'GET / HTTP/1.1\r\nHost: h\r\n\r\n', true],
+      ['h\r\n', '\r\n', true], // the end split across the pieces
+      ['\r\n\r', '\n', true],
+      ['h\r\n', '\n', true], // a bare-LF end: the parser refuses it, at once
+      ['\r\nX', '-a: b\r\n', false], // a line ends, the head does not
+      ['b\r\n', 'X', false],
+      ['\n\r\n', 'X', false], // what the tail held was parsed already
+      ['', 'no line end', false],
+    ];
+    for (const [tail, chunk, want] of cases) {
+      assert.equal(mayEndHead(Buffer.from(tail, 'latin1'), Buffer.from(chunk, 'latin1')), want, `${JSON.stringify(tail)} + ${JSON.stringify(chunk)}`);
+    }
+  });
+
+  test('a head of 200 lines arriving 5 bytes at a time is read once it is whole; a bare LF LF end trickled in still gets its 400 at once', async () => {
+    const h = await startServer({ headTimeoutMs: 60_000, maxHeadBytes: 16 * 1024 });
+    const head = `GET /t HTTP/1.1\r\nHost: h\r\n${Array.from({ length: 200 }, (_, i) => `X-${i}: v\r\n`).join('')}\r\n`;
+    const client = await connect(h.port);
+    client.socket.setNoDelay(true);
+    for (let i = 0; i < head.length; i += 5) {
+      client.socket.write(head.slice(i, i + 5));
+      if (i % 50 === 0) await settle(); // many reads, most of them a piece of 5 bytes
+    }
+    await until(() => client.text().endsWith('ok'), 'the response');
+    assert.equal(h.requests.length, 1);
+    assert.equal(h.requests[0]!.req.rawHeaders.length, 2 * 201, 'every field read');
+
+    const bare = await connect(h.port);
+    bare.socket.setNoDelay(true);
+    for (const piece of ['GET /t HTTP/1.1\r\n', 'Host: h\r\n', 'X-a: b\r\n', 'X-b: c\r\n', 'X-c: d\n', '\n']) {
+      bare.socket.write(piece);
+      await settle();
+    }
+    await until(() => bare.isClosed(), 'the 400 and the close');
+    assert.match(bare.text(), /^HTTP\/1\.1 400 /, `got ${JSON.stringify(bare.text().split('\r\n')[0])}`);
   });
 
   test('a head completed in a second piece is answered', async () => {

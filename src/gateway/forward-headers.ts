@@ -6,7 +6,9 @@
  *
  * Request direction, in this order (Go's `ReverseProxy.ServeHTTP` does the same steps):
  *   1. drop hop-by-hop headers and every header the client's `Connection` names (RFC 9110 §7.6.1),
- *      keeping `TE: trailers`;
+ *      keeping `TE: trailers`; and a framing or hop-by-hop name spelt with `_` for `-`
+ *      (`Transfer_Encoding`, `Content_Length`, `Keep_Alive`): CGI-style backends read it as the
+ *      real one, which the proxy has judged and re-framed (nginx drops every name with `_`);
  *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
  *      `Forwarded` and `X-Real-IP`, also spelt with `_` for `-` (`X_Forwarded_For`: CGI-style
@@ -17,7 +19,7 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { connectionTokens, isHopByHop } from './hop-by-hop.js';
+import { connectionTokens, HOP_BY_HOP_HEADERS, isHopByHop } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
 export interface ForwardingFacts {
@@ -54,6 +56,12 @@ function isForwardingHeader(lowerName: string): boolean {
   return name.startsWith('x-forwarded-') || name === 'forwarded' || name === 'x-real-ip';
 }
 
+/** Whether a lower-cased name with `_` is, read with `-`, a framing or hop-by-hop one (step 1 of the file comment). */
+function isUnderscoreFramingHeader(lowerName: string): boolean {
+  const name = lowerName.replaceAll('_', '-');
+  return name === 'content-length' || HOP_BY_HOP_HEADERS.has(name);
+}
+
 /**
  * The header list to send upstream, as a flat raw list with `Host` first. Never mutates
  * `clientRawHeaders`. Body framing (`Transfer-Encoding`) is the caller's: it is hop-by-hop and the
@@ -81,6 +89,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
       if (lower === 'te' && hasTrailersToken(value)) out.push(name, 'trailers');
       continue;
     }
+    if (lower.includes('_') && isUnderscoreFramingHeader(lower)) continue;
     if (lower === 'authorization' && facts.dropAuthorization) continue;
     if (isForwardingHeader(lower)) {
       if (!facts.isTrustedPeer) continue;

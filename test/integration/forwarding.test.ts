@@ -64,6 +64,24 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP and their _ spellings are 
   assert.deepEqual(headerValues(fromTrusted!, 'forwarded'), ['for=1.2.3.4']);
 });
 
+test('framing and hop-by-hop names spelt with _ (Transfer_Encoding, Content_Length, Keep_Alive, Proxy_Connection) do not reach the upstream; other names with _ do', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  await request(proxy.port, {
+    path: '/a',
+    headers: { Transfer_Encoding: 'chunked', Content_Length: '5', Keep_Alive: 'timeout=5', Proxy_Connection: 'keep-alive', HTTP2_Settings: 'AAMA', X_Custom_Id: '7' },
+  });
+  const received = backend.requests[0]!.rawHeaders;
+  for (const name of ['transfer_encoding', 'content_length', 'keep_alive', 'proxy_connection', 'http2_settings']) {
+    assert.deepEqual(headerValues(received, name), [], `${name} reached the upstream`);
+  }
+  assert.deepEqual(headerValues(received, 'x_custom_id'), ['7'], 'a name with _ that the proxy does not judge passes');
+});
+
 test('the query string arrives byte for byte and pass with a path replaces the route prefix', async (t) => {
   const backend = await startBackend();
   const plain = await startTestProxy(routeIni(backend.url));

@@ -570,7 +570,7 @@ test('an upgrade that offers h2c is a plain request: the upstream gets no Upgrad
   assert.ok(!switched.text.includes('frames'), 'nothing after its 101 reaches the client');
 });
 
-test("headers named in the 101's Connection (and the other hop-by-hop ones) do not reach the client; Upgrade and Connection: upgrade do", async (t) => {
+test("headers named in the 101's Connection (and the other hop-by-hop ones, and Content-Length) do not reach the client; Upgrade and Connection: upgrade do", async (t) => {
   const backend = await startRawBackend((socket) => {
     let received = '';
     const onData = (chunk: Buffer): void => {
@@ -580,7 +580,7 @@ test("headers named in the 101's Connection (and the other hop-by-hop ones) do n
       const key = /\r\nSec-WebSocket-Key: ([^\r\n]+)/i.exec(received)?.[1] ?? '';
       socket.write(
         'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade, X-Upstream-Secret\r\n' +
-          `X-Upstream-Secret: for the proxy only\r\nKeep-Alive: timeout=5\r\nSec-WebSocket-Accept: ${acceptValueFor(key)}\r\nX-End-To-End: kept\r\n\r\n`,
+          `X-Upstream-Secret: for the proxy only\r\nKeep-Alive: timeout=5\r\nContent-Length: 5\r\nSec-WebSocket-Accept: ${acceptValueFor(key)}\r\nX-End-To-End: kept\r\n\r\n`,
       );
     };
     socket.on('data', onData);
@@ -601,6 +601,7 @@ test("headers named in the 101's Connection (and the other hop-by-hop ones) do n
   const names = lines.slice(1).map((line) => line.slice(0, line.indexOf(':')).toLowerCase());
   assert.ok(!names.includes('x-upstream-secret'), `got ${JSON.stringify(head)}: a header the 101's Connection names must not reach the client`);
   assert.ok(!names.includes('keep-alive'), `got ${JSON.stringify(head)}: Keep-Alive is hop-by-hop`);
+  assert.ok(!names.includes('content-length'), `got ${JSON.stringify(head)}: a 1xx carries no Content-Length (RFC 9110 §8.6)`);
   assert.deepEqual(
     lines.slice(1).filter((line) => /^(upgrade|connection):/i.test(line)),
     ['Upgrade: websocket', 'Connection: upgrade'],

@@ -766,6 +766,10 @@ function parseDomainList(text: string): string[] {
     if (!isHostName(name) || !name.includes('.')) {
       throw new InvalidValueError(`invalid domain '${item.trim()}'`, 'expected DNS names separated by commas, e.g. example.com, www.example.com', at);
     }
+    if (name.includes('_')) {
+      // A host name has no `_` (RFC 1123 §2.1); CAs may not put one in a certificate, and Let's Encrypt refuses the order.
+      throw new InvalidValueError(`invalid domain '${item.trim()}'`, "a certificate's DNS name cannot contain '_'", at);
+    }
     if (domains.includes(name)) throw new InvalidValueError(`domain '${name}' is listed twice`, undefined, at);
     domains.push(name);
   }

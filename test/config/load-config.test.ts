@@ -833,6 +833,7 @@ describe('TLS and ACME keys (SPEC 1.2): what needs what', () => {
     ['a wildcard ACME domain', '[acme]\ndomains = example.com, *.example.com\n', "env.ini:2:24: wildcard domain '*.example.com' for 'domains' (the HTTP-01 challenge cannot prove a wildcard name (RFC 8555 section 8.3); list each name)"],
     ['a repeated ACME domain', '[acme]\ndomains = a.example.com,A.example.com\n', "env.ini:2:25: domain 'a.example.com' is listed twice for 'domains'"],
     ['an ACME domain without a dot', '[acme]\ndomains = localhost\n', "env.ini:2:11: invalid domain 'localhost' for 'domains' (expected DNS names separated by commas, e.g. example.com, www.example.com)"],
+    ['an ACME domain with an underscore', '[acme]\ndomains = example.com, a_b.example.com\n', "env.ini:2:24: invalid domain 'a_b.example.com' for 'domains' (a certificate's DNS name cannot contain '_')"],
     ['101 ACME domains', `[acme]\ndomains = ${Array.from({ length: 101 }, (_, i) => `d${i}.example.com`).join(',')}\n`, "env.ini:2:11: 101 domains for 'domains' (one certificate names at most 100 (Let's Encrypt's limit); split them over several proxies or use tls_cert)"],
     ['a plain-http directory', '[acme]\ndomains = example.com\ndirectory = http://acme.test/dir\n', "env.ini:3:13: invalid directory URL 'http://acme.test/dir' for 'directory' (ACME directories are https:// URLs (RFC 8555 section 6.1))"],
     ['a bad email', '[acme]\ndomains = example.com\nemail = admin\n', "env.ini:3:9: invalid email 'admin' for 'email' (expected an address like admin@example.com)"],

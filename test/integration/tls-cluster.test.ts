@@ -34,6 +34,15 @@ before(async () => {
 });
 after(removeBuild);
 
+/** A temp dir with copies of exact.pem and exact.key (`copy` replaces them), and the place of its env.ini. */
+function certificateDir(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
+  copy('exact.pem', 'exact.pem');
+  copy('exact.key', 'exact.key');
+  return { dir, copy, configFile: join(dir, 'env.ini') };
+}
+
 /** One GET / over a new TLS connection (resuming `session` when given); resolves with what the handshake did and the new session. */
 function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReused: boolean; session: Buffer; status: string }> {
   return new Promise((resolve, reject) => {
@@ -58,11 +67,7 @@ function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReu
 test('workers = 2: a session ticket from one worker resumes on the other; the primary admin lists the certificate; SIGHUP renews it in both', { timeout: 90_000 }, async (t) => {
   const backend = await startBackend();
   const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-cluster-'));
-  const configFile = join(dir, 'env.ini');
-  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
-  copy('exact.pem', 'exact.pem');
-  copy('exact.key', 'exact.key');
+  const { dir, copy, configFile } = certificateDir('proxy-tls-cluster-');
   writeFileSync(
     configFile,
     [
@@ -135,11 +140,7 @@ test('workers = 2: a session ticket from one worker resumes on the other; the pr
 test('workers = 2: a worker that replaces one that died serves the certificate the primary read, not the file renewed on disk without SIGHUP, nor a broken one', { timeout: 90_000 }, async (t) => {
   const backend = await startBackend();
   const [port, tlsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-respawn-'));
-  const configFile = join(dir, 'env.ini');
-  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
-  copy('exact.pem', 'exact.pem');
-  copy('exact.key', 'exact.key');
+  const { dir, copy, configFile } = certificateDir('proxy-tls-respawn-');
   const writeConfig = (pairs: string[]): void =>
     writeFileSync(
       configFile,

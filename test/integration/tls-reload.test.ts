@@ -23,14 +23,18 @@ import { CA, TLS_FIXTURES, httpsRequest } from '../tls/https-client.js';
 const EXACT_SERIAL = 'EBD1BD1E89CC17456A114B4621C3D0D5';
 const RENEWED_SERIAL = '6F8E170FBBEFFA72EF7EF010A0AD03CA';
 
-test('SIGHUP serves a renewed certificate to new connections, keeps a keep-alive one, and rejects broken files', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-reload-'));
-  const backend = await startBackend();
+/** A temp dir with copies of exact.pem and exact.key (`copy` replaces them), and the place of its env.ini. */
+function certificateDir(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
   copy('exact.pem', 'exact.pem');
   copy('exact.key', 'exact.key');
-  const certPath = join(dir, 'exact.pem');
-  const configFile = join(dir, 'env.ini');
+  return { dir, copy, certPath: join(dir, 'exact.pem'), configFile: join(dir, 'env.ini') };
+}
+
+test('SIGHUP serves a renewed certificate to new connections, keeps a keep-alive one, and rejects broken files', async (t) => {
+  const { dir, copy, certPath, configFile } = certificateDir('proxy-tls-reload-');
+  const backend = await startBackend();
   // Line 4 is the tls_cert line; the certificate path starts at column 12.
   writeFileSync(configFile, `[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_cert = ${certPath} ${join(dir, 'exact.key')}\naccess_log = off\n[proxy.all]\npath = /\npass = ${backend.url}\n`);
   const log: string[] = [];
@@ -95,13 +99,8 @@ test('SIGHUP serves a renewed certificate to new connections, keeps a keep-alive
 });
 
 test('a certificate that expired while served: a reload keeping it is accepted with a warning, one putting another out-of-date certificate in its place is rejected; a start serves it with a warning', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-tls-expired-'));
+  const { dir, copy, certPath, configFile } = certificateDir('proxy-tls-expired-');
   const backend = await startBackend();
-  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
-  copy('exact.pem', 'exact.pem');
-  copy('exact.key', 'exact.key');
-  const certPath = join(dir, 'exact.pem');
-  const configFile = join(dir, 'env.ini');
   const writeConfig = (path: string): void =>
     writeFileSync(configFile, `[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_cert = ${certPath} ${join(dir, 'exact.key')}\naccess_log = off\n[proxy.all]\npath = ${path}\npass = ${backend.url}\n`);
   writeConfig('/');

@@ -14,14 +14,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { startBackend } from '../helpers/proxy-harness.js';
 import { buildCli, removeBuild } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
-import { CA, TLS_FIXTURES, handshake, tlsCertLine } from '../tls/https-client.js';
+import { CA, certificateDir, handshake, tlsCertLine } from '../tls/https-client.js';
 
 /** test/fixtures/tls/exact.pem and exact-renewed.pem (exact.test). */
 const EXACT_SERIAL = 'EBD1BD1E89CC17456A114B4621C3D0D5';
@@ -33,15 +32,6 @@ before(async () => {
   await buildCli();
 });
 after(removeBuild);
-
-/** A temp dir with copies of exact.pem and exact.key (`copy` replaces them), and the place of its env.ini. */
-function certificateDir(prefix: string) {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
-  copy('exact.pem', 'exact.pem');
-  copy('exact.key', 'exact.key');
-  return { dir, copy, configFile: join(dir, 'env.ini') };
-}
 
 /** One GET / over a new TLS connection (resuming `session` when given); resolves with what the handshake did and the new session. */
 function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReused: boolean; session: Buffer; status: string }> {

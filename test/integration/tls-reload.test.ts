@@ -9,8 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
 import { EventEmitter } from 'node:events';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
@@ -18,19 +17,10 @@ import { loadConfigFile } from '../../src/cli/load-config-file.js';
 import { reloadOnHangup } from '../../src/cli/run-proxy.js';
 import type { SignalSource } from '../../src/process/process-signals.js';
 import { startBackend } from '../helpers/proxy-harness.js';
-import { CA, TLS_FIXTURES, httpsRequest } from '../tls/https-client.js';
+import { CA, certificateDir, httpsRequest } from '../tls/https-client.js';
 
 const EXACT_SERIAL = 'EBD1BD1E89CC17456A114B4621C3D0D5';
 const RENEWED_SERIAL = '6F8E170FBBEFFA72EF7EF010A0AD03CA';
-
-/** A temp dir with copies of exact.pem and exact.key (`copy` replaces them), and the place of its env.ini. */
-function certificateDir(prefix: string) {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
-  copy('exact.pem', 'exact.pem');
-  copy('exact.key', 'exact.key');
-  return { dir, copy, certPath: join(dir, 'exact.pem'), configFile: join(dir, 'env.ini') };
-}
 
 test('SIGHUP serves a renewed certificate to new connections, keeps a keep-alive one, and rejects broken files', async (t) => {
   const { dir, copy, certPath, configFile } = certificateDir('proxy-tls-reload-');

@@ -5,7 +5,8 @@
  */
 import https from 'node:https';
 import tls, { type PeerCertificate, type TLSSocket } from 'node:tls';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -14,6 +15,15 @@ export const TLS_FIXTURES = new URL('../fixtures/tls/', import.meta.url).pathnam
 export const CA = readFileSync(join(TLS_FIXTURES, 'ca.pem'));
 
 /** `tls_cert = CERT KEY` for fixture NAME (NAME.pem, NAME.key), absolute paths. */
+/** A temp dir with copies of exact.pem and exact.key (`copy` replaces them or adds others), and the places of the certificate and of an env.ini in it. */
+export function certificateDir(prefix: string): { dir: string; copy(from: string, to: string): void; certPath: string; configFile: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const copy = (from: string, to: string): void => copyFileSync(join(TLS_FIXTURES, from), join(dir, to));
+  copy('exact.pem', 'exact.pem');
+  copy('exact.key', 'exact.key');
+  return { dir, copy, certPath: join(dir, 'exact.pem'), configFile: join(dir, 'env.ini') };
+}
+
 export function tlsCertLine(name: string, dir = TLS_FIXTURES): string {
   return `tls_cert = ${join(dir, `${name}.pem`)} ${join(dir, `${name}.key`)}`;
 }

@@ -23,6 +23,7 @@
  * a body byte. `switchProtocols` writes a 101 and gives the raw socket to the caller (RFC 9110 §7.8).
  */
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import type { ClientResponse } from './client-side.js';
 import { STATUS_CODES } from 'node:http';
 import { hasInvalidFieldChar, isToken } from './field-bytes.js';
@@ -77,6 +78,8 @@ export class Http1Response implements ClientResponse {
   /** The client speaks HTTP/1.0: no chunked framing (see the file comment). */
   readonly #isHttp10: boolean;
   #isChunked = false;
+  /** The body ends with the connection (an HTTP/1.0 client, no Content-Length): see `destroy`. */
+  #isCloseDelimited = false;
   #isLast: boolean;
   #isEnded = false;
   #isFinished = false;
@@ -168,7 +171,10 @@ export class Http1Response implements ClientResponse {
       this.#isChunked = false;
     }
     const isUnframed = !hasContentLength && !hasTransferEncoding && this.#hasBody;
-    if (isUnframed && this.#isHttp10) this.#isLast = true; // delimited by the close
+    if (isUnframed && this.#isHttp10) {
+      this.#isLast = true; // delimited by the close
+      this.#isCloseDelimited = true;
+    }
     if (this.#connection.isRequestBodyUnread) this.#isLast = true;
     if (!hasConnection) {
       if (this.#isLast) {
@@ -220,12 +226,19 @@ export class Http1Response implements ClientResponse {
     return this;
   }
 
-  /** Cuts the connection; output written so far and still queued leaves first, as it would with node. */
+  /**
+   * Cuts the connection; output written so far and still queued leaves first, as it would with node.
+   * A body delimited by the close, cut after its head left, is cut with a TCP reset instead of a
+   * FIN: a FIN would end it as a complete response, and the reset is the connection's error that
+   * makes it incomplete (RFC 9112 §8). On TLS the missing close_notify says so already (§9.8).
+   */
   destroy(): this {
     if (!this.#isDestroyed) {
       if (this.#output.length > 0) this.#flush(undefined);
       this.#isDestroyed = true;
-      this.#connection.socket.destroy();
+      const socket = this.#connection.socket;
+      if (this.#isCloseDelimited && this.#isHeadQueued && !this.#isFinished && !socket.destroyed && !(socket instanceof TLSSocket)) socket.resetAndDestroy();
+      else socket.destroy();
     }
     return this;
   }

@@ -73,6 +73,38 @@ test('upstream that dies mid-body → the client connection is closed, not a cle
   }
 });
 
+test('upstream that dies mid-body, to an HTTP/1.0 client (a body delimited by the close) → the connection is reset, not ended as if complete', async (t) => {
+  const chunkedDying = await startRawBackend((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+      setTimeout(() => socket.destroy(), 50);
+    });
+  });
+  const whole = await startRawBackend((socket) => {
+    socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'));
+  });
+  const proxy = await startTestProxy(`[proxy.cut]\npath=/cut\npass=${chunkedDying.url}\n[proxy.whole]\npath=/whole\npass=${whole.url}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await chunkedDying.close();
+    await whole.close();
+  });
+  const http10 = (path: string): Promise<{ text: string; ending: string }> =>
+    new Promise((resolve) => {
+      const socket = net.connect(proxy.port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('end', () => resolve({ text, ending: 'end' }));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve({ text, ending: error.code ?? error.message }));
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: h\r\n\r\n`);
+    });
+  const cut = await http10('/cut');
+  assert.equal(cut.ending, 'ECONNRESET', `got the cut body ended by ${cut.ending}, want a reset`);
+  const complete = await http10('/whole');
+  assert.equal(complete.ending, 'end', 'a whole body delimited by the close still ends with a FIN');
+  assert.match(complete.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nhello$/);
+});
+
 test('a client that disconnects mid-request aborts the upstream request within a second', async (t) => {
   let upstreamClosedAt = 0;
   const server = http.createServer((req) => {

@@ -56,7 +56,7 @@ export function reloadOnHangup(
       return;
     }
     log(`reloaded ${configFile}: ${config.routes.length} route(s); upstreams kept ${summary.kept}, added ${summary.added}, removed ${summary.removed}`);
-    for (const warning of summary.warnings) log(`reload: ${warning}`);
+    for (const warning of summary.warnings) log(`warning: ${warning}`);
   };
   signals.on('SIGHUP', onHangup);
   return () => signals.off('SIGHUP', onHangup);

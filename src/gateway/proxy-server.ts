@@ -126,8 +126,11 @@ export class ProxyServer implements DiscoveryTarget {
   /** The certificate from ACME (`setAcmeCertificate`); kept across reloads. */
   #acmePair: CertificatePair | undefined;
   readonly #epochNow: () => number;
-  /** `listen` and `tls_listen` as the process started with them: a reload cannot move a listener. */
-  readonly #listenersAtStart: Pick<ServerConfig, 'listen' | 'tlsListen'>;
+  /**
+   * The config the process started with: what a reload cannot change (listeners, the other
+   * `[server]` settings, `[admin]`, `[acme]`) stays as it says, and a reload is warned against it.
+   */
+  readonly #configAtStart: Config;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
@@ -135,7 +138,7 @@ export class ProxyServer implements DiscoveryTarget {
     // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
     // One out of date is served with a warning (certificate-pair.ts): there is nothing better to serve.
     const certificates = this.#readCertificates(config.server, options.certificateTexts, () => true);
-    this.#listenersAtStart = { listen: config.server.listen, tlsListen: config.server.tlsListen };
+    this.#configAtStart = config;
     for (const warning of certificates.warnings) this.#deps.log(`warning: ${warning}`);
     this.#table = new RouteTable(config, this.#deps, options.limits ?? new LocalLimits({ now: this.#deps.now }));
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
@@ -367,23 +370,22 @@ export class ProxyServer implements DiscoveryTarget {
     const served = new Set(this.certificateTexts.map((text) => text.certPem));
     const certificates = this.#readCertificates(config.server, certificateTexts, (certPem) => certificateTexts !== undefined || served.has(certPem));
     const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)];
-    const before = this.#table.config;
-    // Against the addresses listened on since the start, not the last reload's: a reload that moves
-    // `listen` back to where it is bound needs no restart.
-    if (JSON.stringify(this.#listenersAtStart.listen) !== JSON.stringify(config.server.listen)) {
+    // Against what runs since the start, not the last reload's file: a reload that puts a setting
+    // back as it started needs no restart, and one that keeps a change still waiting says so again.
+    const before = this.#configAtStart;
+    if (settingsText(before.server.listen) !== settingsText(config.server.listen)) {
       warnings.push('a new [server] listen address takes effect only after a restart');
     }
-    if (JSON.stringify(this.#listenersAtStart.tlsListen) !== JSON.stringify(config.server.tlsListen)) {
+    if (settingsText(before.server.tlsListen) !== settingsText(config.server.tlsListen)) {
       warnings.push('a new [server] tls_listen address takes effect only after a restart');
     }
-    // What needs a restart, compared without the parts a reload does apply or that are only places.
+    // What needs a restart, compared without the parts a reload does apply.
     const restartOnly = (server: Config['server']): string =>
-      JSON.stringify({
+      settingsText({
         ...server,
         listen: 0,
         tlsListen: 0,
         trustedProxies: 0,
-        accessLogPlace: 0,
         tlsCertificates: 0,
         tlsMinVersion: 0,
         redirectHttps: 0,
@@ -395,10 +397,10 @@ export class ProxyServer implements DiscoveryTarget {
     if (restartOnly(before.server) !== restartOnly(config.server)) {
       warnings.push('[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart');
     }
-    if (JSON.stringify(before.admin) !== JSON.stringify(config.admin)) {
+    if (settingsText(before.admin) !== settingsText(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');
     }
-    if (JSON.stringify(before.acme) !== JSON.stringify(config.acme)) {
+    if (settingsText(before.acme) !== settingsText(config.acme)) {
       warnings.push('[acme] changes take effect only after a restart');
     }
     const change = this.#table.reload(config);
@@ -464,7 +466,7 @@ export class ProxyServer implements DiscoveryTarget {
   }
 
   /** Starts listening on `[server] listen` (or `port` when given, e.g. 0 in tests). Resolves with the bound port. */
-  async listen(port = this.config.server.listen?.port ?? 0, host = this.config.server.listen?.host ?? '0.0.0.0'): Promise<number> {
+  async listen(port = this.#configAtStart.server.listen?.port ?? 0, host = this.#configAtStart.server.listen?.host ?? '0.0.0.0'): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -483,7 +485,7 @@ export class ProxyServer implements DiscoveryTarget {
    * `redirect_https` sends plain requests to the port it bound. Resolves with the bound port.
    * @throws Error when the config has no `tls_listen`; node's listen errors (EADDRINUSE, EACCES)
    */
-  async listenTls(port = this.config.server.tlsListen?.port, host = this.config.server.tlsListen?.host ?? '0.0.0.0'): Promise<number> {
+  async listenTls(port = this.#configAtStart.server.tlsListen?.port, host = this.#configAtStart.server.tlsListen?.host ?? '0.0.0.0'): Promise<number> {
     const tlsServer = this.#tls?.server;
     if (tlsServer === undefined || port === undefined) throw new Error('listenTls: the config has no tls_listen');
     await new Promise<void>((resolve, reject) => {
@@ -503,7 +505,7 @@ export class ProxyServer implements DiscoveryTarget {
   /** The HTTPS listener's bound port, else its configured one; undefined without `tls_listen`. */
   #tlsPort(): number | undefined {
     const address = this.#tls?.server.address();
-    return address !== null && typeof address === 'object' ? address.port : this.config.server.tlsListen?.port;
+    return address !== null && typeof address === 'object' ? address.port : this.#configAtStart.server.tlsListen?.port;
   }
 
   /**
@@ -512,7 +514,7 @@ export class ProxyServer implements DiscoveryTarget {
    * requests up to `timeoutMs` (default `shutdown_timeout`), then close whatever is left.
    * Resolves true when everything finished in time.
    */
-  async close(timeoutMs = this.config.server.shutdownTimeoutMs): Promise<boolean> {
+  async close(timeoutMs = this.#configAtStart.server.shutdownTimeoutMs): Promise<boolean> {
     this.#healthChecker.stop();
     this.#context.isDraining = true;
     const tlsServer = this.#tls?.server;
@@ -569,4 +571,9 @@ function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
   const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
   context.accessLog.write(buildAccessLogRecord(request, outcome));
+}
+
+/** Settings as text to compare, without where they were written (`place`, `…Place`): a line moved is no change. */
+function settingsText(settings: unknown): string {
+  return JSON.stringify(settings, (key: string, value: unknown) => (key === 'place' || key.endsWith('Place') ? undefined : value)) ?? 'undefined';
 }

@@ -4,6 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { FakeProbe, FakeTimers, flush, OK, REFUSED } from '../helpers/health-fakes.js';
@@ -33,6 +35,38 @@ test('a new listen or tls_listen address is warned about against the address the
   const proxy = new ProxyServer(parseConfig(at('127.0.0.1:8080'), 'env.ini'), { deps: { log: () => {} } });
   assert.deepEqual(proxy.reload(parseConfig(at('127.0.0.1:8081'), 'env.ini')).warnings, ['a new [server] listen address takes effect only after a restart']);
   assert.deepEqual(proxy.reload(parseConfig(at('127.0.0.1:8080'), 'env.ini')).warnings, [], 'back to the address listened on: nothing to restart for');
+});
+
+test('the restart warnings compare with the config the proxy started with: a setting put back needs nothing, a change still waiting is said again, a line moved is no change', () => {
+  const at = (headerTimeout: string, acmeAbove = ''): string =>
+    `[server]\naccess_log = off\nheader_timeout = ${headerTimeout}\n[proxy.a]\npath = /a\npass = http://127.0.0.1:9001\n${acmeAbove}[admin]\nlisten = 127.0.0.1:9090\n`;
+  const restart = '[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart';
+  const proxy = new ProxyServer(parseConfig(at('3s'), 'env.ini'), { deps: { log: () => {} } });
+  assert.deepEqual(proxy.reload(parseConfig(at('9s'), 'env.ini')).warnings, [restart]);
+  assert.deepEqual(proxy.reload(parseConfig(at('9s'), 'env.ini')).warnings, [restart], 'still waiting for a restart: said again');
+  assert.deepEqual(proxy.reload(parseConfig(at('3s'), 'env.ini')).warnings, [], 'back as it started: nothing to restart for');
+  assert.deepEqual(proxy.reload(parseConfig(at('3s', '\n\n'), 'env.ini')).warnings, [], '[admin] moved two lines down: no change');
+});
+
+test('a reload of shutdown_timeout, which needs a restart, does not change how long close() waits', async () => {
+  const silent = net.createServer(() => {}); // accepts, never answers
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const at = (timeout: string): string =>
+    `[server]\naccess_log = off\nshutdown_timeout = ${timeout}\n[proxy.a]\npath = /\npass = http://127.0.0.1:${(silent.address() as AddressInfo).port}\nread_timeout = 30s\n`;
+  const proxy = new ProxyServer(parseConfig(at('300ms'), 'env.ini'), { deps: { log: () => {} } });
+  const port = await proxy.listen(0, '127.0.0.1');
+  proxy.reload(parseConfig(at('20s'), 'env.ini'));
+  const client = net.connect(port, '127.0.0.1');
+  client.on('error', () => {});
+  client.write('GET / HTTP/1.1\r\nHost: h\r\n\r\n');
+  await new Promise((resolve) => setTimeout(resolve, 100)); // the request is in flight
+  const startedAt = Date.now();
+  const isDrained = await proxy.close();
+  const tookMs = Date.now() - startedAt;
+  client.destroy();
+  silent.close();
+  assert.equal(isDrained, false, 'the request in flight was cut');
+  assert.ok(tookMs < 3000, `close() took ${tookMs} ms, want the 300 ms the proxy started with, not the reloaded 20 s`);
 });
 
 test('a reload to trusted_proxies = 0.0.0.0/0 is applied, with the warning that it trusts every peer', () => {

@@ -118,7 +118,7 @@ test('a certificate that expired while served: a reload keeping it is accepted w
   assert.equal(
     kept,
     `reloaded ${configFile}: 1 route(s); upstreams kept 1, added 0, removed 0\n` +
-      `reload: ${configFile}:4:12: tls_cert '${certPath}' expired on 2126-11-07 13:45:08 UTC: served until it is replaced, and clients will refuse it`,
+      `warning: ${configFile}:4:12: tls_cert '${certPath}' expired on 2126-11-07 13:45:08 UTC: served until it is replaced, and clients will refuse it`,
   );
   assert.equal((await httpsRequest(tlsPort, { servername: 'exact.test', path: '/' })).status, 404, 'the old route is gone');
   const served = await httpsRequest(tlsPort, { servername: 'exact.test', path: '/v2/' });

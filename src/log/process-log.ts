@@ -68,6 +68,14 @@ export function closeLogFile(sink: FileSink): void {
   sink.close();
 }
 
+/** Set in a cluster primary: its workers hold the log files, so having none here is no news at SIGUSR1. */
+let areLogFilesInWorkers = false;
+
+/** A cluster primary's: the log files are its workers' (they reopen them when it tells them to). */
+export function noteLogFilesInWorkers(): void {
+  areLogFilesInWorkers = true;
+}
+
 /**
  * Reopens every log file of this process at its path (SIGUSR1, or the cluster primary's
  * `reopen-logs` message) and logs what it did, each line starting with `who`. A file that cannot be
@@ -75,7 +83,7 @@ export function closeLogFile(sink: FileSink): void {
  */
 export function reopenLogFiles(who: string): void {
   if (openFiles.size === 0) {
-    logLine(`${who}: no log file to reopen in this process (stdout and stderr need none)`);
+    if (!areLogFilesInWorkers) logLine(`${who}: no log file to reopen in this process (stdout and stderr need none)`);
     return;
   }
   for (const sink of openFiles) if (sink.reopen()) logLine(`${who}: reopened ${sink.name}`);

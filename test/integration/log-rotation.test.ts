@@ -114,6 +114,7 @@ test('SIGUSR1 with workers = 2: no inspector in the primary or a worker, and eve
   for (const pid of workerPids) {
     await waitFor(() => cli.stderr().includes(`worker ${pid}: reopened ${accessLog}`), 5000, `worker ${pid} to reopen its file`);
   }
+  assert.doesNotMatch(cli.stderr(), /no log file to reopen/, 'the primary, whose workers hold the file, does not say it has none');
   // A SIGUSR1 straight to a worker (systemctl kill signals every process of the unit) is handled there too.
   for (const pid of workerPids) process.kill(pid, 'SIGUSR1');
   await waitFor(() => cli.stderr().split('\n').filter((line) => line === `SIGUSR1: reopened ${accessLog}`).length === 2, 5000, 'both workers to handle their own SIGUSR1');

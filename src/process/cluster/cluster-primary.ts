@@ -71,6 +71,7 @@ import { isMessage, type AcmeState, type PrimaryMessage, type UpstreamStateMessa
 import { CounterLedger } from './counter-ledger.js';
 import { LimitBank } from './limit-bank.js';
 import { restartDelayMs } from './restart-backoff.js';
+import { noteLogFilesInWorkers } from '../../log/process-log.js';
 
 /** How often the primary compares upstream state with what it last pushed: 100 ms. */
 export const PUSH_INTERVAL_MS = 100;
@@ -104,6 +105,7 @@ interface WorkerSlot {
  */
 export async function runClusterPrimary(signals: ProcessSignals, configFile: string, config: Config, workerCount: number, log: (line: string) => void): Promise<number> {
   cluster.setupPrimary({ serialization: 'advanced' });
+  noteLogFilesInWorkers(); // SIGUSR1 here says it tells the workers, not that this process has no file
   // Workers open the access log; a path that cannot be opened fails the start here, as with one process.
   checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
   const model = new ProxyServer(config, { accessLog: { isEnabled: false, write() {}, close: async () => {} } });

@@ -8,8 +8,11 @@
  * checker. A new key gets a new object; a key no route has any more is dropped from the store and
  * marked `hasLeft` (requests in flight finish on the objects they started with, and a retry of one
  * of them never picks it again; `leavingUpstreams` lists it until they have); if it comes back
- * later it is a new object that starts fresh, except that an operator's drain (admin `drain`) is
- * remembered: an address drained before it left is drained again when it comes back.
+ * later it is a new object that starts fresh, except that an operator's drain (admin `drain`) of a
+ * DNS-discovered address is remembered: one drained before its DNS answer dropped it is drained
+ * again when an answer brings it back. An upstream the operator removed (its `pass` line, or the
+ * registry's DELETE or lapse) comes back undrained: it is a new one, as nginx Plus's API adds a
+ * server anew after a delete, and a redeployed instance that registers again must get traffic.
  *
  * A route's runtime upstream list (SPEC 7) is built from three sources, in this order:
  *   1. its `pass` lines in file order, each discovery line (`resolve`, `service=`) replaced by the
@@ -54,7 +57,7 @@ export class RouteTable {
   #upstreams = new Map<string, Upstream>();
   /** Upstreams that left their route's set with requests in flight, by `storeKey`, until those end. */
   readonly #leaving = new Map<string, Upstream>();
-  /** Keys of upstreams an operator had drained when they left: drained again if they come back. */
+  /** Keys of DNS-discovered upstreams an operator had drained when DNS dropped them: drained again if they come back. */
   readonly #drainedWhileGone = new Set<string>();
   /** Each route's TLS client settings, by route name, read from the files of `#config`. */
   #tls: ReadonlyMap<string, TlsClientSettings>;
@@ -220,7 +223,7 @@ export class RouteTable {
       removed++;
       upstream.hasLeft = true; // its object lives on only in requests in flight
       if (upstream.activeRequests > 0) this.#leaving.set(key, upstream);
-      if (upstream.isDraining) this.#drainedWhileGone.add(key);
+      if (upstream.isDraining && upstream.config.discoveredFrom !== undefined) this.#drainedWhileGone.add(key);
     }
     for (const [key, upstream] of this.#leaving) if (upstream.activeRequests === 0) this.#leaving.delete(key);
     const routeNames = new Set(config.routes.map((routeConfig) => routeConfig.name));

@@ -37,6 +37,21 @@ test('a reload keeps registered upstreams and counts kept / added / removed by r
   assert.notEqual(table.routes[1]!.upstreams[0], table.routes[0]!.upstreams[0], 'route b gets its own object for the same origin');
 });
 
+test('an upstream the operator removed comes back undrained: a registry entry deleted and registered again, a pass line reloaded away and back', () => {
+  const table = new RouteTable(parseConfig(ini, 'env.ini'), deps);
+  const extra: UpstreamConfig = { ...table.routes[0]!.upstreams[0]!.config, origin: 'http://127.0.0.1:9003', port: 9003, hostHeader: '127.0.0.1:9003' };
+  table.setRegistered('a', [extra]);
+  table.routes[0]!.upstreams[1]!.isDraining = true; // admin POST /routes/a/upstreams/drain
+  table.setRegistered('a', []); // DELETE, or its ttl lapsed
+  table.setRegistered('a', [extra]); // registered again
+  assert.deepEqual([table.routes[0]!.upstreams[1]!.origin, table.routes[0]!.upstreams[1]!.isDraining], ['http://127.0.0.1:9003', false], 'the registered again upstream is a new one');
+
+  table.routes[1]!.upstreams[0]!.isDraining = true; // route b's pass line, drained
+  table.reload(parseConfig(ini.replace(/\[proxy\.b\][\s\S]*$/, '[proxy.b]\npath = /b\npass = http://127.0.0.1:9009\n'), 'env.ini'));
+  table.reload(parseConfig(ini, 'env.ini'));
+  assert.deepEqual([table.routes[1]!.upstreams[0]!.origin, table.routes[1]!.upstreams[0]!.isDraining], ['http://127.0.0.1:9002', false], 'a pass line back after a reload without it is a new upstream');
+});
+
 // ---- discovered upstreams (issue 14 item 2) ------------------------------------------------------
 
 const discoveryIni =

@@ -20,6 +20,7 @@ import { checkCertificates } from '../tls/certificate-pair.js';
 import { buildRouteTls, upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { checkAcmeFiles } from '../tls/acme/acme-manager.js';
 import { accessRuleWarnings } from '../limits/access-list.js';
+import { weightWarnings } from '../upstream/balancer/strategies.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { ownListenerWarnings } from '../upstream/own-listener-warnings.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
@@ -50,6 +51,7 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
     ...resolverWarnings(config.server),
     ...upstreamTlsWarnings(config),
     ...accessRuleWarnings(config.routes),
+    ...weightWarnings(config.routes),
     ...ownListenerWarnings(config),
     ...checks.flatMap((check) => check.warnings),
   ].map(

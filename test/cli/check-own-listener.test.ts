@@ -61,7 +61,7 @@ test('localhost: a listen on localhost is matched, and a warning that depends on
 });
 
 test('--check warns at the pass line\'s file:line:column and exits 0', () => {
-  const file = writeConfig(['[server]', 'listen = :8080', 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9001', 'pass   =   http://127.0.0.1:8080 weight=2'].join('\n'));
+  const file = writeConfig(['[server]', 'listen = :8080', 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9001', 'pass   =   http://127.0.0.1:8080 backup'].join('\n'));
   const result = runCheck(file, Date.now());
   assert.equal(result.exitCode, 0, `got exit ${result.exitCode}, want 0: ${result.messages.join('; ')}`);
   const want = `warning: ${file}:7:12: [proxy.a] pass http://127.0.0.1:8080 is this proxy's own listener (listen = 0.0.0.0:8080): requests would loop`;

@@ -18,6 +18,7 @@ import { SmoothWeightedRoundRobinBalancer } from './smooth-weighted-round-robin.
 import { WeightedRandomBalancer } from './weighted-random.js';
 import { WeightedRoundRobinBalancer } from './weighted-round-robin.js';
 import type { Upstream } from '../upstream.js';
+import { formatPlace } from '../../errors.js';
 
 export { hashKeyFor } from './hash-key.js';
 
@@ -40,6 +41,33 @@ export const STRATEGIES: Readonly<Record<StrategyName, StrategyConstructor>> = {
   'consistent-hash': ConsistentHashBalancer,
   'power-of-two-choices': PowerOfTwoChoicesBalancer,
 };
+
+/** The strategies that read an upstream's `weight`; the others give every available upstream the same share. */
+export const WEIGHTED_STRATEGIES: ReadonlySet<StrategyName> = new Set<StrategyName>([
+  'weighted-random',
+  'weighted-round-robin',
+  'smooth-weighted-round-robin',
+  'least-connections',
+  'consistent-hash',
+]);
+
+/**
+ * `--check`: one warning per route whose strategy reads no weight while a `pass` line sets one
+ * (`env.ini:7:8: [proxy.a] weight=5 has no effect with strategy round-robin …`), at the first such
+ * line. nginx's round robin, `ip_hash` and `least_conn` all weigh, so a user coming from it would
+ * expect 5:1 and get 1:1.
+ */
+export function weightWarnings(routes: readonly RouteConfig[]): string[] {
+  return routes.flatMap((route) => {
+    if (WEIGHTED_STRATEGIES.has(route.strategy)) return [];
+    const weighted = route.upstreams.find((upstream) => upstream.weight !== 1);
+    if (weighted === undefined) return [];
+    return [
+      `${formatPlace(weighted.place)}: [proxy.${route.name}] weight=${weighted.weight} has no effect with strategy ${route.strategy}, which gives every available upstream the same share ` +
+        `(weights count with ${[...WEIGHTED_STRATEGIES].join(', ')})`,
+    ];
+  });
+}
 
 /** Injected randomness and clock; defaults Math.random and Date.now. */
 export interface BalancerDeps {

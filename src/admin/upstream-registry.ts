@@ -196,7 +196,8 @@ export function parseRegisteredUpstream(fields: Record<string, unknown>, routeNa
   if (typeof url !== 'string' || url === '' || /\s/.test(url)) {
     throw new AdminRequestError(400, "'url' must be an upstream URL without spaces, e.g. \"http://127.0.0.1:9003\"");
   }
-  if (weight !== undefined && typeof weight !== 'number' && typeof weight !== 'string') {
+  // A number, or its digits as a string; anything else would be read as more of the pass line.
+  if (weight !== undefined && typeof weight !== 'number' && !(typeof weight === 'string' && /^\d+$/.test(weight))) {
     throw new AdminRequestError(400, "'weight' must be a whole number from 1 to 1000000");
   }
   if (backup !== undefined && typeof backup !== 'boolean') throw new AdminRequestError(400, "'backup' must be true or false");

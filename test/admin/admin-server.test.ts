@@ -266,6 +266,8 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:99999' }, 400, /invalid port '99999'/],
       ['a', { url: 'ftp://127.0.0.1:9003' }, 400, /invalid upstream URL 'ftp:\/\/127.0.0.1:9003'/],
       ['a', { url: 'http://127.0.0.1:9003', weight: 0 }, 400, /invalid weight '0'/],
+      ['a', { url: 'http://127.0.0.1:9003', weight: ' 3' }, 400, /'weight' must be a whole number from 1 to 1000000/],
+      ['a', { url: 'http://127.0.0.1:9003', weight: '3 backup' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
       ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],
       ['a', '{not json', 400, /not JSON/],

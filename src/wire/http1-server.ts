@@ -86,7 +86,7 @@ const HEAD_END_TAIL_BYTES = 3;
 
 /**
  * True when the head whose last bytes so far are `tail` (at most 3) may end within `chunk`: the
- * two bytes `\n\r\n` (the end of a head, CRLF CRLF) or `\n\n` (a bare-LF end, which the parser
+ * bytes `\n\r\n` (the end of a head, CRLF CRLF) or `\n\n` (a bare-LF end, which the parser
  * refuses with 400) occur in `tail` + `chunk`.
  */
 export function mayEndHead(tail: Buffer, chunk: Buffer): boolean {

@@ -20,7 +20,7 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   'upgrade',
   'proxy-authorization',
   'proxy-authenticate',
-  'http2-settings', // a connection-specific field of the h2c upgrade, RFC 7540 §3.2.1 (never tunnelled: http1-server.ts `offersH2c`)
+  'http2-settings', // a connection-specific field of the h2c upgrade, RFC 7540 §3.2.1 (never tunnelled: http1-server.ts `isTunnelledUpgrade`)
 ]);
 
 /**

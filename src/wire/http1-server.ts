@@ -46,7 +46,7 @@
  * 400); an upgrade request (HTTP/1.1, `Connection: upgrade` with `Upgrade`, no body: llhttp's
  * rule, `ClientRequest.upgrade`) goes to the handler and the loop reads nothing more until its
  * response finished or `switchProtocols` took the socket; with a body it is a plain request, and so
- * is one that offers `h2c` (`offersH2c`). A client
+ * is one that offers no protocol or offers `h2c` (`isTunnelledUpgrade`). A client
  * that ends its side in the middle of a head gets 400; between requests, the connection closes;
  * with a request in flight, the request is abandoned (the connection closes, the handler sees
  * `close`).
@@ -117,16 +117,18 @@ export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 export const DISCARD_MAX_BYTES = 256 * 1024;
 
 /**
- * True when an `Upgrade` value (`protocol[/version]` items, comma-separated) offers `h2c`, HTTP/2
- * in the clear (RFC 7540 §3.2). Such a request is served as a plain HTTP/1.1 one, which RFC 7540
- * allows a server to do, and never tunnelled: the HTTP/2 connection inside a tunnel would carry
- * requests to any path of the upstream that no route, `access` line, auth or limit of the proxy
- * ever sees ("h2c smuggling"). RFC 9113 §3.1 deprecates this upgrade. mitmproxy removes h2c
- * upgrades the same way; Envoy tunnels only the upgrade types it is configured for (WebSocket by
- * default); nginx and Go's httputil tunnel any.
+ * Whether an upgrade request whose `Upgrade` value (`protocol[/version]` items, comma-separated)
+ * is `upgrade` is tunnelled on a 101: it must name a protocol (RFC 9110 §7.8; an empty value offers
+ * nothing), and none of them may be `h2c`, HTTP/2 in the clear (RFC 7540 §3.2). Otherwise it is
+ * served as a plain HTTP/1.1 request, which RFC 7540 allows a server to do: the HTTP/2 connection
+ * inside a tunnel would carry requests to any path of the upstream that no route, `access` line,
+ * auth or limit of the proxy ever sees ("h2c smuggling"). RFC 9113 §3.1 deprecates this upgrade.
+ * mitmproxy removes h2c upgrades the same way; Envoy tunnels only the upgrade types it is
+ * configured for (WebSocket by default); nginx and Go's httputil tunnel any.
  */
-export function offersH2c(upgrade: string): boolean {
-  return upgrade.split(',').some((item) => item.trim().toLowerCase() === 'h2c');
+export function isTunnelledUpgrade(upgrade: string): boolean {
+  const protocols = upgrade.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== '');
+  return protocols.length > 0 && !protocols.includes('h2c');
 }
 
 /** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */
@@ -563,7 +565,7 @@ export class Http1Connection implements ResponseConnection {
     }
     this.#server.requestCount++;
     // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
-    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none' && !offersH2c(head.upgrade);
+    const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none' && isTunnelledUpgrade(head.upgrade);
     const decoder = createBodyDecoder(head.body);
     const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());

@@ -537,7 +537,7 @@ test('an upgrade abandoned during the handshake is logged as 499', async (t) => 
   assert.equal(proxy.logs.length, 1, 'exactly one line');
 });
 
-test('an upgrade that offers h2c is a plain request: the upstream gets no Upgrade, HTTP2-Settings or Connection, and a 101 from it is a 502, never a tunnel past the routes', async (t) => {
+test('an upgrade that offers h2c, or no protocol, is a plain request: the upstream gets no Upgrade, HTTP2-Settings or Connection, and a 101 from it is a 502, never a tunnel past the routes', async (t) => {
   const received: string[] = [];
   const plain = await startRawBackend((socket) => {
     socket.on('data', (chunk: Buffer) => {
@@ -564,6 +564,10 @@ test('an upgrade that offers h2c is a plain request: the upstream gets no Upgrad
 
   const mixed = await rawRequest(proxy.port, h2c('/plain').replace('Upgrade: h2c', 'Upgrade: websocket, H2C'), 2000);
   assert.match(mixed.text, /^HTTP\/1\.1 200 OK\r\n/, 'h2c among other protocols, in any case: a plain request too');
+
+  const empty = await rawRequest(proxy.port, 'GET /plain HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: \r\n\r\n', 2000);
+  assert.match(empty.text, /^HTTP\/1\.1 200 OK\r\n/, 'an empty Upgrade offers nothing: a plain request');
+  assert.doesNotMatch(received.at(-1)!, /^upgrade:/im, `got ${JSON.stringify(received.at(-1))}, want no Upgrade`);
 
   const switched = await rawRequest(proxy.port, h2c('/x'), 2000);
   assert.match(switched.text, /^HTTP\/1\.1 502 /, `an upstream that switches to h2c anyway: got ${JSON.stringify(switched.text.split('\r\n')[0])}, want 502`);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, mayEndHead, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
+import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, isTunnelledUpgrade, mayEndHead, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
 import type { ClientRequest, ClientResponse } from '../../src/wire/client-side.js';
 
 // ---- a server with a fake clock -------------------------------------------------------------------
@@ -727,6 +727,20 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     h.now += LINGER_MS;
     h.http1.checkTimeouts();
     await until(() => h.http1.size === 0, 'the server to let go of the connection at LINGER_MS');
+  });
+
+  test('isTunnelledUpgrade: a protocol named, none of them h2c', () => {
+    const rows: [string, boolean][] = [
+      ['websocket', true],
+      ['WebSocket, foo/1', true],
+      ['h2c', false],
+      ['websocket, H2C', false],
+      [' h2c\t', false],
+      ['', false], // offers nothing (RFC 9110 §7.8)
+      [' \t ', false],
+      [',', false],
+    ];
+    for (const [upgrade, want] of rows) assert.equal(isTunnelledUpgrade(upgrade), want, JSON.stringify(upgrade));
   });
 
   test('an upgrade that offers h2c reaches the handler as a plain request (no upgrade), and the connection stays open for the next', async () => {

@@ -379,24 +379,9 @@ export class ProxyServer implements DiscoveryTarget {
     if (settingsText(before.server.tlsListen) !== settingsText(config.server.tlsListen)) {
       warnings.push('a new [server] tls_listen address takes effect only after a restart');
     }
-    // What needs a restart, compared without the parts a reload does apply.
-    const restartOnly = (server: Config['server']): string =>
-      settingsText({
-        ...server,
-        listen: 0,
-        tlsListen: 0,
-        trustedProxies: 0,
-        tlsCertificates: 0,
-        tlsMinVersion: 0,
-        redirectHttps: 0,
-        hstsMaxAgeSeconds: 0,
-        // DNS discovery (src/cli/discovery-runner.ts) is reloaded with the same config and asks the new servers.
-        resolvers: 0,
-        resolverTimeoutMs: 0,
-      });
-    if (restartOnly(before.server) !== restartOnly(config.server)) {
-      warnings.push('[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart');
-    }
+    // The other [server] settings need a restart; the warning names those that differ.
+    const restartOnly = restartOnlyChanges(before.server, config.server);
+    if (restartOnly.length > 0) warnings.push(`[server] ${restartOnly.join(', ')}: a new value takes effect only after a restart`);
     if (settingsText(before.admin) !== settingsText(config.admin)) {
       warnings.push('[admin] changes take effect only after a restart');
     }
@@ -571,6 +556,31 @@ function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
   const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
   context.accessLog.write(buildAccessLogRecord(request, outcome));
+}
+
+/**
+ * The `[server]` settings a reload applies (ProxyServer.reload), and `listen` and `tls_listen`,
+ * which have warnings of their own; every other one needs a restart.
+ */
+const RELOADED_SERVER_KEYS: ReadonlySet<string> = new Set<keyof ServerConfig>([
+  'listen',
+  'tlsListen',
+  'trustedProxies',
+  'tlsCertificates',
+  'tlsMinVersion',
+  'redirectHttps',
+  'hstsMaxAgeSeconds',
+  // DNS discovery (src/cli/discovery-runner.ts) is reloaded with the same config and asks the new servers.
+  'resolvers',
+  'resolverTimeoutMs',
+]);
+
+/** The `[server]` settings of `before` and `after` that need a restart and differ, by their keys in the file (`header_timeout`). */
+function restartOnlyChanges(before: ServerConfig, after: ServerConfig): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]) as Set<keyof ServerConfig>;
+  return [...keys]
+    .filter((key) => !RELOADED_SERVER_KEYS.has(key) && !key.endsWith('Place') && settingsText(before[key]) !== settingsText(after[key]))
+    .map((key) => key.replace(/(?:Ms|Seconds)$/, '').replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`));
 }
 
 /** Settings as text to compare, without where they were written (`place`, `…Place`): a line moved is no change. */

@@ -25,7 +25,7 @@ test('reload keeps the runtime state of unchanged upstreams and warns only about
 
   const restart = proxy.reload(parseConfig(`[server]\naccess_log = off\nheader_timeout = 3s\n[admin]\nlisten = 127.0.0.1:9090\n[proxy.a]\npath = /a\npass = http://127.0.0.1:9001\n`, 'env.ini'));
   assert.deepEqual(restart.warnings, [
-    '[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart',
+    '[server] header_timeout: a new value takes effect only after a restart',
     '[admin] changes take effect only after a restart',
   ]);
 });
@@ -40,7 +40,7 @@ test('a new listen or tls_listen address is warned about against the address the
 test('the restart warnings compare with the config the proxy started with: a setting put back needs nothing, a change still waiting is said again, a line moved is no change', () => {
   const at = (headerTimeout: string, acmeAbove = ''): string =>
     `[server]\naccess_log = off\nheader_timeout = ${headerTimeout}\n[proxy.a]\npath = /a\npass = http://127.0.0.1:9001\n${acmeAbove}[admin]\nlisten = 127.0.0.1:9090\n`;
-  const restart = '[server] settings other than trusted_proxies, tls_cert, tls_min_version, redirect_https, hsts, resolver and resolver_timeout take effect only after a restart';
+  const restart = '[server] header_timeout: a new value takes effect only after a restart';
   const proxy = new ProxyServer(parseConfig(at('3s'), 'env.ini'), { deps: { log: () => {} } });
   assert.deepEqual(proxy.reload(parseConfig(at('9s'), 'env.ini')).warnings, [restart]);
   assert.deepEqual(proxy.reload(parseConfig(at('9s'), 'env.ini')).warnings, [restart], 'still waiting for a restart: said again');

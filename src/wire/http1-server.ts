@@ -91,8 +91,11 @@ const HEAD_END_TAIL_BYTES = 3;
  */
 export function mayEndHead(tail: Buffer, chunk: Buffer): boolean {
   if (chunk.indexOf(LF) === -1) return false;
-  const joined = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
-  return joined.includes(LF_CRLF) || joined.includes(LF_LF);
+  if (chunk.includes(LF_CRLF) || chunk.includes(LF_LF)) return true;
+  if (tail.length === 0) return false;
+  // An end across the two starts in the tail and takes at most the piece's first two bytes.
+  const seam = Buffer.concat([tail, chunk.subarray(0, 2)]);
+  return seam.includes(LF_CRLF) || seam.includes(LF_LF);
 }
 
 /** The last `HEAD_END_TAIL_BYTES` of `tail` + `chunk`. */

@@ -48,7 +48,7 @@ import { randomBytes } from 'node:crypto';
 import net, { type Socket } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import type { TlsVersion } from '../config/config.js';
-import { IS_TOKEN } from '../wire/field-bytes.js';
+import { CR, IS_TOKEN, LF } from '../wire/field-bytes.js';
 import type { CertificateStore } from './certificate-store.js';
 import { TLS_SERVER_CIPHERS } from './certificate-pair.js';
 
@@ -57,9 +57,6 @@ export const LOG_INTERVAL_MS = 60_000;
 
 /** The `ticketKeys` length node's TLS server takes (16 bytes name, 16 HMAC, 16 AES), bytes. */
 export const TICKET_KEY_BYTES = 48;
-
-const CR = 0x0d;
-const LF = 0x0a;
 
 /** The first byte of a TLS handshake record: ContentType `handshake` (22), RFC 8446 §5.1. */
 const TLS_HANDSHAKE_RECORD = 0x16;

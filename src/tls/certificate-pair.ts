@@ -37,6 +37,7 @@ import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import type { CertificateFiles, TlsVersion } from '../config/config.js';
 import { ConfigValueError, TlsCertificateError, formatPlace } from '../errors.js';
+import { plural } from '../log/plural.js';
 
 /**
  * The HTTPS listener's cipher suites, in the server's order of preference (`honorCipherOrder`):
@@ -188,7 +189,7 @@ export interface CertificateCheck {
   readonly pair: CertificatePair | undefined;
   /** At the cert path's place for certificate problems, the key path's for key problems. */
   readonly errors: readonly ConfigValueError[];
-  /** `env.ini:4:12: tls_cert 'a.pem' expires in 10 days, on 2026-12-11 00:00:00 UTC`. */
+  /** `env.ini:4:12: tls_cert 'a.pem' expires in 10 days, on 2026-12-11 00:00:00 UTC` (`within a day` under one). */
   readonly warnings: readonly string[];
 }
 
@@ -221,7 +222,7 @@ export function checkCertificateFiles(files: CertificateFiles, options: PairOpti
   const daysLeft = (pair.notAfterMs - options.nowMs) / DAY_MS;
   const warnings =
     daysLeft < EXPIRY_WARNING_DAYS
-      ? [`${formatPlace(files.place)}: tls_cert '${files.certFile}' expires in ${Math.floor(daysLeft)} day(s), on ${formatDate(pair.notAfterMs)}`]
+      ? [`${formatPlace(files.place)}: tls_cert '${files.certFile}' expires ${daysLeft < 1 ? 'within a day' : `in ${plural(Math.floor(daysLeft), 'day')}`}, on ${formatDate(pair.notAfterMs)}`]
       : [];
   return { files, pair, errors: [], warnings };
 }

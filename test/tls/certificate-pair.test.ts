@@ -63,8 +63,12 @@ test('a certificate expiring within 14 days is served with a warning; 15 days le
   const line = certificateLine('exact.pem', 'exact.key');
   const soon = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 10 * DAY_MS - 3_600_000 });
   assert.deepEqual(soon.errors, []);
-  assert.deepEqual(soon.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expires in 10 day(s), on 2126-11-07 13:45:08 UTC`]);
+  assert.deepEqual(soon.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expires in 10 days, on 2126-11-07 13:45:08 UTC`]);
   assert.deepEqual(soon.pair?.dnsNames, ['exact.test']);
+  const oneDay = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 1.5 * DAY_MS });
+  assert.deepEqual(oneDay.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expires in 1 day, on 2126-11-07 13:45:08 UTC`]);
+  const hours = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 3_600_000 });
+  assert.deepEqual(hours.warnings, [`env.ini:3:12: tls_cert '${line.certPath}' expires within a day, on 2126-11-07 13:45:08 UTC`]);
   const later = checkCertificateFiles(line.files, { minVersion: 'TLSv1.2', nowMs: EXACT_NOT_AFTER - 15 * DAY_MS });
   assert.deepEqual(later.warnings, [], `got ${JSON.stringify(later.warnings)}, want none with 15 days left`);
 });

@@ -139,17 +139,30 @@ export function request(
   });
 }
 
+/** How long `rawRequest` waits and when it may stop early. */
+export interface RawRequestOptions {
+  /** Silence after which the answer counts as over, ms; default 1500. */
+  readonly idleMs?: number;
+  /**
+   * Called with everything received so far (latin1) after each chunk; `true` ends the exchange at
+   * once, e.g. `wholeResponses(1)`. Only for a test that knows what a complete answer is: a test
+   * that proves that nothing more arrives must wait out `idleMs` instead.
+   */
+  readonly isComplete?: (text: string) => boolean;
+}
+
 /**
  * Writes `bytes` on a fresh connection (from `localAddress` when given) and collects everything
- * until the server closes or `idleMs` passes with nothing received. `closedByServer` tells which.
- * An array is written piece by piece, 20 ms apart.
+ * until the server closes, `idleMs` passes with nothing received, or `isComplete` holds.
+ * `closedByServer` tells whether the server closed. An array is written piece by piece, 20 ms apart.
  */
 export function rawRequest(
   port: number,
   bytes: string | Buffer | readonly (string | Buffer)[],
-  idleMs = 1500,
+  idle: number | RawRequestOptions = 1500,
   localAddress?: string,
 ): Promise<{ text: string; data: Buffer; closedByServer: boolean }> {
+  const { idleMs = 1500, isComplete } = typeof idle === 'number' ? { idleMs: idle } : idle;
   return new Promise((resolve) => {
     const socket = net.connect({ port, host: '127.0.0.1', noDelay: true, ...(localAddress === undefined ? {} : { localAddress }) });
     const chunks: Buffer[] = [];
@@ -163,13 +176,59 @@ export function rawRequest(
     socket.on('data', (c: Buffer) => {
       chunks.push(c);
       clearTimeout(timer);
-      timer = setTimeout(done, idleMs, false);
+      if (isComplete?.(Buffer.concat(chunks).toString('latin1'))) done(false);
+      else timer = setTimeout(done, idleMs, false);
     });
     socket.on('end', () => done(true));
     socket.on('error', () => done(true));
     if (typeof bytes === 'string' || Buffer.isBuffer(bytes)) socket.write(bytes);
     else bytes.forEach((piece, i) => setTimeout(() => socket.writable && socket.write(piece), i * 20));
   });
+}
+
+/**
+ * An `isComplete` for `rawRequest`: true once `text` holds `count` whole final responses, each
+ * framed by Content-Length or chunked (RFC 9112 section 6.3), after any 1xx interim responses
+ * other than 101. A 101, a response framed by the close, or a HEAD's answer never counts as whole,
+ * so those wait for the close or the idle time as before.
+ */
+export function wholeResponses(count: number): (text: string) => boolean {
+  return (text) => {
+    let at = 0;
+    for (let finals = 0; finals < count; ) {
+      const headEnd = text.indexOf('\r\n\r\n', at);
+      if (headEnd === -1) return false;
+      const head = text.slice(at, headEnd);
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? NaN);
+      at = headEnd + 4;
+      if (status === 101 || Number.isNaN(status)) return false;
+      if (status < 200) continue;
+      finals++;
+      if (status === 204 || status === 304) continue;
+      const length = /\r\ncontent-length:[ \t]*(\d+)/i.exec(head);
+      if (length !== null) at += Number(length[1]);
+      else if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(head)) at = chunkedBodyEnd(text, at);
+      else return false;
+      if (at > text.length) return false;
+    }
+    return true;
+  };
+}
+
+/** Where the chunked body starting at `at` ends (after its trailer section), or Infinity if `text` does not hold all of it yet. */
+function chunkedBodyEnd(text: string, at: number): number {
+  for (;;) {
+    const lineEnd = text.indexOf('\r\n', at);
+    if (lineEnd === -1) return Infinity;
+    const size = parseInt(text.slice(at, lineEnd), 16);
+    if (Number.isNaN(size)) return Infinity;
+    at = lineEnd + 2;
+    if (size === 0) break;
+    at += size + 2;
+  }
+  const trailersEnd = text.startsWith('\r\n', at) ? at : text.indexOf('\r\n\r\n', at);
+  if (trailersEnd === -1) return Infinity;
+  return trailersEnd + (trailersEnd === at ? 2 : 4);
 }
 
 /** `[k, v, k, v]` → values of header `name` (any case), in order. */

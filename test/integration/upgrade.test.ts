@@ -13,7 +13,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { hashPassword } from '../../src/auth/password-hash.js';
 import { HALF_CLOSED_IDLE_MS } from '../../src/gateway/upgrade-tunnel.js';
-import { listenBackend, rawRequest, request, startRawBackend, startTestProxy, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
+import { listenBackend, rawRequest, request, startRawBackend, startTestProxy, waitFor, wholeResponses, type TestProxy } from '../helpers/proxy-harness.js';
 import {
   acceptValueFor,
   connectWebSocket,
@@ -469,10 +469,10 @@ test('a 101 to another protocol than the one asked for is a 502 (as Go\'s Revers
     await proxy.close();
     await switcher.close();
   });
-  const asked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n', 2000);
+  const asked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n', { idleMs: 2000, isComplete: wholeResponses(1) });
   assert.match(asked.text, /^HTTP\/1\.1 502 /, `Upgrade: echo answered with websocket: got ${JSON.stringify(asked.text.split('\r\n')[0])}, want 502`);
   assert.ok(!asked.text.includes('frames'), 'bytes after the mismatched 101 must not reach the client');
-  const same = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n', 2000);
+  const same = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n', { idleMs: 2000, isComplete: (text) => text.includes('\r\n\r\n') });
   assert.match(same.text, /^HTTP\/1\.1 101 /, `the same protocol in another case: got ${JSON.stringify(same.text.split('\r\n')[0])}, want 101`);
 });
 
@@ -556,20 +556,20 @@ test('an upgrade that offers h2c, or no protocol, is a plain request: the upstre
   });
   const h2c = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`;
 
-  const served = await rawRequest(proxy.port, h2c('/plain'), 2000);
+  const served = await rawRequest(proxy.port, h2c('/plain'), { idleMs: 2000, isComplete: wholeResponses(1) });
   assert.match(served.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok$/, `got ${JSON.stringify(served.text)}, want the upstream's 200 as a plain response`);
   assert.equal(received.length, 1, 'one request reached the upstream');
   assert.doesNotMatch(received[0]!, /^(upgrade|http2-settings):/im, `got ${JSON.stringify(received[0])}, want no Upgrade or HTTP2-Settings`);
   assert.doesNotMatch(received[0]!, /^connection:.*upgrade/im, `got ${JSON.stringify(received[0])}, want no Connection: upgrade`);
 
-  const mixed = await rawRequest(proxy.port, h2c('/plain').replace('Upgrade: h2c', 'Upgrade: websocket, H2C'), 2000);
+  const mixed = await rawRequest(proxy.port, h2c('/plain').replace('Upgrade: h2c', 'Upgrade: websocket, H2C'), { idleMs: 2000, isComplete: wholeResponses(1) });
   assert.match(mixed.text, /^HTTP\/1\.1 200 OK\r\n/, 'h2c among other protocols, in any case: a plain request too');
 
-  const empty = await rawRequest(proxy.port, 'GET /plain HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: \r\n\r\n', 2000);
+  const empty = await rawRequest(proxy.port, 'GET /plain HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: \r\n\r\n', { idleMs: 2000, isComplete: wholeResponses(1) });
   assert.match(empty.text, /^HTTP\/1\.1 200 OK\r\n/, 'an empty Upgrade offers nothing: a plain request');
   assert.doesNotMatch(received.at(-1)!, /^upgrade:/im, `got ${JSON.stringify(received.at(-1))}, want no Upgrade`);
 
-  const switched = await rawRequest(proxy.port, h2c('/x'), 2000);
+  const switched = await rawRequest(proxy.port, h2c('/x'), { idleMs: 2000, isComplete: wholeResponses(1) });
   assert.match(switched.text, /^HTTP\/1\.1 502 /, `an upstream that switches to h2c anyway: got ${JSON.stringify(switched.text.split('\r\n')[0])}, want 502`);
   assert.ok(!switched.text.includes('frames'), 'nothing after its 101 reaches the client');
 });

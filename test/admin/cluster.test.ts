@@ -5,7 +5,7 @@
  * reaches both workers and survives SIGHUP, and SIGTERM on the primary drains both workers (slow
  * requests in flight in each finish with 200, every process exits). Processes are cleaned up by pid.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
@@ -16,14 +16,13 @@ import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { listenBackend, startBackend } from '../helpers/proxy-harness.js';
 
-import { buildCli, REPO as ROOT, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO as ROOT } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/cli-process.js';
 
 let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
-after(removeBuild);
 
 function get(port: number, path: string, options: { method?: string; body?: string; token?: string } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

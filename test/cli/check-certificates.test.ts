@@ -4,13 +4,13 @@
  * listing each pair with its names and expiry. The errors through the built CLI; the warning
  * through `runCheck` with a chosen clock (the fixtures live 100 years).
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { runCheck } from '../../src/cli/check-config.js';
 import { TLS_FIXTURES } from '../tls/https-client.js';
 
@@ -18,7 +18,6 @@ let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
-after(removeBuild);
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-check-tls-'));
 const fixture = (name: string): string => join(TLS_FIXTURES, name);

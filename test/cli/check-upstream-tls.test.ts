@@ -5,14 +5,14 @@
  * file:line:column (exit 1); a SIGHUP whose file names a broken `tls_ca` is rejected and the running
  * proxy keeps serving through its https upstream.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
@@ -21,7 +21,6 @@ let main = '';
 before(async () => {
   main = await buildCli();
 });
-after(removeBuild);
 
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [main, ...args], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });

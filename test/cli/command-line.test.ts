@@ -2,7 +2,7 @@
  * The command line as a user runs it (SPEC 2): `node dist/main.js` after `npm run build`.
  * Exit codes 0/1/2, `--check` summaries and errors with file:line:column, graceful SIGTERM.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { startBackend } from '../helpers/proxy-harness.js';
-import { buildCli, REPO as root, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO as root } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
 
 let main = '';
@@ -19,7 +19,6 @@ const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
 before(async () => {
   main = await buildCli();
 });
-after(removeBuild);
 
 function run(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8', input, timeout: 20_000 });

@@ -8,7 +8,7 @@
  * is told apart with loopback addresses only: a socket bound to 127.0.0.1 refuses 127.0.0.2, one bound
  * to 0.0.0.0 accepts it.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -17,9 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import { request } from '../helpers/proxy-harness.js';
-import { removeBuild, startCli } from '../helpers/built-cli.js';
-
-after(removeBuild);
+import { startCli } from '../helpers/built-cli.js';
 
 /** True when something already listens on 127.0.0.1:`port` (a demo the user is running, say). */
 function isPortTaken(port: number, host = '127.0.0.1'): Promise<boolean> {

@@ -3,17 +3,15 @@
  * by request (the worked example of src/limits/token-bucket.ts), the schedule's syntax errors, and
  * the exit codes of the built command line.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { parseArguments } from '../../src/cli/arguments.js';
 import { parseSchedule, runLimitSimulate } from '../../src/cli/limit-simulate.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { UsageError } from '../../src/errors.js';
-import { buildCli, removeBuild, REPO } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { writeConfig } from '../helpers/cli-process.js';
-
-after(removeBuild);
 
 const CONFIG_TEXT = [
   '[proxy.api]',

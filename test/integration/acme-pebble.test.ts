@@ -24,11 +24,9 @@ import { startDnsResponder, type DnsResponder } from '../helpers/dns-responder.j
 import { pebbleMissing, startPebble, type Pebble } from '../helpers/pebble.js';
 import { startBackend, waitFor, type Backend } from '../helpers/proxy-harness.js';
 import { freePort, get, killAll, spawnCli, waitFor as waitForValue, writeConfig } from '../helpers/cli-process.js';
-import { removeBuild } from '../helpers/built-cli.js';
 
 const DOMAINS = ['acme.test', 'www.acme.test'];
 const skip = pebbleMissing ?? false;
-after(removeBuild);
 
 interface Rig {
   readonly pebble: Pebble;

@@ -8,18 +8,17 @@
  * 2 × 200 and 3 × 429 with `Retry-After: 1`. A SIGHUP that keeps the settings keeps the spent
  * bucket, and a worker SIGKILLed while it holds a lease loses only it. Every process is stopped by pid.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { buildCli } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 
 before(async () => {
   await buildCli();
 });
-after(removeBuild);
 
 /** One request on `agent` (keep-alive, 4 sockets): status and Retry-After. */
 function request(agent: http.Agent, port: number, path: string): Promise<{ status: number; retryAfter: string | undefined }> {

@@ -6,7 +6,7 @@
  * (after a SIGKILL) gets the current set in its start message, without a new push; `/metrics` on the
  * primary counts the lookups and the members. Backends: 127.0.0.2 and 127.0.0.3 on one port.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { addressBackend, freePort, get, isAlive, waitFor } from '../helpers/cli-process.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
 
@@ -22,7 +22,6 @@ let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
-after(removeBuild);
 
 test('workers = 2: the primary alone resolves (one resolver rate at TTL 1), each new set reaches both workers, a later worker starts with the current set', { timeout: 40_000 }, async () => {
   const dns = await startDnsResponder();

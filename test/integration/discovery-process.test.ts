@@ -5,12 +5,12 @@
  * line and a new `resolver_timeout` starts its lookups without a restart warning; SIGTERM exits 0 at once (discovery keeps nothing alive). And `simulate`
  * on a discovery route prints the addresses of one lookup and exits.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { addressBackend, freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
 
@@ -18,7 +18,6 @@ let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
-after(removeBuild);
 
 const configText = (proxyPort: number, dnsPort: number, passLines: readonly string[], resolverTimeout = '500ms'): string =>
   ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', `resolver = 127.0.0.1:${dnsPort}`, `resolver_timeout = ${resolverTimeout}`, '[proxy.api]', 'path = /', ...passLines.map((line) => `pass = ${line}`), ''].join('\n');

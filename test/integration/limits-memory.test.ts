@@ -7,16 +7,13 @@
  * all 50 000 of them (the worst case below its cap of 100 000). Meanwhile a client outside the
  * flood (127.0.0.2, an untrusted peer, so its own address) keeps getting 200.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { startRawBackend } from '../helpers/proxy-harness.js';
-import { removeBuild } from '../helpers/built-cli.js';
 import { killAll, spawnCli, writeConfig } from '../helpers/cli-process.js';
-
-after(removeBuild);
 
 const FLOOD_REQUESTS = 50_000;
 const CONNECTIONS = 8;

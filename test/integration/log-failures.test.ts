@@ -13,10 +13,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request, startBackend, waitFor, type Backend } from '../helpers/proxy-harness.js';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/cli-process.js';
-
-after(removeBuild);
 
 /** A running CLI whose stdout and stderr the test reads, and may close. */
 interface PipedCli {

@@ -9,7 +9,7 @@
  * A SIGUSR1 that node itself answered before src/main.ts could listen (sent here by a preload, which
  * runs just before the entry module) opens the inspector, and the guard closes it.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { execFileSync, spawn } from 'node:child_process';
@@ -19,10 +19,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { request, startBackend, waitFor } from '../helpers/proxy-harness.js';
-import { buildCli, REPO, removeBuild, startCli, type RunningCli } from '../helpers/built-cli.js';
+import { buildCli, REPO, startCli, type RunningCli } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/cli-process.js';
-
-after(removeBuild);
 
 /** True when something accepts connections on node's default inspector address. */
 function isInspectorListening(): Promise<boolean> {

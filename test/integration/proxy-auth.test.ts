@@ -5,7 +5,7 @@
  * Authorization headers on raw sockets that never produce a 5xx, upgrade requests refused before they
  * reach the upstream, `passwd` output pasted into env.ini, and `--check` pointing at a bad hash.
  */
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash.js';
-import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { buildCli } from '../helpers/built-cli.js';
 import { headerValues, request, startBackend, startTestProxy, type Backend, type TestProxy } from '../helpers/proxy-harness.js';
 import { connectWebSocket, startEchoServer, WebSocketHandshakeError } from '../helpers/websocket.js';
 import { seededRandom as mulberry32 } from '../helpers/seeded-random.js';
@@ -51,7 +51,6 @@ let mainJs = '';
 before(async () => {
   mainJs = await buildCli();
 });
-after(removeBuild);
 
 /** Runs `node <build>/dist/main.js ...args` with `stdin` piped in; resolves with its exit code and output. */
 function runCli(args: readonly string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -105,7 +104,6 @@ function rawExchange(port: number, bytes: Buffer): Promise<RawResponse> {
     socket.write(bytes);
   });
 }
-
 
 /**
  * One malformed `Authorization` value as raw latin1 bytes, of a kind chosen by `random`. None is a

@@ -10,16 +10,14 @@
  * marked DOWN, since every reload aborted its probe before the timeout; (c) every reload sent a
  * probe to every upstream at once.
  */
-import { after, describe, it, type TestContext } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import net from 'node:net';
 import assert from 'node:assert/strict';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request, startBackend, waitFor, type Backend } from '../helpers/proxy-harness.js';
-import { removeBuild, startCli } from '../helpers/built-cli.js';
-
-after(removeBuild);
+import { startCli } from '../helpers/built-cli.js';
 
 const INTERVAL_MS = 200;
 const TIMEOUT_MS = 150;

@@ -3,16 +3,14 @@
  * connections while a reload adds an upstream — no request fails and the new upstream gets traffic
  * afterwards; a broken file on SIGHUP changes nothing and is logged with its file:line:column.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, request, waitFor } from '../helpers/proxy-harness.js';
-import { removeBuild, startCli } from '../helpers/built-cli.js';
+import { startCli } from '../helpers/built-cli.js';
 import { runLoad } from './upstream-control.js';
-
-after(removeBuild);
 
 test('SIGHUP under load adds an upstream with zero failed requests; a broken file changes nothing', async (t) => {
   const a = await startBackend();

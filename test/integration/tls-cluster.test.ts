@@ -11,14 +11,14 @@
  * by test/integration/https-listener.test.ts "session tickets: two proxies given the same
  * ticketKeys…", which fails without it.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
 import { startBackend } from '../helpers/proxy-harness.js';
-import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { buildCli } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor } from '../helpers/cli-process.js';
 import { CA, certificateDir, handshake, tlsCertLine } from '../tls/https-client.js';
 
@@ -31,7 +31,6 @@ const WILDCARD_SERIAL = '93B8CB3AD08DDA4BE55B718C9FC5177C';
 before(async () => {
   await buildCli();
 });
-after(removeBuild);
 
 /** One GET / over a new TLS connection (resuming `session` when given); resolves with what the handshake did and the new session. */
 function resumingGet(port: number, session: Buffer | undefined): Promise<{ isReused: boolean; session: Buffer; status: string }> {

@@ -7,18 +7,17 @@
  * listens itself: it learns the workers' listening endpoints) reports the reason on `/status.json`.
  * Every request has a hard deadline, so a proxy that loops fails the test instead of hanging it.
  */
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { readdirSync } from 'node:fs';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { buildCli } from '../helpers/built-cli.js';
 import { freePort, get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 
 before(async () => {
   await buildCli();
 });
-after(removeBuild);
 
 /** Open file descriptors of process `pid`. */
 function openFds(pid: number): number {

@@ -24,7 +24,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { buildCli, removeBuild } from '../helpers/built-cli.js';
+import { buildCli } from '../helpers/built-cli.js';
 import { freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
 
@@ -55,7 +55,6 @@ before(async () => {
 });
 after(async () => {
   await backend.close();
-  removeBuild();
 });
 
 /** Starts the CLI with the preload that sends `signal` `delayMs` into its start-up. */

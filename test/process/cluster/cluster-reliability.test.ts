@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../../src/admin/status-snapshot.js';
-import { buildCli, removeBuild } from '../../helpers/built-cli.js';
+import { buildCli } from '../../helpers/built-cli.js';
 import { freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../../helpers/cli-process.js';
 import { startBackend, type Backend } from '../../helpers/proxy-harness.js';
 import { parseExposition } from '../../admin/exposition-parser.js';
@@ -29,7 +29,6 @@ before(async () => {
 });
 after(async () => {
   await Promise.all([oldBackend.close(), newBackend.close()]);
-  removeBuild();
 });
 
 interface Cluster {

@@ -3,14 +3,12 @@
  * the ports the workers actually bound, as single-process mode does (break test: it said
  * `proxy on 0.0.0.0:0`), and each named port answers its own scheme.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildCli, removeBuild } from '../../helpers/built-cli.js';
+import { buildCli } from '../../helpers/built-cli.js';
 import { get, killAll, spawnCli, writeConfig } from '../../helpers/cli-process.js';
 import { startBackend } from '../../helpers/proxy-harness.js';
 import { httpsRequest, tlsCertLine } from '../../tls/https-client.js';
-
-after(() => removeBuild());
 
 test('workers = 2 with listen and tls_listen on port 0: the start-up line names the ports bound', async (t) => {
   await buildCli();

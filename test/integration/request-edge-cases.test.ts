@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { headerValues, listenBackend, rawRequest, startBackend, startRawBackend, startTestProxy, waitFor, startProxiedBackend } from '../helpers/proxy-harness.js';
+import { headerValues, listenBackend, rawRequest, startBackend, startRawBackend, startTestProxy, waitFor, startProxiedBackend, wholeResponses } from '../helpers/proxy-harness.js';
 
 function routeIni(url: string, extra = ''): string {
   return `[proxy.a]\npath = /a\npass = ${url}\n${extra}`;
@@ -170,7 +170,8 @@ test('an upstream that answers before the request body is all sent: the client g
 test('Connection: Content-Length cannot strip the framing: a body is never read upstream as a second request', async (t) => {
   const { backend, proxy } = await startProxiedBackend(t, (url) => routeIni(url));
   const smuggled = 'GET /a/SMUGGLED HTTP/1.1\r\nHost: x\r\n\r\n';
-  await rawRequest(proxy.port, `POST /a/cx HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
+  // 300 ms of silence: a body read as a second request would be answered within milliseconds of the first answer.
+  await rawRequest(proxy.port, `POST /a/cx HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`, 300);
   await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(backend.requests.map((r) => r.url), ['/a/cx'], 'got the body read as another request');
   assert.equal(backend.requests[0]!.body.toString(), smuggled, 'the body arrives as a body, byte for byte');
@@ -179,9 +180,9 @@ test('Connection: Content-Length cannot strip the framing: a body is never read 
 test('Expect: 100-continue on a route that demands credentials: 401 without inviting the body first', async (t) => {
   const { hashPassword } = await import('../../src/auth/password-hash.js');
   const { backend, proxy } = await startProxiedBackend(t, (url) => `[proxy.a]\npath = /a\npass = ${url}\nauth_basic = Private\nauth_user = tom:${hashPassword('pw')}\n`);
-  const res = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n');
+  const res = await rawRequest(proxy.port, 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n', { isComplete: wholeResponses(1) });
   assert.match(res.text, /^HTTP\/1\.1 401 /, `got ${res.text.split('\r\n')[0]}, want 401 first (no 100 Continue)`);
-  const ok = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, 1500);
+  const ok = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ${Buffer.from('tom:pw').toString('base64')}\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, { isComplete: (text) => text.includes('\r\n\r\n') });
   assert.match(ok.text, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'allowed: the body is invited');
 });
 

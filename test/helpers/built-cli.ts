@@ -3,10 +3,10 @@
  * temp dir next to a copy of package.json, which main-cli.js reads for --version). Test files run in
  * parallel, so none of them rebuilds the shared dist/ that another one may be executing.
  *
- * The build is named by a hash of what it is built from (src/, package.json, tsconfig.json), so
- * the test files of one run, which are separate processes, share one build instead of running tsc
- * once each, and a later run with the same sources reuses it. A build is moved into place only when
- * whole, and never changes afterwards; builds not used for a day are removed.
+ * The build is named by a hash of what it is built from (src/, package.json, tsconfig.json, the
+ * compiler's version), so the test files of one run, which are separate processes, share one build
+ * instead of running tsc once each, and a later run with the same sources reuses it. A build is
+ * moved into place only when whole and never changes afterwards; builds unused for a day are removed.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -23,10 +23,10 @@ const UNUSED_BUILD_MS = 24 * 60 * 60 * 1000;
 
 let built: Promise<string> | undefined;
 
-/** Hex SHA-256 over the path and content of every file under src/, package.json and tsconfig.json. */
+/** Hex SHA-256 over the path and content of every file under src/, package.json, tsconfig.json and the compiler's package.json (its version). */
 function sourceHash(): string {
   const hash = createHash('sha256');
-  const files = ['package.json', 'tsconfig.json', ...(readdirSync(join(REPO, 'src'), { recursive: true }) as string[]).map((name) => join('src', name)).sort()];
+  const files = ['package.json', 'tsconfig.json', join('node_modules', 'typescript', 'package.json'), ...(readdirSync(join(REPO, 'src'), { recursive: true }) as string[]).map((name) => join('src', name)).sort()];
   for (const file of files) {
     if (!statSync(join(REPO, file)).isFile()) continue;
     hash.update(`${file}\0`).update(readFileSync(join(REPO, file))).update('\0');

@@ -123,11 +123,16 @@ test('a head sent before its body keeps its non-ASCII header bytes as they were,
   const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 300);
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url));
-  for (const shape of REQUEST_SHAPES) {
-    const client = await TimedClient.connect(proxy.port);
-    client.send(shape.request);
-    await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${shape.name})`);
-    client.socket.destroy();
+  const outcomes = await Promise.all(
+    REQUEST_SHAPES.map(async (shape) => {
+      const client = await TimedClient.connect(proxy.port);
+      client.send(shape.request);
+      await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${shape.name})`);
+      client.socket.destroy();
+      return { shape, client };
+    }),
+  );
+  for (const { shape, client } of outcomes) {
     assert.ok(client.arrivalOf('\r\n\r\n')! < 250, `${shape.name}: got the head with the body, want it before`);
     assert.match(client.text, /\r\nX-Name: caf\xe9\r\n/, `${shape.name}: got ${JSON.stringify(client.text.split('\r\n\r\n')[0])}, want the byte 0xE9 unchanged`);
     const body = shape.request.includes('HTTP/1.0') ? 'late' : '4\r\nlate\r\n0\r\n\r\n'; // an HTTP/1.0 client gets it close-delimited

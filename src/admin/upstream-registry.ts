@@ -10,6 +10,14 @@
  * is the same `UpstreamConfig` a configured one is; the route is then rebuilt by the proxy
  * (`ProxyServer.setRegisteredUpstreams`) so it is balanced and health-checked like the others, and it
  * survives a reload. Time is injected (`now`, `timers`), so tests drive expiry exactly.
+ *
+ * A registration is the backend's claim "I am alive at this address"; how requests reach it is the
+ * route's rule, its `pass` path, which the request path reads from the route for every upstream
+ * (router.ts `rewritePath`), registered ones included. So a URL without a path is always accepted
+ * and follows the route's path, whatever a reload makes it (nginx Plus's API and HAProxy's
+ * `add server` take an address only; the path stays in `proxy_pass`). A URL with a path is a claim
+ * about the route and is checked against it (`checkPath`), but a refresh may keep the path it was
+ * registered with: a reload that changes the route's path must not stop a running heartbeat.
  */
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import { AdminRequestError, ConfigValueError } from '../errors.js';
@@ -80,21 +88,17 @@ export class UpstreamRegistry {
    * @param body `{ url: string, weight?: number (1..1 000 000, default 1), backup?: boolean, ttl?: "10s" | seconds }`
    * @returns the entry and whether it is new (201) or a refresh (200). A refresh may change weight,
    *   backup and ttl; the upstream's runtime state (counters, health) is kept.
-   * @throws AdminRequestError 404 for an unknown route; 400 for a bad body, URL, weight or ttl (the
-   *   message is the config loader's, e.g. `invalid port '99999' in pass URL (expected 1 to 65535)`), or a
-   *   path that differs from the route's other `pass` URLs; 409 when a `pass` line already configures
-   *   that address.
+   * @throws AdminRequestError 404 for an unknown route (saying so when a reload removed it); 400 for
+   *   a bad body, URL, weight or ttl (the message is the config loader's, e.g. `invalid port '99999' in
+   *   pass URL (expected 1 to 65535)`), or a path the route does not use (`checkPath`); 409 when a
+   *   `pass` line already configures that address.
    */
   register(routeName: string, body: unknown): { entry: RegistryEntry; isNew: boolean } {
     const route = this.#route(routeName);
     const fields = asObject(body);
     const config = parseRegisteredUpstream(fields, routeName);
-    if ((config.path ?? '') !== (route.passPath ?? '')) {
-      throw new AdminRequestError(
-        400,
-        `all pass URLs of route '${routeName}' must agree on the path: the route uses ${route.passPath === undefined ? 'none' : `'${route.passPath}'`}, got ${config.path === undefined ? 'none' : `'${config.path}'`}`,
-      );
-    }
+    const previous = this.#routes.get(routeName)?.get(config.origin);
+    checkPath(route, config, previous);
     const configured = route.upstreams.find((upstream) => upstream.origin === config.origin && !this.#isRegistered(routeName, upstream.origin));
     if (configured !== undefined) {
       throw new AdminRequestError(409, `${config.origin} is already configured for route '${routeName}' by the pass line at ${configured.place.file}:${configured.place.line}`);
@@ -103,7 +107,6 @@ export class UpstreamRegistry {
 
     const entries = this.#routes.get(routeName) ?? new Map<string, LiveEntry>();
     this.#routes.set(routeName, entries);
-    const previous = entries.get(config.origin);
     if (previous !== undefined) this.#timers.clearTimeout(previous.timer);
     const nowMs = this.#now();
     const timer = this.#timers.setTimeout(() => this.#expire(routeName, config.origin), ttlMs);
@@ -168,11 +171,33 @@ export class UpstreamRegistry {
     return this.#routes.get(routeName)?.has(origin) ?? false;
   }
 
+  /**
+   * The route in force named `routeName`. A name the registry still has entries for was in force
+   * when they registered, so its absence means a reload removed it, and the 404 says so (the
+   * heartbeat prints it as the reason it stops).
+   */
   #route(routeName: string): RouteConfig {
     const route = this.#target.config.routes.find((candidate) => candidate.name === routeName);
-    if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
-    return route;
+    if (route !== undefined) return route;
+    const reason = this.#routes.has(routeName) ? ' any more: a reload removed it' : '';
+    throw new AdminRequestError(404, `no route named '${routeName}'${reason}`);
   }
+}
+
+/**
+ * Refuses (400) a registered URL whose path the route does not use. Accepted: no path (the address
+ * only; requests take the route's `pass` path), the route's own `pass` path, or, on a refresh, the
+ * path the entry was registered with (a reload changed the route's path under it; requests take
+ * the route's new one, as they do on the route's `pass` lines). A new registration with another
+ * path is refused: that backend expects requests at a path the proxy will not send them to.
+ */
+function checkPath(route: RouteConfig, config: UpstreamConfig, previous: LiveEntry | undefined): void {
+  if (config.path === undefined || config.path === route.passPath || config.path === previous?.config.path) return;
+  const uses = route.passPath === undefined ? 'none' : `'${route.passPath}'`;
+  throw new AdminRequestError(
+    400,
+    `all pass URLs of route '${route.name}' must agree on the path: the route uses ${uses}, got '${config.path}' (a URL without a path takes the route's)`,
+  );
 }
 
 function publicEntry(entry: LiveEntry): RegistryEntry {

@@ -346,6 +346,47 @@ test('reload keeps registry entries and their runtime state', async () => {
   }
 });
 
+test('registry: a reload that gives the route a pass path, or takes it away, keeps every registration refreshable; requests reach them with the route\'s path', async () => {
+  const plain = await startBackend(); // registered without a path: it follows the route's path
+  const withPath = await startBackend(); // registered with the route's path of the moment
+  const late = await startBackend();
+  const s = await setup();
+  try {
+    const put = async (url: string, route = 'a'): Promise<string> => {
+      const answer = await request(s.admin.port, 'PUT', `/routes/${route}/upstreams`, { body: { url }, token: 's3cret' });
+      return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
+    };
+    const reloadWithPassPath = (passPath: string): void => void s.proxy.reload(parseConfig(s.configText.replaceAll(/^pass = (.*)$/gm, `pass = $1${passPath}`), 'test.ini'));
+    /** The path each registered backend received for one GET /a/x that reached it (the route has four upstreams, round robin). */
+    const pathsReceived = async (): Promise<string[]> => {
+      for (const backend of [plain, withPath]) backend.requests.length = 0;
+      for (let i = 0; i < 4; i++) assert.equal((await request(s.proxyPort, 'GET', '/a/x')).status, 200);
+      return [plain, withPath].map((backend) => backend.requests.map((r) => r.url).join(' '));
+    };
+
+    assert.equal(await put(plain.url), '201');
+    reloadWithPassPath('/api');
+    assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload gave the route a path');
+    assert.equal(await put(`${withPath.url}/api`), '201', 'a registration with the route\'s path');
+    assert.equal(await put(`${late.url}/v1`), "400 all pass URLs of route 'a' must agree on the path: the route uses '/api', got '/v1' (a URL without a path takes the route's)");
+    assert.deepEqual(await pathsReceived(), ['/api/x', '/api/x'], 'paths received by the registered backends, want the route\'s /api');
+
+    reloadWithPassPath('');
+    assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload took the path away');
+    assert.equal(await put(`${withPath.url}/api`), '200', 'refresh of a registration with the path a reload took away');
+    assert.equal(await put(`${late.url}/api`), "400 all pass URLs of route 'a' must agree on the path: the route uses none, got '/api' (a URL without a path takes the route's)");
+    assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
+    assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url]);
+
+    s.proxy.reload(parseConfig(s.configText.replace('[proxy.a]', '[proxy.b]'), 'test.ini'));
+    assert.equal(await put(plain.url), "404 no route named 'a' any more: a reload removed it");
+    assert.equal(await put(plain.url, 'c'), "404 no route named 'c'", 'a route the registry never had an entry for');
+  } finally {
+    await s.close();
+    await Promise.all([plain, withPath, late].map((backend) => backend.close()));
+  }
+});
+
 test('drain: no new requests to the upstream, its in-flight request finishes; enable brings it back', async () => {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => (release = resolve));

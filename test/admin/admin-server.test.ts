@@ -349,7 +349,7 @@ test('reload keeps registry entries and their runtime state', async () => {
 test('registry: a reload that gives the route a pass path, or takes it away, keeps every registration refreshable; requests reach them with the route\'s path', async () => {
   const plain = await startBackend(); // registered without a path: it follows the route's path
   const withPath = await startBackend(); // registered with the route's path of the moment
-  const late = await startBackend();
+  const late = await startBackend(); // registers after the first reload, without a path
   const s = await setup();
   try {
     const put = async (url: string, route = 'a'): Promise<string> => {
@@ -357,11 +357,11 @@ test('registry: a reload that gives the route a pass path, or takes it away, kee
       return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
     };
     const reloadWithPassPath = (passPath: string): void => void s.proxy.reload(parseConfig(s.configText.replaceAll(/^pass = (.*)$/gm, `pass = $1${passPath}`), 'test.ini'));
-    /** The path each registered backend received for one GET /a/x that reached it (the route has four upstreams, round robin). */
+    /** The path each registered backend received for one GET /a/x that reached it (the route has five upstreams, round robin). */
     const pathsReceived = async (): Promise<string[]> => {
-      for (const backend of [plain, withPath]) backend.requests.length = 0;
-      for (let i = 0; i < 4; i++) assert.equal((await request(s.proxyPort, 'GET', '/a/x')).status, 200);
-      return [plain, withPath].map((backend) => backend.requests.map((r) => r.url).join(' '));
+      for (const backend of [plain, withPath, late]) backend.requests.length = 0;
+      for (let i = 0; i < 5; i++) assert.equal((await request(s.proxyPort, 'GET', '/a/x')).status, 200);
+      return [plain, withPath, late].map((backend) => backend.requests.map((r) => r.url).join(' '));
     };
 
     assert.equal(await put(plain.url), '201');
@@ -369,14 +369,15 @@ test('registry: a reload that gives the route a pass path, or takes it away, kee
     assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload gave the route a path');
     assert.equal(await put(`${withPath.url}/api`), '201', 'a registration with the route\'s path');
     assert.equal(await put(`${late.url}/v1`), "400 all pass URLs of route 'a' must agree on the path: the route uses '/api', got '/v1' (a URL without a path takes the route's)");
-    assert.deepEqual(await pathsReceived(), ['/api/x', '/api/x'], 'paths received by the registered backends, want the route\'s /api');
+    assert.equal(await put(late.url), '201', 'a new registration without a path on a route with one');
+    assert.deepEqual(await pathsReceived(), ['/api/x', '/api/x', '/api/x'], 'paths received by the registered backends, want the route\'s /api');
 
     reloadWithPassPath('');
     assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload took the path away');
     assert.equal(await put(`${withPath.url}/api`), '200', 'refresh of a registration with the path a reload took away');
-    assert.equal(await put(`${late.url}/api`), "400 all pass URLs of route 'a' must agree on the path: the route uses none, got '/api' (a URL without a path takes the route's)");
-    assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
-    assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url]);
+    assert.equal(await put(`${late.url}/api`), "400 all pass URLs of route 'a' must agree on the path: the route uses none, got '/api' (a URL without a path takes the route's)", 'a refresh with a path it did not register with');
+    assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
+    assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url, late.url]);
 
     s.proxy.reload(parseConfig(s.configText.replace('[proxy.a]', '[proxy.b]'), 'test.ini'));
     assert.equal(await put(plain.url), "404 no route named 'a' any more: a reload removed it");

@@ -22,7 +22,10 @@
  * An origin (scheme, address and port) appears once: a plain `pass` line wins over a discovered
  * address or a registered one wherever it is written (the operator's weight and flags for that
  * address apply), otherwise the first occurrence wins. With `retries` not written, a route's retries
- * are recounted as (upstreams − 1, at least 0) on every rebuild.
+ * are recounted as (upstreams − 1, at least 0) on every rebuild. Every upstream of a route is
+ * reached with the route's `pass` path (`passPath`, read by router.ts `rewritePath`), whatever path
+ * its own URL has: a registered URL may have none, or the one a reload since changed
+ * (upstream-registry.ts `checkPath`).
  *
  * The addresses of one discovery line keep their order across answers: those that stay keep
  * their places, new ones follow in answer order (DNS servers rotate the records of an answer, and a

@@ -196,7 +196,7 @@ function checkPath(route: RouteConfig, config: UpstreamConfig, previous: LiveEnt
   const uses = route.passPath === undefined ? 'none' : `'${route.passPath}'`;
   throw new AdminRequestError(
     400,
-    `all pass URLs of route '${route.name}' must agree on the path: the route uses ${uses}, got '${config.path}' (a URL without a path takes the route's)`,
+    `a registered URL must have the pass path of route '${route.name}' or none: the route uses ${uses}, got '${config.path}' (a URL without a path takes the route's)`,
   );
 }
 

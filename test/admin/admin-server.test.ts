@@ -269,7 +269,7 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:9003', weight: ' 3' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', weight: '3 backup' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
-      ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],
+      ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must have the pass path of route 'a' or none: the route uses none, got '\/v1'/],
       ['a', '{not json', 400, /not JSON/],
       ['a', { url: s.backends[0]!.url }, 409, /already configured/],
       ['a', { url: s.backends[0]!.url.replace('127.0.0.1', '[::ffff:127.0.0.1]') }, 409, /already configured/],
@@ -368,14 +368,14 @@ test('registry: a reload that gives the route a pass path, or takes it away, kee
     reloadWithPassPath('/api');
     assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload gave the route a path');
     assert.equal(await put(`${withPath.url}/api`), '201', 'a registration with the route\'s path');
-    assert.equal(await put(`${late.url}/v1`), "400 all pass URLs of route 'a' must agree on the path: the route uses '/api', got '/v1' (a URL without a path takes the route's)");
+    assert.equal(await put(`${late.url}/v1`), "400 a registered URL must have the pass path of route 'a' or none: the route uses '/api', got '/v1' (a URL without a path takes the route's)");
     assert.equal(await put(late.url), '201', 'a new registration without a path on a route with one');
     assert.deepEqual(await pathsReceived(), ['/api/x', '/api/x', '/api/x'], 'paths received by the registered backends, want the route\'s /api');
 
     reloadWithPassPath('');
     assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload took the path away');
     assert.equal(await put(`${withPath.url}/api`), '200', 'refresh of a registration with the path a reload took away');
-    assert.equal(await put(`${late.url}/api`), "400 all pass URLs of route 'a' must agree on the path: the route uses none, got '/api' (a URL without a path takes the route's)", 'a refresh with a path it did not register with');
+    assert.equal(await put(`${late.url}/api`), "400 a registered URL must have the pass path of route 'a' or none: the route uses none, got '/api' (a URL without a path takes the route's)", 'a refresh with a path it did not register with');
     assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
     assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url, late.url]);
 

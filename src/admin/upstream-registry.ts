@@ -14,8 +14,8 @@
  * A registration is the backend's claim "I am alive at this address"; how requests reach it is the
  * route's rule, its `pass` path, which the request path reads from the route for every upstream
  * (router.ts `rewritePath`), registered ones included. So a URL without a path is always accepted
- * and follows the route's path, whatever a reload makes it (nginx Plus's API and HAProxy's
- * `add server` take an address only; the path stays in `proxy_pass`). A URL with a path is a claim
+ * and follows the route's path, whatever a reload makes it (nginx Plus's API takes a `server`
+ * address only, the path staying in `proxy_pass`; HAProxy's `add server` too). A URL with a path is a claim
  * about the route and is checked against it (`checkPath`), but a refresh may keep the path it was
  * registered with: a reload that changes the route's path must not stop a running heartbeat.
  */

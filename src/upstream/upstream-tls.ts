@@ -47,15 +47,60 @@ export function buildUpstreamTls(config: UpstreamTlsConfig): TlsClientSettings {
 /**
  * What `--check`, start-up and a reload warn about (one line each, without the `warning: ` prefix):
  * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` line (the
- * route's own, or the `[proxy]` one it inherits).
+ * route's own, or the `[proxy]` one it inherits); then the `tls_*` lines no upstream reads
+ * (`unusedTlsKeyWarnings`).
  */
 export function upstreamTlsWarnings(config: Config): string[] {
-  return config.routes
+  const unverified = config.routes
     .filter((route) => !route.tls.isVerified && route.upstreams.some((upstream) => upstream.scheme === 'https'))
     .map(
       (route) =>
         `${formatPlace(route.tls.verifyPlace ?? route.place)}: [proxy.${route.name}] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them`,
     );
+  return [...unverified, ...unusedTlsKeyWarnings(config)];
+}
+
+/** The route keys only `https://` upstreams read, each with where a route's value is written. */
+const HTTPS_ONLY_KEYS: readonly (readonly [string, (tls: UpstreamTlsConfig) => SourcePlace | undefined])[] = [
+  ['tls_verify', (tls) => tls.verifyPlace],
+  ['tls_ca', (tls) => tls.caPlace],
+  ['tls_server_name', (tls) => tls.serverNamePlace],
+  ['tls_client_cert', (tls) => tls.clientCertificate?.place],
+];
+
+/**
+ * The `tls_*` lines that have no effect, in file order: a `tls_verify`, `tls_ca`, `tls_server_name`
+ * or `tls_client_cert` line that no `https://` upstream reads, because every `pass` line of every
+ * route that has it (its own, or the `[proxy]` one it inherits) is `http://`: `env.ini:5:10: tls_ca has no effect: every pass of [proxy.a] is http://`.
+ * A `[proxy]` line that some route with an `https://` upstream inherits is not warned about. A
+ * discovery line (`resolve`, `service=`) keeps its URL's scheme, so it counts like any `pass` line.
+ * With an `[admin] token` nothing is warned: the registry may add `https://` upstreams to any route.
+ * nginx takes `proxy_ssl_*` in a location that proxies to `http://` silently; Caddy refuses TLS
+ * transport settings for an `http://` upstream (an error, where this is a warning: the route works).
+ */
+function unusedTlsKeyWarnings(config: Config): string[] {
+  if (config.admin?.token !== undefined) return [];
+  const warnings: { readonly place: SourcePlace; readonly text: string }[] = [];
+  for (const [key, placeOf] of HTTPS_ONLY_KEYS) {
+    const routesByPlace = new Map<string, { readonly place: SourcePlace; readonly names: string[]; isRead: boolean }>();
+    for (const route of config.routes) {
+      const place = placeOf(route.tls);
+      if (place === undefined) continue;
+      const where = formatPlace(place);
+      const entry = routesByPlace.get(where) ?? { place, names: [], isRead: false };
+      routesByPlace.set(where, entry);
+      entry.names.push(route.name);
+      entry.isRead ||= route.upstreams.some((upstream) => upstream.scheme === 'https');
+    }
+    for (const { place, names, isRead } of routesByPlace.values()) {
+      if (isRead) continue;
+      const routes = names.length === 1 ? `[proxy.${names[0]}]` : `the routes that inherit it (${names.join(', ')})`;
+      warnings.push({ place, text: `${formatPlace(place)}: ${key} has no effect: every pass of ${routes} is http:// (the tls_* keys apply to https:// upstreams only)` });
+    }
+  }
+  return warnings
+    .sort((a, b) => a.place.line - b.place.line || a.place.column - b.place.column)
+    .map(({ text }) => text);
 }
 
 /** One build's contexts and settings, so equal settings share one object. */

@@ -145,7 +145,7 @@ describe('defaults', () => {
       authUsers: [],
       authForward: false,
       trace: false,
-      tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+      tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, serverNamePlace: undefined, clientCertificate: undefined },
       access: [],
       rateLimit: undefined,
       connLimit: undefined,
@@ -301,6 +301,7 @@ conn_limit = 4
         caFile: 'ca.pem',
         caPlace: { file: 'env.ini', line: lineOf('tls_ca = ca.pem'), column: 10 },
         serverName: 'api.internal',
+        serverNamePlace: { file: 'env.ini', line: lineOf('tls_server_name = API.internal'), column: 19 },
         clientCertificate: {
           certFile: 'me.pem',
           keyFile: 'me.key',

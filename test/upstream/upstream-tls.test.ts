@@ -2,7 +2,8 @@
  * A route's TLS client settings built from its `tls_*` keys (src/upstream/upstream-tls.ts): one
  * SecureContext and one settings object per distinct setting; an identity that follows the files'
  * contents (the same across a reload of unchanged files, another one when a file changed); every
- * file problem reported at the key's file:line:column; and the `tls_verify = off` warning.
+ * file problem reported at the key's file:line:column; the `tls_verify = off` warning, and the one
+ * for `tls_*` lines that only `http://` upstreams have.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -108,5 +109,48 @@ describe('upstreamTlsWarnings', () => {
     assert.deepEqual(upstreamTlsWarnings(inherited), [
       "env.ini:2:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ], 'the route with only http:// upstreams has nothing to verify');
+  });
+
+  it('warns at each tls_* line that only http:// upstreams have: the route\'s own, or a [proxy] one no https:// route inherits', () => {
+    const text = [
+      '[proxy]',
+      'tls_server_name = api.test',
+      '[proxy.a]',
+      'path = /a',
+      'pass = http://127.0.0.1:8080',
+      'pass = http://api.test:8080 resolve',
+      `tls_ca = ${FIXTURES}ca.pem`,
+      'tls_verify = on',
+      `tls_client_cert = ${FIXTURES}client.pem ${FIXTURES}client.key`,
+      '[proxy.b]',
+      'path = /b',
+      'pass = http://127.0.0.1:8081',
+      '',
+    ].join('\n');
+    const suffix = 'is http:// (the tls_* keys apply to https:// upstreams only)';
+    assert.deepEqual(upstreamTlsWarnings(parseConfig(text, 'env.ini')), [
+      `env.ini:2:19: tls_server_name has no effect: every pass of the routes that inherit it (a, b) ${suffix}`,
+      `env.ini:7:10: tls_ca has no effect: every pass of [proxy.a] ${suffix}`,
+      `env.ini:8:1: tls_verify has no effect: every pass of [proxy.a] ${suffix}`,
+      `env.ini:9:19: tls_client_cert has no effect: every pass of [proxy.a] ${suffix}`,
+    ]);
+    const oneHttps = text.replace('pass = http://127.0.0.1:8081', 'pass = https://127.0.0.1:8443');
+    assert.deepEqual(
+      upstreamTlsWarnings(parseConfig(oneHttps, 'env.ini')).filter((warning) => warning.includes('tls_server_name')),
+      [],
+      'a [proxy] line that an https:// route inherits has an effect',
+    );
+    const discoveredHttps = text.replace('pass = http://api.test:8080 resolve', 'pass = https://api.test:8443 resolve');
+    assert.deepEqual(
+      upstreamTlsWarnings(parseConfig(discoveredHttps, 'env.ini')),
+      [],
+      'an https:// discovery line reads the tls_* keys of its route (and so the inherited one)',
+    );
+  });
+
+  it('warns about no tls_* line when the admin registry may add https:// upstreams ([admin] token)', () => {
+    const text = `[admin]\nlisten = 127.0.0.1:9090\ntoken = s3cret\n[proxy.a]\npath = /a\npass = http://127.0.0.1:8080\ntls_ca = ${FIXTURES}ca.pem\n`;
+    assert.deepEqual(upstreamTlsWarnings(parseConfig(text, 'env.ini')), []);
+    assert.equal(upstreamTlsWarnings(parseConfig(text.replace('token = s3cret\n', ''), 'env.ini')).length, 1, 'got no warning, want one without a token (no registry)');
   });
 });

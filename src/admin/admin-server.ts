@@ -227,7 +227,11 @@ export class AdminServer {
 
   async #deregister(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
     const body = await readJsonBody(clientReq, false);
-    const target = url.searchParams.get('url') ?? (body as { url?: unknown } | undefined)?.url;
+    // One upstream, named once: `?url=A&url=B`, or a query and a body, would leave which one is meant to the reader.
+    const bodyUrl = (body as { url?: unknown } | null | undefined)?.url;
+    const named = [...url.searchParams.getAll('url'), ...(bodyUrl === undefined ? [] : [bodyUrl])];
+    if (named.length > 1) throw new AdminRequestError(400, `name the upstream once: got ${named.length} urls (the query's and the body's); DELETE …/upstreams?url=http://host:port or a {"url": …} body`);
+    const [target] = named;
     if (target === undefined) throw new AdminRequestError(400, "say which upstream: DELETE …/upstreams?url=http://host:port or a {\"url\": …} body");
     const isRemoved = this.#options.registry.deregister(routeName, target);
     if (!isRemoved) throw new AdminRequestError(404, `${String(target)} is not registered for route '${routeName}'`);

@@ -290,7 +290,7 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
   }
 });
 
-test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name is a 400', async () => {
+test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name, or a DELETE naming two upstreams, is a 400', async () => {
   const s = await setup();
   try {
     const cases: [string, string, number, string][] = [
@@ -299,6 +299,11 @@ test('a path that names no endpoint is a 404 naming the path as received (//rout
       ['GET', '/routes/x/../a/upstreams?url=1', 404, 'no admin endpoint /routes/x/../a/upstreams'],
       ['GET', '/routes/%zz/upstreams', 400, "route name '%zz' has a bad %-escape"],
     ];
+    const twice = 'name the upstream once: got 2 urls (the query\'s and the body\'s); DELETE …/upstreams?url=http://host:port or a {"url": …} body';
+    for (const [path, body] of [['/routes/a/upstreams?url=http://127.0.0.1:9003&url=http://127.0.0.1:9004', undefined], ['/routes/a/upstreams?url=http://127.0.0.1:9003', { url: 'http://127.0.0.1:9004' }]] as const) {
+      const answer = await request(s.admin.port, 'DELETE', path, { ...(body === undefined ? {} : { body }), token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [400, twice], `DELETE ${path} ${JSON.stringify(body)}`);
+    }
     for (const [method, path, status, error] of cases) {
       const answer = await request(s.admin.port, method, path, { body: { url: 'http://127.0.0.1:9003' }, token: 's3cret' });
       assert.equal(answer.status, status, `got ${answer.status} for ${method} ${path}, want ${status}: ${answer.body}`);

@@ -22,7 +22,7 @@ export function firstDuplicateKey(text: string): string | undefined {
     else if (char === '}' || char === ']') open.pop();
     else if (char === '"') {
       const start = i;
-      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
       let next = i + 1;
       while (text[next] === ' ' || text[next] === '\t' || text[next] === '\n' || text[next] === '\r') next++;
       // A string followed by `:` is a member name, so the innermost open value is an object.

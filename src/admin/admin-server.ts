@@ -33,6 +33,7 @@ import { EXPOSITION_CONTENT_TYPE } from './prometheus-text.js';
 import { renderStatusPage } from './status-page.js';
 import { buildStatusSnapshot, type CarriedCounters, type DiscoveryView, type StatusSnapshot, type WorkerReport, type WorkerStartFailure } from './status-snapshot.js';
 import { parseRegisteredUpstream, type UpstreamRegistry } from './upstream-registry.js';
+import { firstDuplicateKey } from './duplicate-json-key.js';
 
 /** Largest JSON body the admin API reads: 64 KiB. */
 export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
@@ -127,10 +128,14 @@ export class AdminServer {
 
   async #handle(clientReq: IncomingMessage): Promise<Reply> {
     try {
-      const url = new URL(clientReq.url ?? '/', 'http://admin.invalid');
-      const { handler, isStateChanging, routeName, allow } = this.#resolve(clientReq.method ?? 'GET', url.pathname);
+      // The path as received: resolved against a base, `//routes/a` would be host `routes` and path
+      // `/a` (RFC 3986 §4.2), `/routes/x/../a` would be `/routes/a`: a path never sent.
+      const target = clientReq.url ?? '/';
+      const url = new URL(target.startsWith('/') ? `http://admin.invalid${target}` : target, 'http://admin.invalid');
+      const pathname = target.startsWith('/') ? target.split('?', 1)[0]! : url.pathname;
+      const { handler, isStateChanging, routeName, allow } = this.#resolve(clientReq.method ?? 'GET', pathname);
       if (handler === undefined) {
-        if (allow === undefined) throw new AdminRequestError(404, `no admin endpoint ${url.pathname}`);
+        if (allow === undefined) throw new AdminRequestError(404, `no admin endpoint ${pathname}`);
         return { ...json(405, { error: `method ${clientReq.method} not allowed here` }), headers: { allow } };
       }
       this.#authorize(clientReq, isStateChanging);
@@ -165,7 +170,12 @@ export class AdminServer {
     }
     const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?\/?$/.exec(pathname);
     if (match === null) return { isStateChanging: false };
-    const routeName = decodeURIComponent(match[1] ?? '');
+    let routeName: string;
+    try {
+      routeName = decodeURIComponent(match[1] ?? '');
+    } catch {
+      throw new AdminRequestError(400, `route name '${match[1]}' has a bad %-escape`);
+    }
     const action = match[2];
     if (action !== undefined) {
       if (method !== 'POST') return { isStateChanging: true, allow: 'POST' };
@@ -217,7 +227,11 @@ export class AdminServer {
 
   async #deregister(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
     const body = await readJsonBody(clientReq, false);
-    const target = url.searchParams.get('url') ?? (body as { url?: unknown } | undefined)?.url;
+    // One upstream, named once: `?url=A&url=B`, or a query and a body, would leave which one is meant to the reader.
+    const bodyUrl = (body as { url?: unknown } | null | undefined)?.url;
+    const named = [...url.searchParams.getAll('url'), ...(bodyUrl === undefined ? [] : [bodyUrl])];
+    if (named.length > 1) throw new AdminRequestError(400, `name the upstream once: got ${named.length} urls (the query's and the body's); DELETE …/upstreams?url=http://host:port or a {"url": …} body`);
+    const [target] = named;
     if (target === undefined) throw new AdminRequestError(400, "say which upstream: DELETE …/upstreams?url=http://host:port or a {\"url\": …} body");
     const isRemoved = this.#options.registry.deregister(routeName, target);
     if (!isRemoved) throw new AdminRequestError(404, `${String(target)} is not registered for route '${routeName}'`);
@@ -258,7 +272,8 @@ function send(clientRes: ServerResponse, reply: Reply): void {
 
 /**
  * Reads a JSON body of at most MAX_ADMIN_BODY_BYTES. An empty body is undefined (an error when
- * `isRequired`). Throws AdminRequestError 400 (not JSON), 413 (too large).
+ * `isRequired`). Throws AdminRequestError 400 (not JSON, or a key twice in one object:
+ * duplicate-json-key.ts), 413 (too large).
  */
 async function readJsonBody(clientReq: IncomingMessage, isRequired: boolean): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -273,9 +288,13 @@ async function readJsonBody(clientReq: IncomingMessage, isRequired: boolean): Pr
     if (isRequired) throw new AdminRequestError(400, 'expected a JSON body like {"url": "http://127.0.0.1:9003"}');
     return undefined;
   }
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (error) {
     throw new AdminRequestError(400, `body is not JSON: ${(error as Error).message}`);
   }
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate !== undefined) throw new AdminRequestError(400, `body has the key ${JSON.stringify(duplicate)} more than once: say it once`);
+  return body;
 }

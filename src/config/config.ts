@@ -277,6 +277,8 @@ export interface UpstreamTlsConfig {
    * no SNI when that host is an IP address.
    */
   readonly serverName: string | undefined;
+  /** Where `tls_server_name` is written (its value); undefined when defaulted. */
+  readonly serverNamePlace: SourcePlace | undefined;
   /** `tls_client_cert`: presented to the upstream (mutual TLS); undefined = none (default). */
   readonly clientCertificate: CertificateFiles | undefined;
 }

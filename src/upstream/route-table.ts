@@ -36,8 +36,7 @@ import { isIP } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { Upstream } from './upstream.js';
 import { Route, type RuntimeDeps } from './route.js';
-import { buildRouteTls } from './upstream-tls.js';
-import type { TlsClientSettings } from '../wire/tls-client.js';
+import { buildRouteTls, type RouteTls } from './upstream-tls.js';
 import type { DiscoveredLine } from '../discovery/discovered-line.js';
 import type { LimitsProvider } from '../limits/limits.js';
 
@@ -62,19 +61,24 @@ export class RouteTable {
   readonly #leaving = new Map<string, Upstream>();
   /** Keys of DNS-discovered upstreams an operator had drained when DNS dropped them: drained again if they come back. */
   readonly #drainedWhileGone = new Set<string>();
-  /** Each route's TLS client settings, by route name, read from the files of `#config`. */
-  #tls: ReadonlyMap<string, TlsClientSettings>;
+  /** Each route's TLS client settings, read from the files of `#config`, and their warnings. */
+  #tls: RouteTls;
+  /** Wall clock, ms since the epoch, for the validity of the TLS files. */
+  readonly #epochNow: () => number;
   readonly #deps: RuntimeDeps;
   /** Makes each route's `rate_limit` / `conn_limit` state; asked at every rebuild (same name and settings: the same state). */
   readonly #limits: LimitsProvider | undefined;
 
   /**
    * @param limits the provider of the routes' limits (ProxyServer's); without one no route is limited
+   * @param epochNow wall clock (ms since the epoch) for the TLS files' validity; default Date.now.
+   *   A file out of date is used with a warning at the start (see `tlsWarnings`).
    * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load (upstream-tls.ts)
    */
-  constructor(config: Config, deps: RuntimeDeps, limits?: LimitsProvider) {
+  constructor(config: Config, deps: RuntimeDeps, limits?: LimitsProvider, epochNow: () => number = Date.now) {
     this.#config = config;
-    this.#tls = buildRouteTls(config.routes);
+    this.#epochNow = epochNow;
+    this.#tls = buildRouteTls(config.routes, { nowMs: epochNow(), usesOutOfDate: () => true });
     this.#deps = deps;
     this.#limits = limits;
     this.#routes = [];
@@ -83,6 +87,11 @@ export class RouteTable {
 
   get config(): Config {
     return this.#config;
+  }
+
+  /** The warnings of the routes' TLS files as the start or the last reload read them (upstream-tls.ts `RouteTls`). */
+  get tlsWarnings(): readonly string[] {
+    return this.#tls.warnings;
   }
 
   /** The routes now in force, in file order. */
@@ -162,11 +171,14 @@ export class RouteTable {
 
   /**
    * Swaps in `config`'s routes; every route is rebuilt, upstream objects are kept by key. The TLS
-   * files are read first: when one does not load, nothing changes.
-   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load
+   * files are read first: when one does not load, nothing changes. A file out of date is used
+   * (with a warning) only when its contents are in use now, as a `tls_cert` pair's.
+   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load, or
+   *   is out of date and not in use now
    */
   reload(config: Config): StoreChange {
-    this.#tls = buildRouteTls(config.routes);
+    const inUse = this.#tls.texts;
+    this.#tls = buildRouteTls(config.routes, { nowMs: this.#epochNow(), usesOutOfDate: (pem) => inUse.has(pem) });
     this.#config = config;
     this.#keepDiscoveredOf(config);
     return this.#rebuild(config, () => true, false);
@@ -217,7 +229,7 @@ export class RouteTable {
       });
       const predecessor = isSetChange ? existing : undefined;
       const limits = this.#limits?.limitsFor(routeConfig.name, routeConfig.rateLimit, routeConfig.connLimit);
-      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.get(routeConfig.name), predecessor, limits);
+      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.settings.get(routeConfig.name), predecessor, limits);
     });
     this.#upstreams = current;
     let removed = 0;

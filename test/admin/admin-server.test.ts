@@ -271,6 +271,9 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
       ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must have the pass path of route 'a' or none: the route uses none, got '\/v1'/],
       ['a', '{not json', 400, /not JSON/],
+      ['a', '{"url": "http://127.0.0.1:9003", "url": "http://127.0.0.1:9004"}', 400, /^body has the key "url" more than once/],
+      ['a', '{"url": "http://127.0.0.1:9003", "\\u0075rl": "http://127.0.0.1:9004"}', 400, /^body has the key "url" more than once/],
+      ['a', '{"url": "http://127.0.0.1:9003", "weight": 2, "weight": 3}', 400, /^body has the key "weight" more than once/],
       ['a', { url: s.backends[0]!.url }, 409, /already configured/],
       ['a', { url: s.backends[0]!.url.replace('127.0.0.1', '[::ffff:127.0.0.1]') }, 409, /already configured/],
       ['nope', { url: 'http://127.0.0.1:9003' }, 404, /no route named 'nope'/],
@@ -279,6 +282,32 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       const answer = await put(route, body);
       assert.equal(answer.status, status, `got ${answer.status} for ${JSON.stringify(body)}, want ${status}`);
       assert.match((JSON.parse(answer.body) as { error: string }).error, message);
+    }
+    const registered = (await request(s.admin.port, 'GET', '/routes/a/upstreams')).body;
+    assert.doesNotMatch(registered, /9003|9004/, `got ${registered}, want nothing registered by a refused body`);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name, or a DELETE naming two upstreams, is a 400', async () => {
+  const s = await setup();
+  try {
+    const cases: [string, string, number, string][] = [
+      ['POST', '//routes/a/upstreams/drain', 404, 'no admin endpoint //routes/a/upstreams/drain'],
+      ['PUT', '//x/routes/a/upstreams', 404, 'no admin endpoint //x/routes/a/upstreams'],
+      ['GET', '/routes/x/../a/upstreams?url=1', 404, 'no admin endpoint /routes/x/../a/upstreams'],
+      ['GET', '/routes/%zz/upstreams', 400, "route name '%zz' has a bad %-escape"],
+    ];
+    const twice = 'name the upstream once: got 2 urls (the query\'s and the body\'s); DELETE …/upstreams?url=http://host:port or a {"url": …} body';
+    for (const [path, body] of [['/routes/a/upstreams?url=http://127.0.0.1:9003&url=http://127.0.0.1:9004', undefined], ['/routes/a/upstreams?url=http://127.0.0.1:9003', { url: 'http://127.0.0.1:9004' }]] as const) {
+      const answer = await request(s.admin.port, 'DELETE', path, { ...(body === undefined ? {} : { body }), token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [400, twice], `DELETE ${path} ${JSON.stringify(body)}`);
+    }
+    for (const [method, path, status, error] of cases) {
+      const answer = await request(s.admin.port, method, path, { body: { url: 'http://127.0.0.1:9003' }, token: 's3cret' });
+      assert.equal(answer.status, status, `got ${answer.status} for ${method} ${path}, want ${status}: ${answer.body}`);
+      assert.equal((JSON.parse(answer.body) as { error: string }).error, error);
     }
   } finally {
     await s.close();

@@ -554,10 +554,15 @@ function strictTransportSecurity(server: ServerConfig): string | undefined {
   return server.hstsMaxAgeSeconds === undefined ? undefined : `max-age=${server.hstsMaxAgeSeconds}`;
 }
 
-/** An access-log line for an answer the server wrote itself (no request object exists). */
+/**
+ * An access-log line for an answer the server wrote itself (no request object exists). The 400 to a
+ * plain HTTP request on the TLS port is `refused=plain_http`; its bytes are not logged as a request
+ * line, since they were never read as one (`"- - HTTP/1.1"`, as every answer before a request head).
+ */
 function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
-  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
+  const refusal = answer.isRefusedUnread ? ('plain_http' as const) : undefined;
+  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, refusal, attempts: [], durationMs: 0 };
   context.accessLog.write(buildAccessLogRecord(request, outcome));
 }
 

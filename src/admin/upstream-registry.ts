@@ -16,8 +16,15 @@
  * (router.ts `rewritePath`), registered ones included. So a URL without a path is always accepted
  * and follows the route's path, whatever a reload makes it (nginx Plus's API takes a `server`
  * address only, the path staying in `proxy_pass`; HAProxy's `add server` too). A URL with a path is a claim
- * about the route and is checked against it (`checkPath`), but a refresh may keep the path it was
- * registered with: a reload that changes the route's path must not stop a running heartbeat.
+ * about the route and is checked against it (`checkPath`): it must be a path the route has, or had
+ * since the proxy started, so a reload that changes the route's path never stops a running
+ * heartbeat, even one that missed a ttl and registers anew.
+ *
+ * A registration belongs to its route. After a reload (`reconcile`), the registrations of a route
+ * the reload removed are dropped, so a later route of the same name starts with none (HAProxy's
+ * `add server` belongs to its backend and goes with it); and a registration whose address a `pass`
+ * line now configures is dropped too, the pass line's settings being the ones in force: its next
+ * refresh is a 409 naming that line, as a new registration would get.
  */
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import { AdminRequestError, ConfigValueError } from '../errors.js';
@@ -73,6 +80,10 @@ export class UpstreamRegistry {
   readonly #onChange: (routeName: string) => void;
   /** route name → origin → entry, in registration order. */
   readonly #routes = new Map<string, Map<string, LiveEntry>>();
+  /** route name → every `pass` path it had since the start (`undefined`: none), for `checkPath`. */
+  readonly #passPaths = new Map<string, Set<string | undefined>>();
+  /** Names of routes a reload removed while they had registrations (their 404 says so). */
+  readonly #removedRoutes = new Set<string>();
 
   constructor(options: UpstreamRegistryOptions) {
     this.#target = options.target;
@@ -80,6 +91,38 @@ export class UpstreamRegistry {
     this.#timers = options.timers ?? systemTimers;
     this.#log = options.log ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
+    this.#notePassPaths();
+  }
+
+  /**
+   * Brings the registrations in line with the routes now in force; call it after every reload.
+   * Drops those of a route that is gone and those whose address a `pass` line of their route now
+   * configures (see the file comment), each with a log line, and notes the routes' pass paths.
+   */
+  reconcile(): void {
+    this.#notePassPaths();
+    const routes = new Map(this.#target.config.routes.map((route) => [route.name, route]));
+    for (const name of this.#removedRoutes) if (routes.has(name)) this.#removedRoutes.delete(name);
+    for (const [routeName, entries] of this.#routes) {
+      const route = routes.get(routeName);
+      const dropped = [...entries.values()].filter((entry) => route === undefined || configuringPassLine(route, entry.config.origin) !== undefined);
+      if (dropped.length === 0) continue;
+      for (const entry of dropped) {
+        this.#timers.clearTimeout(entry.timer);
+        entries.delete(entry.config.origin);
+        const line = route === undefined ? undefined : configuringPassLine(route, entry.config.origin);
+        this.#log(
+          line === undefined
+            ? `registry: dropped ${entry.config.origin} of route ${routeName}: the reload removed the route`
+            : `registry: dropped ${entry.config.origin} of route ${routeName}: the pass line at ${line.place.file}:${line.place.line} configures it now`,
+        );
+      }
+      if (route === undefined) {
+        this.#removedRoutes.add(routeName);
+        this.#passPaths.delete(routeName);
+      }
+      this.#apply(routeName);
+    }
   }
 
   /**
@@ -97,9 +140,8 @@ export class UpstreamRegistry {
     const route = this.#route(routeName);
     const fields = asObject(body);
     const config = parseRegisteredUpstream(fields, routeName);
-    const previous = this.#routes.get(routeName)?.get(config.origin);
-    checkPath(route, config, previous);
-    const configured = route.upstreams.find((upstream) => upstream.origin === config.origin && !this.#isRegistered(routeName, upstream.origin));
+    checkPath(route, config, this.#passPaths.get(routeName));
+    const configured = configuringPassLine(route, config.origin);
     if (configured !== undefined) {
       throw new AdminRequestError(409, `${config.origin} is already configured for route '${routeName}' by the pass line at ${configured.place.file}:${configured.place.line}`);
     }
@@ -107,6 +149,7 @@ export class UpstreamRegistry {
 
     const entries = this.#routes.get(routeName) ?? new Map<string, LiveEntry>();
     this.#routes.set(routeName, entries);
+    const previous = entries.get(config.origin);
     if (previous !== undefined) this.#timers.clearTimeout(previous.timer);
     const nowMs = this.#now();
     const timer = this.#timers.setTimeout(() => this.#expire(routeName, config.origin), ttlMs);
@@ -167,32 +210,41 @@ export class UpstreamRegistry {
     this.#onChange(routeName);
   }
 
-  #isRegistered(routeName: string, origin: string): boolean {
-    return this.#routes.get(routeName)?.has(origin) ?? false;
+  /** Adds every route's `pass` path now in force to the paths it had. */
+  #notePassPaths(): void {
+    for (const route of this.#target.config.routes) {
+      const paths = this.#passPaths.get(route.name) ?? new Set<string | undefined>();
+      paths.add(route.passPath);
+      this.#passPaths.set(route.name, paths);
+    }
   }
 
   /**
-   * The route in force named `routeName`. A name the registry still has entries for was in force
-   * when they registered, so its absence means a reload removed it, and the 404 says so (the
-   * heartbeat prints it as the reason it stops).
+   * The route in force named `routeName`. The 404 for a route a reload removed while it had
+   * registrations says so (the heartbeat prints it as the reason it stops).
    */
   #route(routeName: string): RouteConfig {
     const route = this.#target.config.routes.find((candidate) => candidate.name === routeName);
     if (route !== undefined) return route;
-    const reason = this.#routes.has(routeName) ? ' any more: a reload removed it' : '';
+    const reason = this.#removedRoutes.has(routeName) ? ' any more: a reload removed it' : '';
     throw new AdminRequestError(404, `no route named '${routeName}'${reason}`);
   }
 }
 
+/** The `pass` line of `route` that configures `origin`, if one does. */
+function configuringPassLine(route: RouteConfig, origin: string): UpstreamConfig | undefined {
+  return route.upstreams.find((upstream) => upstream.origin === origin);
+}
+
 /**
  * Refuses (400) a registered URL whose path the route does not use. Accepted: no path (the address
- * only; requests take the route's `pass` path), the route's own `pass` path, or, on a refresh, the
- * path the entry was registered with (a reload changed the route's path under it; requests take
- * the route's new one, as they do on the route's `pass` lines). A new registration with another
- * path is refused: that backend expects requests at a path the proxy will not send them to.
+ * only; requests take the route's `pass` path), the route's own `pass` path, or one of `pastPaths`,
+ * the paths the route had since the start (a reload changed the route's path under a running
+ * heartbeat; requests take the route's new one, as they do on the route's `pass` lines). Any other
+ * path is refused: that backend expects requests at a path the proxy never sent them to.
  */
-function checkPath(route: RouteConfig, config: UpstreamConfig, previous: LiveEntry | undefined): void {
-  if (config.path === undefined || config.path === route.passPath || config.path === previous?.config.path) return;
+function checkPath(route: RouteConfig, config: UpstreamConfig, pastPaths: ReadonlySet<string | undefined> | undefined): void {
+  if (config.path === undefined || config.path === route.passPath || pastPaths?.has(config.path) === true) return;
   const uses = route.passPath === undefined ? 'none' : `'${route.passPath}'`;
   throw new AdminRequestError(
     400,

@@ -385,7 +385,12 @@ test('registry: a reload that gives the route a pass path, or takes it away, kee
       const answer = await request(s.admin.port, 'PUT', `/routes/${route}/upstreams`, { body: { url }, token: 's3cret' });
       return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
     };
-    const reloadWithPassPath = (passPath: string): void => void s.proxy.reload(parseConfig(s.configText.replaceAll(/^pass = (.*)$/gm, `pass = $1${passPath}`), 'test.ini'));
+    // As main-cli's SIGHUP does: the proxy reloads, then the registry reconciles.
+    const reload = (text: string): void => {
+      s.proxy.reload(parseConfig(text, 'test.ini'));
+      s.admin.registry.reconcile();
+    };
+    const reloadWithPassPath = (passPath: string): void => reload(s.configText.replaceAll(/^pass = (.*)$/gm, `pass = $1${passPath}`));
     /** The path each registered backend received for one GET /a/x that reached it (the route has five upstreams, round robin). */
     const pathsReceived = async (): Promise<string[]> => {
       for (const backend of [plain, withPath, late]) backend.requests.length = 0;
@@ -404,16 +409,59 @@ test('registry: a reload that gives the route a pass path, or takes it away, kee
     reloadWithPassPath('');
     assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload took the path away');
     assert.equal(await put(`${withPath.url}/api`), '200', 'refresh of a registration with the path a reload took away');
-    assert.equal(await put(`${late.url}/api`), "400 a registered URL must have the pass path of route 'a' or none: the route uses none, got '/api' (a URL without a path takes the route's)", 'a refresh with a path it did not register with');
+    assert.equal(await put(`${late.url}/api`), '200', 'a refresh with a path the route had before the reload');
+    assert.equal(await put(`${late.url}/v2`), "400 a registered URL must have the pass path of route 'a' or none: the route uses none, got '/v2' (a URL without a path takes the route's)", 'a path the route never had');
     assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
     assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url, late.url]);
 
-    s.proxy.reload(parseConfig(s.configText.replace('[proxy.a]', '[proxy.b]'), 'test.ini'));
+    // An entry that expired (here: deleted) after the path changed registers anew with its old path,
+    // as a heartbeat that missed its ttl does.
+    assert.equal((await request(s.admin.port, 'DELETE', `/routes/a/upstreams?url=${encodeURIComponent(withPath.url)}`, { token: 's3cret' })).status, 200);
+    assert.equal(await put(`${withPath.url}/api`), '201', 'a new registration with a path the route had');
+
+    reload(s.configText.replace('[proxy.a]', '[proxy.b]'));
     assert.equal(await put(plain.url), "404 no route named 'a' any more: a reload removed it");
     assert.equal(await put(plain.url, 'c'), "404 no route named 'c'", 'a route the registry never had an entry for');
   } finally {
     await s.close();
     await Promise.all([plain, withPath, late].map((backend) => backend.close()));
+  }
+});
+
+test('registry: a reload that removes a route drops its registrations, so a later route of the same name starts with none; one whose address a pass line takes over is dropped and its refresh is a 409', async () => {
+  const registered = await startBackend();
+  const other = await startBackend();
+  const s = await setup();
+  try {
+    const put = async (url: string): Promise<string> => {
+      const answer = await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url, ttl: '1h' }, token: 's3cret' });
+      return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
+    };
+    const reload = (text: string): void => {
+      s.proxy.reload(parseConfig(text, 'test.ini'));
+      s.admin.registry.reconcile();
+    };
+    assert.equal(await put(registered.url), '201');
+
+    // Route a removed, then a different route named a: the old registration must not come back.
+    reload(s.configText.replace('[proxy.a]', '[proxy.z]'));
+    assert.deepEqual(s.admin.registry.entries(), [], 'registrations after the reload removed route a');
+    assert.ok(s.logs.includes(`registry: dropped ${registered.url} of route a: the reload removed the route`), `got logs ${JSON.stringify(s.logs)}`);
+    reload(s.configText.replace(/path = \/a\npass = [^\n]+\npass = [^\n]+/, `path = /other\npass = ${other.url}`));
+    for (let i = 0; i < 4; i++) assert.equal((await request(s.proxyPort, 'GET', '/other/x')).status, 200);
+    assert.equal(registered.requests.length, 0, `the new route a sent ${registered.requests.length} request(s) to the removed route's registration`);
+    assert.equal(other.requests.length, 4);
+
+    // A pass line added for a registered address: the registration goes, its refresh is a 409.
+    assert.equal(await put(registered.url), '201');
+    const withPassLine = s.configText.replace(/path = \/a\npass = [^\n]+\npass = [^\n]+/, `path = /other\npass = ${other.url}\npass = ${registered.url} weight=7`);
+    reload(withPassLine);
+    assert.deepEqual(s.admin.registry.entries(), []);
+    assert.ok(s.logs.includes(`registry: dropped ${registered.url} of route a: the pass line at test.ini:10 configures it now`), `got logs ${JSON.stringify(s.logs)}`);
+    assert.equal(await put(registered.url), `409 ${registered.url} is already configured for route 'a' by the pass line at test.ini:10`);
+  } finally {
+    await s.close();
+    await Promise.all([registered, other].map((backend) => backend.close()));
   }
 });
 

@@ -31,6 +31,7 @@ import { AdminRequestError, ConfigValueError } from '../errors.js';
 import { systemTimers, type Timers } from '../timers.js';
 import { parsePassLine } from '../config/pass-line.js';
 import { InvalidValueError, parseDuration } from '../config/values.js';
+import { suggest } from '../config/did-you-mean.js';
 
 /** ttl when a PUT gives none: 10 s, three heartbeats at the default `--every 3s`. */
 export const DEFAULT_REGISTRY_TTL_MS = 10_000;
@@ -138,7 +139,7 @@ export class UpstreamRegistry {
    */
   register(routeName: string, body: unknown): { entry: RegistryEntry; isNew: boolean } {
     const route = this.#route(routeName);
-    const fields = asObject(body);
+    const fields = registrationFields(body);
     const config = parseRegisteredUpstream(fields, routeName);
     checkPath(route, config, this.#passPaths.get(routeName));
     const configured = configuringPassLine(route, config.origin);
@@ -257,9 +258,22 @@ function publicEntry(entry: LiveEntry): RegistryEntry {
   return rest;
 }
 
-function asObject(body: unknown): Record<string, unknown> {
+/** The keys a registration body may have. */
+const REGISTRATION_KEYS = ['url', 'weight', 'backup', 'ttl'];
+
+/**
+ * A registration body as its fields. An unknown key is a 400 naming it (with the key it is likely a
+ * typo of), as an unknown key in the config file is an error: `{"wieght": 5}` must not register
+ * weight 1 and say nothing.
+ */
+function registrationFields(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new AdminRequestError(400, 'expected a JSON object like {"url": "http://127.0.0.1:9003", "weight": 2, "ttl": "10s"}');
+  }
+  const unknown = Object.keys(body).find((key) => !REGISTRATION_KEYS.includes(key));
+  if (unknown !== undefined) {
+    const likely = suggest(unknown, REGISTRATION_KEYS);
+    throw new AdminRequestError(400, `unknown key ${JSON.stringify(unknown)}${likely === undefined ? '' : ` (did you mean "${likely}"?)`}: a registration has ${REGISTRATION_KEYS.join(', ')}`);
   }
   return body as Record<string, unknown>;
 }

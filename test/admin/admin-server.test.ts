@@ -269,6 +269,8 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:9003', weight: ' 3' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', weight: '3 backup' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
+      ['a', { url: 'http://127.0.0.1:9003', wieght: 5 }, 400, /^unknown key "wieght" \(did you mean "weight"\?\): a registration has url, weight, backup, ttl$/],
+      ['a', { url: 'http://127.0.0.1:9003', priority: 1 }, 400, /^unknown key "priority": a registration has url, weight, backup, ttl$/],
       ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must have the pass path of route 'a' or none: the route uses none, got '\/v1'/],
       ['a', '{not json', 400, /not JSON/],
       ['a', '{"url": "http://127.0.0.1:9003", "url": "http://127.0.0.1:9004"}', 400, /^body has the key "url" more than once/],

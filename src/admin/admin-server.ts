@@ -192,8 +192,14 @@ export class AdminServer {
     return { isStateChanging: true, allow: 'GET, HEAD, PUT, DELETE' };
   }
 
-  /** Throws AdminRequestError 401/403 unless the request may go on (see the file comment). */
+  /**
+   * Throws AdminRequestError 400/401/403 unless the request may go on (see the file comment). Two
+   * `Authorization` headers are a 400 on every call, as on the proxy listener: node keeps the first
+   * in `headers`, another reader may take the last.
+   */
   #authorize(clientReq: IncomingMessage, isStateChanging: boolean): void {
+    const authorizations = clientReq.headersDistinct['authorization']?.length ?? 0;
+    if (authorizations > 1) throw new AdminRequestError(400, `more than one Authorization header (got ${authorizations}): send one`);
     if (!isStateChanging && this.#isLoopback) return;
     const expected = this.#options.config.token;
     if (expected === undefined) {

@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { startBackend, listenBackend, type Backend } from '../helpers/proxy-harness.js';
+import { startBackend, listenBackend, rawRequest, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from './fake-clock.js';
 import { parseExposition, sampleValue } from './exposition-parser.js';
 
@@ -491,3 +491,25 @@ test('every call that names an upstream (PUT, DELETE, drain, enable) takes it on
   }
 });
 
+test('two Authorization headers are a 400 in either order, on state-changing calls and read-only pages alike', async () => {
+  const s = await setup();
+  try {
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9003' });
+    const raw = (method: string, path: string, first: string, second: string, content = ''): Promise<{ text: string }> =>
+      rawRequest(
+        s.admin.port,
+        `${method} ${path} HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer ${second}\r\nContent-Length: ${content.length}\r\nConnection: close\r\n\r\n${content}`,
+      );
+    for (const [method, path, content] of [['PUT', '/routes/a/upstreams', body], ['GET', '/status.json', '']] as const) {
+      for (const [first, second] of [['s3cret', 'wrong'], ['wrong', 's3cret']]) {
+        const { text } = await raw(method, path, first!, second!, content);
+        const status = text.slice(0, 12);
+        assert.equal(status, 'HTTP/1.1 400', `${method} ${path} with Bearer ${first} then Bearer ${second}: got ${JSON.stringify(status)}, want HTTP/1.1 400`);
+        assert.ok(text.includes('more than one Authorization header (got 2): send one'), `got ${JSON.stringify(text)}, want the reason`);
+      }
+    }
+    assert.equal(s.admin.registry.entries('a').length, 0, 'got an upstream registered by a request with two Authorization headers');
+  } finally {
+    await s.close();
+  }
+});

@@ -17,6 +17,7 @@
  * by the query's `url` or the body's `"url"`; twice (`?url=A&url=B`, or a query and a body) or not at
  * all is a 400, as is any other query parameter (`?weight=2` would otherwise be silently ignored:
  * `weight`, `backup` and `ttl` go in the body).
+ * CONNECT is answered 405 with an empty `Allow`, as the proxy listener answers it.
  *
  * Access rules: every state-changing call needs `Authorization: Bearer TOKEN` (RFC 6750), compared
  * in constant time; missing or wrong → 401 with `WWW-Authenticate: Bearer`. With no `token`
@@ -28,6 +29,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { AdminConfig } from '../config/config.js';
 import { AdminRequestError } from '../errors.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
@@ -95,6 +97,8 @@ export class AdminServer {
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => {
       void this.#handle(clientReq).then((reply) => send(clientRes, clientReq.method === 'HEAD' ? { ...reply, body: '' } : reply));
     });
+    // Without a 'connect' listener node:http closes a CONNECT's connection without a word.
+    this.server.on('connect', (_clientReq: IncomingMessage, socket: Duplex) => refuseConnect(socket));
   }
 
   /** Listens on `[admin] listen` (or `port`/`host` when given; 0 picks a free port). Resolves with the port. */
@@ -285,6 +289,24 @@ function namedUpstream(query: URLSearchParams, body: unknown, call: string): { r
   }
   if (named.length === 0) throw new AdminRequestError(400, `say which upstream: ${hint}`);
   return { target: named[0], fields };
+}
+
+/**
+ * Answers a CONNECT and closes: 405 with an empty `Allow` (a 405 must carry one, RFC 9110 §15.5.6;
+ * the `host:port` target is no resource of the admin listener's, §10.2.1), as the proxy listener
+ * answers it; nginx answers 400. What the client still sends is read and dropped; the socket is
+ * destroyed once the client closes, or 1 s after the answer.
+ */
+function refuseConnect(socket: Duplex): void {
+  const body = `${JSON.stringify({ error: 'method CONNECT not allowed: the admin listener tunnels nothing' }, null, 2)}\n`;
+  const linger = setTimeout(() => socket.destroy(), 1_000);
+  socket.once('close', () => clearTimeout(linger));
+  socket.on('error', () => socket.destroy());
+  socket.resume();
+  socket.end(
+    'HTTP/1.1 405 Method Not Allowed\r\nallow: \r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n' +
+      `x-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function json(status: number, value: unknown): Reply {

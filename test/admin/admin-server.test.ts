@@ -513,3 +513,18 @@ test('two Authorization headers are a 400 in either order, on state-changing cal
     await s.close();
   }
 });
+
+test('CONNECT to the admin listener is answered 405 with an empty Allow, as the proxy listener answers it, and the listener keeps serving', async () => {
+  const s = await setup();
+  try {
+    const { text, closedByServer } = await rawRequest(s.admin.port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    assert.equal(head.split('\r\n')[0], 'HTTP/1.1 405 Method Not Allowed', `got ${JSON.stringify(text)}, want a 405`);
+    assert.ok(head.split('\r\n').includes('allow: '), `got head ${JSON.stringify(head)}, want an empty Allow`);
+    assert.deepEqual(JSON.parse(body), { error: 'method CONNECT not allowed: the admin listener tunnels nothing' });
+    assert.equal(closedByServer, true, 'got the connection left open, want it closed after the answer');
+    assert.equal((await request(s.admin.port, 'GET', '/status.json')).status, 200, 'got the admin listener not serving after a CONNECT');
+  } finally {
+    await s.close();
+  }
+});

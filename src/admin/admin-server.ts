@@ -16,7 +16,8 @@
  * The four calls that name an upstream follow one rule (`namedUpstream`): it is named exactly once,
  * by the query's `url` or the body's `"url"`; twice (`?url=A&url=B`, or a query and a body) or not at
  * all is a 400, as is any other query parameter (`?weight=2` would otherwise be silently ignored:
- * `weight`, `backup` and `ttl` go in the body).
+ * `weight`, `backup` and `ttl` go in the body). Paths are matched as received, never resolved, and
+ * with no trailing slash (`/status/`, `/routes/a/upstreams/` are 404s, as `//routes/a/upstreams`).
  * CONNECT is answered 405 with an empty `Allow`, as the proxy listener answers it.
  *
  * Access rules: every state-changing call needs `Authorization: Bearer TOKEN` (RFC 6750), compared
@@ -177,7 +178,7 @@ export class AdminServer {
           return { status: 200, contentType: EXPOSITION_CONTENT_TYPE, body: renderMetrics(snapshot, metrics) };
         });
     }
-    const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?\/?$/.exec(pathname);
+    const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?$/.exec(pathname);
     if (match === null) return { isStateChanging: false };
     let routeName: string;
     try {

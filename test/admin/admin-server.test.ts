@@ -528,3 +528,28 @@ test('CONNECT to the admin listener is answered 405 with an empty Allow, as the 
     await s.close();
   }
 });
+
+test('no admin path takes a trailing slash: /status/, /metrics/, /routes/a/upstreams/, …/drain/ are 404s naming the path', async () => {
+  const s = await setup();
+  try {
+    const cases: [string, string][] = [
+      ['GET', '/status/'],
+      ['GET', '/status.json/'],
+      ['GET', '/metrics/'],
+      ['GET', '/routes/a/upstreams/'],
+      ['PUT', '/routes/a/upstreams/'],
+      ['DELETE', '/routes/a/upstreams/'],
+      ['POST', '/routes/a/upstreams/drain/'],
+      ['GET', '/routes/a/upstreams/drain/'],
+      ['POST', '/routes/a/upstreams/enable/'],
+    ];
+    for (const [method, path] of cases) {
+      const answer = await request(s.admin.port, method, path, { body: { url: s.backends[0]!.url }, token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [404, `no admin endpoint ${path}`], `${method} ${path}`);
+    }
+    assert.equal(s.proxy.routes[0]!.upstreams[0]!.isDraining, false, 'got the upstream drained through …/drain/');
+    assert.equal((await request(s.admin.port, 'GET', '/routes/a/upstreams')).status, 200, 'got the path without a slash refused');
+  } finally {
+    await s.close();
+  }
+});

@@ -78,7 +78,7 @@ export function buildUpstreamTls(config: UpstreamTlsConfig): TlsClientSettings {
 
 /**
  * What `--check`, start-up and a reload warn about (one line each, without the `warning: ` prefix):
- * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` line (the
+ * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` value (the
  * route's own, or the `[proxy]` one it inherits); then the `tls_*` lines no upstream reads
  * (`unusedTlsKeyWarnings`).
  */

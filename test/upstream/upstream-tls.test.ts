@@ -174,18 +174,18 @@ describe('buildRouteTls: validity of the tls_ca and tls_client_cert certificates
 });
 
 describe('upstreamTlsWarnings', () => {
-  it('warns about every route with https:// upstreams and tls_verify = off, at the tls_verify line (its own or the inherited one)', () => {
+  it('warns about every route with https:// upstreams and tls_verify = off, at the tls_verify value (its own or the inherited one)', () => {
     assert.deepEqual(upstreamTlsWarnings(config('', 'tls_verify = off')), [
-      "env.ini:8:1: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+      "env.ini:8:14: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ]);
     assert.deepEqual(upstreamTlsWarnings(config('')), []);
     const inherited = parseConfig('[proxy]\ntls_verify = off\n[proxy.a]\npath = /a\npass = https://127.0.0.1:8443\n[proxy.plain]\npath = /p\npass = http://127.0.0.1:8080\n', 'env.ini');
     assert.deepEqual(upstreamTlsWarnings(inherited), [
-      "env.ini:2:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+      "env.ini:2:14: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ], 'the route with only http:// upstreams has nothing to verify');
   });
 
-  it('warns at each tls_* line that only http:// upstreams have: the route\'s own, or a [proxy] one no https:// route inherits', () => {
+  it('warns at each tls_* value that only http:// upstreams have (tls_verify\'s too, not its column 1): the route\'s own, or a [proxy] one no https:// route inherits', () => {
     const text = [
       '[proxy]',
       'tls_server_name = api.test',
@@ -205,7 +205,7 @@ describe('upstreamTlsWarnings', () => {
     assert.deepEqual(upstreamTlsWarnings(parseConfig(text, 'env.ini')), [
       `env.ini:2:19: tls_server_name has no effect: every pass of the routes that inherit it (a, b) ${suffix}`,
       `env.ini:7:10: tls_ca has no effect: every pass of [proxy.a] ${suffix}`,
-      `env.ini:8:1: tls_verify has no effect: every pass of [proxy.a] ${suffix}`,
+      `env.ini:8:14: tls_verify has no effect: every pass of [proxy.a] ${suffix}`,
       `env.ini:9:19: tls_client_cert has no effect: every pass of [proxy.a] ${suffix}`,
     ]);
     const oneHttps = text.replace('pass = http://127.0.0.1:8081', 'pass = https://127.0.0.1:8443');

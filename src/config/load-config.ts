@@ -414,7 +414,7 @@ const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
   auth_user: (r, e) => (r.authUsers ??= []).push(readAuthUser(e)),
   auth_forward: (r, e) => (r.authForward = read(e, parseBoolean)),
   trace: (r, e) => (r.trace = read(e, parseBoolean)),
-  tls_verify: (r, e) => (r.tlsVerify = { isVerified: read(e, parseBoolean), place: e.place }),
+  tls_verify: (r, e) => (r.tlsVerify = { isVerified: read(e, parseBoolean), place: e.valuePlace }),
   tls_ca: (r, e) => (r.tlsCa = { file: read(e, (t) => parseFilePath(t, 'PEM file')), place: e.valuePlace }),
   tls_server_name: (r, e) => (r.tlsServerName = { name: read(e, parseServerName), place: e.valuePlace }),
   tls_client_cert: (r, e) => (r.tlsClientCertificate = e.value === 'off' ? null : readCertificateFiles(e)),

@@ -21,7 +21,8 @@
  * valid now, is an error for `--check` and for a SIGHUP that would put it in place of another file's
  * contents; at start-up, and by a reload that keeps it, it is used with a warning (refusing it would
  * stop every route change until it is renewed, while the upstream refuses it either way). A client
- * certificate, or any certificate of a `tls_ca` file, that expires within 14 days is a warning.
+ * certificate, or any certificate of a `tls_ca` file, that expires within 14 days is a warning, and
+ * so is a certificate out of date in a `tls_ca` file whose other certificates keep it working.
  */
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -77,7 +78,7 @@ export function buildUpstreamTls(config: UpstreamTlsConfig): TlsClientSettings {
 
 /**
  * What `--check`, start-up and a reload warn about (one line each, without the `warning: ` prefix):
- * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` line (the
+ * every route with `https://` upstreams whose `tls_verify` is off, at the `tls_verify` value (the
  * route's own, or the `[proxy]` one it inherits); then the `tls_*` lines no upstream reads
  * (`unusedTlsKeyWarnings`).
  */
@@ -136,14 +137,15 @@ function unusedTlsKeyWarnings(config: Config): string[] {
 
 /**
  * What a certificate file's validity says, apart from the line that names it: the reason it is out
- * of date (the first words after `tls_ca 'FILE'`), and the reasons of its warnings.
+ * of date (the first words after `tls_ca 'FILE'`), and the reasons of its warnings (a certificate
+ * that expires soon; in a `tls_ca` bundle that still works, one out of date).
  */
 interface FileValidity {
   readonly keyName: 'tls_ca' | 'tls_client_cert';
   readonly file: string;
   readonly text: string;
   readonly outOfDate: string | undefined;
-  readonly expiringSoon: readonly string[];
+  readonly warningReasons: readonly string[];
 }
 
 /** One build's contexts and settings, so equal settings share one object. */
@@ -185,7 +187,7 @@ class UpstreamTlsCache {
       const effect = file.keyName === 'tls_ca' ? 'no upstream certificate will verify' : 'upstreams asking for it will refuse it';
       this.warnings.add(`${where} ${file.outOfDate}: used until it is replaced, and ${effect}`);
     }
-    for (const reason of file.expiringSoon) this.warnings.add(`${where} ${reason}`);
+    for (const reason of file.warningReasons) this.warnings.add(`${where} ${reason}`);
   }
 
   #contextFor(config: UpstreamTlsConfig): { readonly context: tls.SecureContext; readonly filesHash: string; readonly validity: readonly FileValidity[] } {
@@ -214,7 +216,7 @@ class UpstreamTlsCache {
       }
       const period = validityOf(leaf!);
       const soon = expiresSoon(period, nowMs);
-      validity.push({ keyName: 'tls_client_cert', file: client.certFile, text: cert, outOfDate: validityProblem(period, nowMs), expiringSoon: soon === undefined ? [] : [soon] });
+      validity.push({ keyName: 'tls_client_cert', file: client.certFile, text: cert, outOfDate: validityProblem(period, nowMs), warningReasons: soon === undefined ? [] : [soon] });
       options.cert = cert;
       options.key = keyText;
       hash.update(`cert\0${cert}\0key\0${keyText}\0`);
@@ -233,11 +235,13 @@ class UpstreamTlsCache {
 }
 
 /**
- * A `tls_ca` file's validity: out of date when none of its certificates is valid now (one expired
- * CA among valid ones is common in a bundle, and harmless); each valid one that expires within 14
- * days is a warning, named by its place in the file and its subject's CN when there are several.
+ * A `tls_ca` file's validity: out of date when none of its certificates is valid now. Otherwise each
+ * certificate out of date is a warning (`certificate 2 of 2 (CN=old CA) expired on …: it verifies
+ * nothing now`; verification skips it and the bundle works through the others), and so is each valid
+ * one that expires within 14 days: the same certificate warned about before and after its expiry.
+ * A certificate is named by its place in the file and its subject's CN when there are several.
  */
-function caValidity(certificates: readonly X509Certificate[], nowMs: number): Pick<FileValidity, 'outOfDate' | 'expiringSoon'> {
+function caValidity(certificates: readonly X509Certificate[], nowMs: number): Pick<FileValidity, 'outOfDate' | 'warningReasons'> {
   const periods = certificates.map(validityOf);
   const isSingle = certificates.length === 1;
   const named = (index: number): string => {
@@ -245,14 +249,17 @@ function caValidity(certificates: readonly X509Certificate[], nowMs: number): Pi
     const commonName = /^CN=(.*)$/m.exec(certificates[index]!.subject)?.[1];
     return `certificate ${index + 1} of ${certificates.length}${commonName === undefined ? '' : ` (CN=${commonName})`} `;
   };
-  const expiringSoon = periods.flatMap((period, index) => {
+  const hasValid = periods.some((period) => validityProblem(period, nowMs) === undefined);
+  const warningReasons = periods.flatMap((period, index) => {
+    const problem = validityProblem(period, nowMs);
+    if (problem !== undefined) return hasValid ? [`${named(index)}${problem}: it verifies nothing now`] : [];
     const soon = expiresSoon(period, nowMs);
     return soon === undefined ? [] : [`${named(index)}${soon}`];
   });
-  if (periods.some((period) => validityProblem(period, nowMs) === undefined)) return { outOfDate: undefined, expiringSoon };
-  if (isSingle) return { outOfDate: validityProblem(periods[0]!, nowMs), expiringSoon };
+  if (hasValid) return { outOfDate: undefined, warningReasons };
+  if (isSingle) return { outOfDate: validityProblem(periods[0]!, nowMs), warningReasons };
   const longest = periods.reduce((a, b) => (b.notAfterMs > a.notAfterMs ? b : a));
-  return { outOfDate: `has no certificate valid now: all ${periods.length} are out of date, the longest-lived ${validityProblem(longest, nowMs)}`, expiringSoon };
+  return { outOfDate: `has no certificate valid now: all ${periods.length} are out of date, the longest-lived ${validityProblem(longest, nowMs)}`, warningReasons };
 }
 
 /** A file's text. @throws ConfigValueError at `place` naming the key, the path and the errno code. */

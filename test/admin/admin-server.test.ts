@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { startBackend, listenBackend, type Backend } from '../helpers/proxy-harness.js';
+import { startBackend, listenBackend, rawRequest, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from './fake-clock.js';
 import { parseExposition, sampleValue } from './exposition-parser.js';
 
@@ -292,7 +292,7 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
   }
 });
 
-test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name, or a DELETE naming two upstreams, is a 400', async () => {
+test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name is a 400', async () => {
   const s = await setup();
   try {
     const cases: [string, string, number, string][] = [
@@ -301,11 +301,6 @@ test('a path that names no endpoint is a 404 naming the path as received (//rout
       ['GET', '/routes/x/../a/upstreams?url=1', 404, 'no admin endpoint /routes/x/../a/upstreams'],
       ['GET', '/routes/%zz/upstreams', 400, "route name '%zz' has a bad %-escape"],
     ];
-    const twice = 'name the upstream once: got 2 urls (the query\'s and the body\'s); DELETE …/upstreams?url=http://host:port or a {"url": …} body';
-    for (const [path, body] of [['/routes/a/upstreams?url=http://127.0.0.1:9003&url=http://127.0.0.1:9004', undefined], ['/routes/a/upstreams?url=http://127.0.0.1:9003', { url: 'http://127.0.0.1:9004' }]] as const) {
-      const answer = await request(s.admin.port, 'DELETE', path, { ...(body === undefined ? {} : { body }), token: 's3cret' });
-      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [400, twice], `DELETE ${path} ${JSON.stringify(body)}`);
-    }
     for (const [method, path, status, error] of cases) {
       const answer = await request(s.admin.port, method, path, { body: { url: 'http://127.0.0.1:9003' }, token: 's3cret' });
       assert.equal(answer.status, status, `got ${answer.status} for ${method} ${path}, want ${status}: ${answer.body}`);
@@ -496,6 +491,115 @@ test('drain: no new requests to the upstream, its in-flight request finishes; en
     assert.equal(unknown.status, 404);
   } finally {
     release();
+    await s.close();
+  }
+});
+
+test('every call that names an upstream (PUT, DELETE, drain, enable) takes it once, from ?url= or the body: twice or none is a 400 saying where they came from', async () => {
+  const third = await startBackend();
+  const s = await setup();
+  try {
+    const [x, y] = ['http://127.0.0.1:9003', 'http://127.0.0.1:9004'];
+    const hint = (call: string): string => `${call}?url=http://host:port or a {"url": …} body`;
+    const cases: [string, string, unknown, number, string][] = [
+      ['PUT', `/routes/a/upstreams?url=${x}`, { url: y }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('PUT …/upstreams')}`],
+      ['PUT', `/routes/a/upstreams?url=${x}&url=${y}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams', undefined, 400, `say which upstream: ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams', { weight: 2 }, 400, `say which upstream: ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams?weight=2', { url: x }, 400, 'unknown query parameter "weight": the query names the upstream only (?url=…); weight, backup and ttl go in a PUT\'s body'],
+      ['PUT', `/routes/a/upstreams?url=${x}`, [1], 400, 'expected a JSON object like {"url": "http://127.0.0.1:9003"}, got an array'],
+      ['DELETE', `/routes/a/upstreams?url=${x}&url=${y}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('DELETE …/upstreams')}`],
+      ['DELETE', `/routes/a/upstreams?url=${x}`, { url: y }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('DELETE …/upstreams')}`],
+      ['DELETE', '/routes/a/upstreams', null, 400, 'expected a JSON object like {"url": "http://127.0.0.1:9003"}, got null'],
+      ['POST', `/routes/a/upstreams/drain?url=${s.backends[0]!.url}`, { url: s.backends[1]!.url }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('POST …/upstreams/drain')}`],
+      ['POST', `/routes/a/upstreams/enable?url=${x}&url=${x}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('POST …/upstreams/enable')}`],
+      ['POST', '/routes/a/upstreams/enable', undefined, 400, `say which upstream: ${hint('POST …/upstreams/enable')}`],
+    ];
+    for (const [method, path, body, status, error] of cases) {
+      const answer = await request(s.admin.port, method, path, { ...(body === undefined ? {} : { body }), token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [status, error], `${method} ${path} ${JSON.stringify(body)}`);
+    }
+    assert.deepEqual(s.proxy.routes[0]!.upstreams.map((u) => [u.origin, u.isDraining]), s.backends.map((b) => [b.url, false]), 'got a route changed by a refused call');
+
+    // Named once, in either place: the query form works for every call, the body form too.
+    const port = new URL(third.url).port;
+    const put = await request(s.admin.port, 'PUT', `/routes/a/upstreams?url=${encodeURIComponent(third.url)}`, { body: { weight: 3, ttl: '1m' }, token: 's3cret' });
+    assert.equal(put.status, 201, `PUT ?url= with a {"weight", "ttl"} body: got ${put.status} ${put.body}, want 201`);
+    assert.deepEqual(s.admin.registry.entries('a').map((e) => [e.config.origin, e.config.weight, e.ttlMs]), [[third.url, 3, 60_000]]);
+    const drained = await request(s.admin.port, 'POST', `/routes/a/upstreams/drain?url=http://127.0.0.1:${port}`, { token: 's3cret' });
+    assert.equal(drained.status, 200, `drain ?url= without a body: got ${drained.status} ${drained.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams[2]!.isDraining, true, 'got the upstream the query named not draining');
+    const enabled = await request(s.admin.port, 'POST', `/routes/a/upstreams/enable?url=${third.url}`, { token: 's3cret' });
+    assert.equal(enabled.status, 200, `enable ?url= without a body: got ${enabled.status} ${enabled.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams[2]!.isDraining, false, 'got the upstream still draining after enable ?url=');
+    const deleted = await request(s.admin.port, 'DELETE', '/routes/a/upstreams', { body: { url: third.url }, token: 's3cret' });
+    assert.equal(deleted.status, 200, `DELETE with a {"url"} body: got ${deleted.status} ${deleted.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2);
+  } finally {
+    await s.close();
+    await third.close();
+  }
+});
+
+test('two Authorization headers are a 400 in either order, on state-changing calls and read-only pages alike', async () => {
+  const s = await setup();
+  try {
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9003' });
+    const raw = (method: string, path: string, first: string, second: string, content = ''): Promise<{ text: string }> =>
+      rawRequest(
+        s.admin.port,
+        `${method} ${path} HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer ${second}\r\nContent-Length: ${content.length}\r\nConnection: close\r\n\r\n${content}`,
+      );
+    for (const [method, path, content] of [['PUT', '/routes/a/upstreams', body], ['GET', '/status.json', '']] as const) {
+      for (const [first, second] of [['s3cret', 'wrong'], ['wrong', 's3cret']]) {
+        const { text } = await raw(method, path, first!, second!, content);
+        const status = text.slice(0, 12);
+        assert.equal(status, 'HTTP/1.1 400', `${method} ${path} with Bearer ${first} then Bearer ${second}: got ${JSON.stringify(status)}, want HTTP/1.1 400`);
+        assert.ok(text.includes('more than one Authorization header (got 2): send one'), `got ${JSON.stringify(text)}, want the reason`);
+      }
+    }
+    assert.equal(s.admin.registry.entries('a').length, 0, 'got an upstream registered by a request with two Authorization headers');
+  } finally {
+    await s.close();
+  }
+});
+
+test('CONNECT to the admin listener is answered 405 with an empty Allow, as the proxy listener answers it, and the listener keeps serving', async () => {
+  const s = await setup();
+  try {
+    const { text, closedByServer } = await rawRequest(s.admin.port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    assert.equal(head.split('\r\n')[0], 'HTTP/1.1 405 Method Not Allowed', `got ${JSON.stringify(text)}, want a 405`);
+    assert.ok(head.split('\r\n').includes('allow: '), `got head ${JSON.stringify(head)}, want an empty Allow`);
+    assert.deepEqual(JSON.parse(body), { error: 'method CONNECT not allowed: the admin listener tunnels nothing' });
+    assert.equal(closedByServer, true, 'got the connection left open, want it closed after the answer');
+    assert.equal((await request(s.admin.port, 'GET', '/status.json')).status, 200, 'got the admin listener not serving after a CONNECT');
+  } finally {
+    await s.close();
+  }
+});
+
+test('no admin path takes a trailing slash: /status/, /metrics/, /routes/a/upstreams/, …/drain/ are 404s naming the path', async () => {
+  const s = await setup();
+  try {
+    const cases: [string, string][] = [
+      ['GET', '/status/'],
+      ['GET', '/status.json/'],
+      ['GET', '/metrics/'],
+      ['GET', '/routes/a/upstreams/'],
+      ['PUT', '/routes/a/upstreams/'],
+      ['DELETE', '/routes/a/upstreams/'],
+      ['POST', '/routes/a/upstreams/drain/'],
+      ['GET', '/routes/a/upstreams/drain/'],
+      ['POST', '/routes/a/upstreams/enable/'],
+    ];
+    for (const [method, path] of cases) {
+      const answer = await request(s.admin.port, method, path, { body: { url: s.backends[0]!.url }, token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [404, `no admin endpoint ${path}`], `${method} ${path}`);
+    }
+    assert.equal(s.proxy.routes[0]!.upstreams[0]!.isDraining, false, 'got the upstream drained through …/drain/');
+    assert.equal((await request(s.admin.port, 'GET', '/routes/a/upstreams')).status, 200, 'got the path without a slash refused');
+  } finally {
     await s.close();
   }
 });

@@ -38,7 +38,7 @@ test('--check warns about tls_verify = off, naming the route and its place, and 
   const result = run(['--check', '--config', file]);
   assert.equal(result.status, 0, result.stderr);
   assert.ok(
-    result.stderr.includes(`warning: ${file}:7:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified`),
+    result.stderr.includes(`warning: ${file}:7:14: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified`),
     `got stderr ${JSON.stringify(result.stderr)}, want the tls_verify warning`,
   );
   assert.match(result.stdout, /^ {6}tls_verify off$/m, 'want the summary to show the setting');

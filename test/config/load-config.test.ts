@@ -297,7 +297,7 @@ conn_limit = 4
       trace: true,
       tls: {
         isVerified: false,
-        verifyPlace: { file: 'env.ini', line: lineOf('tls_verify = off'), column: 1 },
+        verifyPlace: { file: 'env.ini', line: lineOf('tls_verify = off'), column: 14 },
         caFile: 'ca.pem',
         caPlace: { file: 'env.ini', line: lineOf('tls_ca = ca.pem'), column: 10 },
         serverName: 'api.internal',

@@ -132,16 +132,19 @@ describe('buildRouteTls: validity of the tls_ca and tls_client_cert certificates
     assert.equal(message, `env.ini:5:19: tls_client_cert '${FIXTURES}expired.pem' ${EXPIRED_ON}`);
   });
 
-  it('--check: a tls_ca whose every certificate is out of date is an error at its place; one expired among valid ones is not', (t) => {
+  it('--check: a tls_ca whose every certificate is out of date is an error at its place; one expired among valid ones is a warning naming it', (t) => {
     assert.equal(errorOf(() => buildRouteTls(config(`tls_ca = ${FIXTURES}expired.pem`).routes, NOW)), `env.ini:4:10: tls_ca '${FIXTURES}expired.pem' ${EXPIRED_ON}`);
     const twoExpired = bundle(t, 'expired.pem', 'expired.pem');
     assert.equal(
       errorOf(() => buildRouteTls(config(`tls_ca = ${twoExpired}`).routes, NOW)),
       `env.ini:4:10: tls_ca '${twoExpired}' has no certificate valid now: all 2 are out of date, the longest-lived ${EXPIRED_ON}`,
     );
-    const mixed = bundle(t, 'expired.pem', 'ca.pem');
-    assert.deepEqual(buildRouteTls(config(`tls_ca = ${mixed}`).routes, NOW).warnings, [], 'want no warning for one expired CA among valid ones');
+    const mixed = bundle(t, 'ca.pem', 'expired.pem');
+    assert.deepEqual(buildRouteTls(config(`tls_ca = ${mixed}`).routes, NOW).warnings, [
+      `env.ini:4:10: tls_ca '${mixed}' certificate 2 of 2 (CN=localhost) ${EXPIRED_ON}: it verifies nothing now`,
+    ]);
   });
+
 
   it('a client certificate and CA certificates expiring within 14 days are warnings at their places, each [proxy] line once', (t) => {
     const built = buildRouteTls(config(clientKeys(`${FIXTURES}client.pem`, `${FIXTURES}client.key`)).routes, TEN_DAYS_LEFT);
@@ -171,18 +174,18 @@ describe('buildRouteTls: validity of the tls_ca and tls_client_cert certificates
 });
 
 describe('upstreamTlsWarnings', () => {
-  it('warns about every route with https:// upstreams and tls_verify = off, at the tls_verify line (its own or the inherited one)', () => {
+  it('warns about every route with https:// upstreams and tls_verify = off, at the tls_verify value (its own or the inherited one)', () => {
     assert.deepEqual(upstreamTlsWarnings(config('', 'tls_verify = off')), [
-      "env.ini:8:1: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+      "env.ini:8:14: [proxy.b] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ]);
     assert.deepEqual(upstreamTlsWarnings(config('')), []);
     const inherited = parseConfig('[proxy]\ntls_verify = off\n[proxy.a]\npath = /a\npass = https://127.0.0.1:8443\n[proxy.plain]\npath = /p\npass = http://127.0.0.1:8080\n', 'env.ini');
     assert.deepEqual(upstreamTlsWarnings(inherited), [
-      "env.ini:2:1: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
+      "env.ini:2:14: [proxy.a] tls_verify = off: the certificates of its https:// upstreams are not verified, so anyone on the path can pose as them",
     ], 'the route with only http:// upstreams has nothing to verify');
   });
 
-  it('warns at each tls_* line that only http:// upstreams have: the route\'s own, or a [proxy] one no https:// route inherits', () => {
+  it('warns at each tls_* value that only http:// upstreams have (tls_verify\'s too, not its column 1): the route\'s own, or a [proxy] one no https:// route inherits', () => {
     const text = [
       '[proxy]',
       'tls_server_name = api.test',
@@ -202,7 +205,7 @@ describe('upstreamTlsWarnings', () => {
     assert.deepEqual(upstreamTlsWarnings(parseConfig(text, 'env.ini')), [
       `env.ini:2:19: tls_server_name has no effect: every pass of the routes that inherit it (a, b) ${suffix}`,
       `env.ini:7:10: tls_ca has no effect: every pass of [proxy.a] ${suffix}`,
-      `env.ini:8:1: tls_verify has no effect: every pass of [proxy.a] ${suffix}`,
+      `env.ini:8:14: tls_verify has no effect: every pass of [proxy.a] ${suffix}`,
       `env.ini:9:19: tls_client_cert has no effect: every pass of [proxy.a] ${suffix}`,
     ]);
     const oneHttps = text.replace('pass = http://127.0.0.1:8081', 'pass = https://127.0.0.1:8443');

@@ -169,7 +169,12 @@ export class UpstreamResetError extends RequestError {
   readonly status = 502;
 }
 
-/** The upstream sent a response whose framing is malformed or ambiguous. Becomes 502; the connection is closed. */
+/**
+ * The upstream sent a response whose framing is malformed or ambiguous, or a 101 that does not
+ * switch as asked (to a request that asked for no upgrade, without `Connection: upgrade`, or to
+ * another protocol; Go's httputil refuses those too). Becomes 502; the connection is closed. The
+ * message is the reason, logged as `PRX_UPSTREAM_PROTOCOL: 101 without Connection: upgrade`.
+ */
 export class UpstreamProtocolError extends RequestError {
   readonly code = 'PRX_UPSTREAM_PROTOCOL';
   readonly status = 502;

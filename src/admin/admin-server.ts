@@ -9,9 +9,16 @@
  * | `GET /metrics` | Prometheus text format 0.0.4 | only off loopback |
  * | `GET /routes/ROUTE/upstreams` | the route's upstreams (status JSON) and its registry entries | only off loopback |
  * | `PUT /routes/ROUTE/upstreams` | register or refresh `{"url", "weight"?, "backup"?, "ttl"?}` | yes |
- * | `DELETE /routes/ROUTE/upstreams?url=URL` (or `{"url"}` body) | deregister | yes |
- * | `POST /routes/ROUTE/upstreams/drain` `{"url"}` | no new requests; in-flight ones finish | yes |
- * | `POST /routes/ROUTE/upstreams/enable` `{"url"}` | end a drain | yes |
+ * | `DELETE /routes/ROUTE/upstreams` | deregister | yes |
+ * | `POST /routes/ROUTE/upstreams/drain` | no new requests; in-flight ones finish | yes |
+ * | `POST /routes/ROUTE/upstreams/enable` | end a drain | yes |
+ *
+ * The four calls that name an upstream follow one rule (`namedUpstream`): it is named exactly once,
+ * by the query's `url` or the body's `"url"`; twice (`?url=A&url=B`, or a query and a body) or not at
+ * all is a 400, as is any other query parameter (`?weight=2` would otherwise be silently ignored:
+ * `weight`, `backup` and `ttl` go in the body). Paths are matched as received, never resolved, and
+ * with no trailing slash (`/status/`, `/routes/a/upstreams/` are 404s, as `//routes/a/upstreams`).
+ * CONNECT is answered 405 with an empty `Allow`, as the proxy listener answers it.
  *
  * Access rules: every state-changing call needs `Authorization: Bearer TOKEN` (RFC 6750), compared
  * in constant time; missing or wrong → 401 with `WWW-Authenticate: Bearer`. With no `token`
@@ -23,6 +30,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { AdminConfig } from '../config/config.js';
 import { AdminRequestError } from '../errors.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
@@ -33,6 +41,7 @@ import { EXPOSITION_CONTENT_TYPE } from './prometheus-text.js';
 import { renderStatusPage } from './status-page.js';
 import { buildStatusSnapshot, type CarriedCounters, type DiscoveryView, type StatusSnapshot, type WorkerReport, type WorkerStartFailure } from './status-snapshot.js';
 import { parseRegisteredUpstream, type UpstreamRegistry } from './upstream-registry.js';
+import { firstDuplicateKey } from './duplicate-json-key.js';
 
 /** Largest JSON body the admin API reads: 64 KiB. */
 export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
@@ -89,6 +98,8 @@ export class AdminServer {
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => {
       void this.#handle(clientReq).then((reply) => send(clientRes, clientReq.method === 'HEAD' ? { ...reply, body: '' } : reply));
     });
+    // Without a 'connect' listener node:http closes a CONNECT's connection without a word.
+    this.server.on('connect', (_clientReq: IncomingMessage, socket: Duplex) => refuseConnect(socket));
   }
 
   /** Listens on `[admin] listen` (or `port`/`host` when given; 0 picks a free port). Resolves with the port. */
@@ -127,10 +138,14 @@ export class AdminServer {
 
   async #handle(clientReq: IncomingMessage): Promise<Reply> {
     try {
-      const url = new URL(clientReq.url ?? '/', 'http://admin.invalid');
-      const { handler, isStateChanging, routeName, allow } = this.#resolve(clientReq.method ?? 'GET', url.pathname);
+      // The path as received: resolved against a base, `//routes/a` would be host `routes` and path
+      // `/a` (RFC 3986 §4.2), `/routes/x/../a` would be `/routes/a`: a path never sent.
+      const target = clientReq.url ?? '/';
+      const url = new URL(target.startsWith('/') ? `http://admin.invalid${target}` : target, 'http://admin.invalid');
+      const pathname = target.startsWith('/') ? target.split('?', 1)[0]! : url.pathname;
+      const { handler, isStateChanging, routeName, allow } = this.#resolve(clientReq.method ?? 'GET', pathname);
       if (handler === undefined) {
-        if (allow === undefined) throw new AdminRequestError(404, `no admin endpoint ${url.pathname}`);
+        if (allow === undefined) throw new AdminRequestError(404, `no admin endpoint ${pathname}`);
         return { ...json(405, { error: `method ${clientReq.method} not allowed here` }), headers: { allow } };
       }
       this.#authorize(clientReq, isStateChanging);
@@ -163,22 +178,33 @@ export class AdminServer {
           return { status: 200, contentType: EXPOSITION_CONTENT_TYPE, body: renderMetrics(snapshot, metrics) };
         });
     }
-    const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?\/?$/.exec(pathname);
+    const match = /^\/routes\/([^/]+)\/upstreams(?:\/(drain|enable))?$/.exec(pathname);
     if (match === null) return { isStateChanging: false };
-    const routeName = decodeURIComponent(match[1] ?? '');
+    let routeName: string;
+    try {
+      routeName = decodeURIComponent(match[1] ?? '');
+    } catch {
+      throw new AdminRequestError(400, `route name '${match[1]}' has a bad %-escape`);
+    }
     const action = match[2];
     if (action !== undefined) {
       if (method !== 'POST') return { isStateChanging: true, allow: 'POST' };
-      return { handler: (req) => this.#setDraining(req, routeName, action === 'drain'), isStateChanging: true, routeName };
+      return { handler: (req, url) => this.#setDraining(req, url, routeName, action === 'drain'), isStateChanging: true, routeName };
     }
     if (isRead) return { handler: () => this.#listUpstreams(routeName), isStateChanging: false, routeName };
-    if (method === 'PUT') return { handler: (req) => this.#register(req, routeName), isStateChanging: true, routeName };
+    if (method === 'PUT') return { handler: (req, url) => this.#register(req, url, routeName), isStateChanging: true, routeName };
     if (method === 'DELETE') return { handler: (req, url) => this.#deregister(req, url, routeName), isStateChanging: true, routeName };
     return { isStateChanging: true, allow: 'GET, HEAD, PUT, DELETE' };
   }
 
-  /** Throws AdminRequestError 401/403 unless the request may go on (see the file comment). */
+  /**
+   * Throws AdminRequestError 400/401/403 unless the request may go on (see the file comment). Two
+   * `Authorization` headers are a 400 on every call, as on the proxy listener: node keeps the first
+   * in `headers`, another reader may take the last.
+   */
   #authorize(clientReq: IncomingMessage, isStateChanging: boolean): void {
+    const authorizations = clientReq.headersDistinct['authorization']?.length ?? 0;
+    if (authorizations > 1) throw new AdminRequestError(400, `more than one Authorization header (got ${authorizations}): send one`);
     if (!isStateChanging && this.#isLoopback) return;
     const expected = this.#options.config.token;
     if (expected === undefined) {
@@ -201,9 +227,9 @@ export class AdminServer {
     return json(200, route);
   }
 
-  async #register(clientReq: IncomingMessage, routeName: string): Promise<Reply> {
-    const body = await readJsonBody(clientReq, true);
-    const { entry, isNew } = this.#options.registry.register(routeName, body);
+  async #register(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
+    const { target, fields } = namedUpstream(url.searchParams, await readJsonBody(clientReq), 'PUT …/upstreams');
+    const { entry, isNew } = this.#options.registry.register(routeName, { ...fields, url: target });
     return json(isNew ? 201 : 200, {
       route: routeName,
       url: entry.config.url,
@@ -216,18 +242,15 @@ export class AdminServer {
   }
 
   async #deregister(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
-    const body = await readJsonBody(clientReq, false);
-    const target = url.searchParams.get('url') ?? (body as { url?: unknown } | undefined)?.url;
-    if (target === undefined) throw new AdminRequestError(400, "say which upstream: DELETE …/upstreams?url=http://host:port or a {\"url\": …} body");
+    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), 'DELETE …/upstreams');
     const isRemoved = this.#options.registry.deregister(routeName, target);
     if (!isRemoved) throw new AdminRequestError(404, `${String(target)} is not registered for route '${routeName}'`);
     return json(200, { route: routeName, url: target, status: 'deregistered' });
   }
 
-  async #setDraining(clientReq: IncomingMessage, routeName: string, isDraining: boolean): Promise<Reply> {
-    const body = await readJsonBody(clientReq, true);
-    const url = (body as { url?: unknown }).url;
-    const config = parseRegisteredUpstream({ url }, routeName);
+  async #setDraining(clientReq: IncomingMessage, url: URL, routeName: string, isDraining: boolean): Promise<Reply> {
+    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), `POST …/upstreams/${isDraining ? 'drain' : 'enable'}`);
+    const config = parseRegisteredUpstream({ url: target }, routeName);
     const route = this.#options.proxy.routes.find((candidate) => candidate.name === routeName);
     if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
     const upstream = route.upstreams.find((candidate) => candidate.origin === config.origin);
@@ -240,6 +263,51 @@ export class AdminServer {
     this.#options.onStateChange?.();
     return json(200, { route: routeName, origin: upstream.origin, draining: isDraining, activeRequests: upstream.activeRequests });
   }
+}
+
+/**
+ * The upstream a call names and the body's other fields, by the one rule of every call that names
+ * an upstream (PUT, DELETE, drain, enable): exactly one `url`, from the query (`?url=U`) or the body
+ * (`{"url": U}`), and no other query parameter. `call` (`DELETE …/upstreams`) goes into the hints.
+ * The body's other fields (PUT's `weight`, `backup`, `ttl`) are returned as they are.
+ * @throws AdminRequestError 400 when the body is not a JSON object, a query parameter is not `url`,
+ *   or the upstream is named twice or not at all; the message says where each `url` came from.
+ */
+function namedUpstream(query: URLSearchParams, body: unknown, call: string): { readonly target: unknown; readonly fields: Readonly<Record<string, unknown>> } {
+  if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+    throw new AdminRequestError(400, `expected a JSON object like {"url": "http://127.0.0.1:9003"}, got ${Array.isArray(body) ? 'an array' : JSON.stringify(body)}`);
+  }
+  const fields = (body ?? {}) as Record<string, unknown>;
+  for (const key of query.keys()) {
+    if (key !== 'url') throw new AdminRequestError(400, `unknown query parameter ${JSON.stringify(key)}: the query names the upstream only (?url=…); weight, backup and ttl go in a PUT's body`);
+  }
+  const fromQuery = query.getAll('url');
+  const named: unknown[] = 'url' in fields ? [...fromQuery, fields['url']] : fromQuery;
+  const hint = `${call}?url=http://host:port or a {"url": …} body`;
+  if (named.length > 1) {
+    const where = `${fromQuery.length} in the query${named.length > fromQuery.length ? ', 1 in the body' : ''}`;
+    throw new AdminRequestError(400, `name the upstream once: got ${named.length} urls (${where}); ${hint}`);
+  }
+  if (named.length === 0) throw new AdminRequestError(400, `say which upstream: ${hint}`);
+  return { target: named[0], fields };
+}
+
+/**
+ * Answers a CONNECT and closes: 405 with an empty `Allow` (a 405 must carry one, RFC 9110 §15.5.6;
+ * the `host:port` target is no resource of the admin listener's, §10.2.1), as the proxy listener
+ * answers it; nginx answers 400. What the client still sends is read and dropped; the socket is
+ * destroyed once the client closes, or 1 s after the answer.
+ */
+function refuseConnect(socket: Duplex): void {
+  const body = `${JSON.stringify({ error: 'method CONNECT not allowed: the admin listener tunnels nothing' }, null, 2)}\n`;
+  const linger = setTimeout(() => socket.destroy(), 1_000);
+  socket.once('close', () => clearTimeout(linger));
+  socket.on('error', () => socket.destroy());
+  socket.resume();
+  socket.end(
+    'HTTP/1.1 405 Method Not Allowed\r\nallow: \r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n' +
+      `x-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function json(status: number, value: unknown): Reply {
@@ -257,10 +325,11 @@ function send(clientRes: ServerResponse, reply: Reply): void {
 }
 
 /**
- * Reads a JSON body of at most MAX_ADMIN_BODY_BYTES. An empty body is undefined (an error when
- * `isRequired`). Throws AdminRequestError 400 (not JSON), 413 (too large).
+ * Reads a JSON body of at most MAX_ADMIN_BODY_BYTES. An empty body is undefined. Throws
+ * AdminRequestError 400 (not JSON, or a key twice in one object: duplicate-json-key.ts), 413 (too
+ * large).
  */
-async function readJsonBody(clientReq: IncomingMessage, isRequired: boolean): Promise<unknown> {
+async function readJsonBody(clientReq: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of clientReq as AsyncIterable<Buffer>) {
@@ -269,13 +338,14 @@ async function readJsonBody(clientReq: IncomingMessage, isRequired: boolean): Pr
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') {
-    if (isRequired) throw new AdminRequestError(400, 'expected a JSON body like {"url": "http://127.0.0.1:9003"}');
-    return undefined;
-  }
+  if (text.trim() === '') return undefined;
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (error) {
     throw new AdminRequestError(400, `body is not JSON: ${(error as Error).message}`);
   }
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate !== undefined) throw new AdminRequestError(400, `body has the key ${JSON.stringify(duplicate)} more than once: say it once`);
+  return body;
 }

@@ -84,7 +84,8 @@ export class MetricsCollector {
     }
     if (record.attempts.length > 1) increment(this.state.retries, route, record.attempts.length - 1);
     observeDuration((this.state.durations[route] ??= newHistogram()), record.durationMs / 1000);
-    if (record.refusal !== undefined) {
+    // A route's refusals (SPEC 8); `plain_http` is the TLS listener's, counted with the 400s above.
+    if (record.refusal !== undefined && record.refusal !== 'plain_http') {
       if (record.refusal === 'access') increment(this.state.denied, route);
       else increment(this.state.rateLimited, `${route}\t${record.refusal === 'rate_limit' ? 'rate' : 'conn'}`);
       countAt((this.state.recentRefusals[`${route}\t${record.refusal}`] ??= newLastMinuteCounts()), Math.floor(this.#epochNow() / 1000));

@@ -10,12 +10,28 @@
  * is the same `UpstreamConfig` a configured one is; the route is then rebuilt by the proxy
  * (`ProxyServer.setRegisteredUpstreams`) so it is balanced and health-checked like the others, and it
  * survives a reload. Time is injected (`now`, `timers`), so tests drive expiry exactly.
+ *
+ * A registration is the backend's claim "I am alive at this address"; how requests reach it is the
+ * route's rule, its `pass` path, which the request path reads from the route for every upstream
+ * (router.ts `rewritePath`), registered ones included. So a URL without a path is always accepted
+ * and follows the route's path, whatever a reload makes it (nginx Plus's API takes a `server`
+ * address only, the path staying in `proxy_pass`; HAProxy's `add server` too). A URL with a path is a claim
+ * about the route and is checked against it (`checkPath`): it must be a path the route has, or had
+ * since the proxy started, so a reload that changes the route's path never stops a running
+ * heartbeat, even one that missed a ttl and registers anew.
+ *
+ * A registration belongs to its route. After a reload (`reconcile`), the registrations of a route
+ * the reload removed are dropped, so a later route of the same name starts with none (HAProxy's
+ * `add server` belongs to its backend and goes with it); and a registration whose address a `pass`
+ * line now configures is dropped too, the pass line's settings being the ones in force: its next
+ * refresh is a 409 naming that line, as a new registration would get.
  */
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import { AdminRequestError, ConfigValueError } from '../errors.js';
 import { systemTimers, type Timers } from '../timers.js';
 import { parsePassLine } from '../config/pass-line.js';
 import { InvalidValueError, parseDuration } from '../config/values.js';
+import { suggest } from '../config/did-you-mean.js';
 
 /** ttl when a PUT gives none: 10 s, three heartbeats at the default `--every 3s`. */
 export const DEFAULT_REGISTRY_TTL_MS = 10_000;
@@ -65,6 +81,10 @@ export class UpstreamRegistry {
   readonly #onChange: (routeName: string) => void;
   /** route name → origin → entry, in registration order. */
   readonly #routes = new Map<string, Map<string, LiveEntry>>();
+  /** route name → every `pass` path it had since the start (`undefined`: none), for `checkPath`. */
+  readonly #passPaths = new Map<string, Set<string | undefined>>();
+  /** Names of routes a reload removed while they had registrations (their 404 says so). */
+  readonly #removedRoutes = new Set<string>();
 
   constructor(options: UpstreamRegistryOptions) {
     this.#target = options.target;
@@ -72,6 +92,38 @@ export class UpstreamRegistry {
     this.#timers = options.timers ?? systemTimers;
     this.#log = options.log ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
+    this.#notePassPaths();
+  }
+
+  /**
+   * Brings the registrations in line with the routes now in force; call it after every reload.
+   * Drops those of a route that is gone and those whose address a `pass` line of their route now
+   * configures (see the file comment), each with a log line, and notes the routes' pass paths.
+   */
+  reconcile(): void {
+    this.#notePassPaths();
+    const routes = new Map(this.#target.config.routes.map((route) => [route.name, route]));
+    for (const name of this.#removedRoutes) if (routes.has(name)) this.#removedRoutes.delete(name);
+    for (const [routeName, entries] of this.#routes) {
+      const route = routes.get(routeName);
+      const dropped = [...entries.values()].filter((entry) => route === undefined || configuringPassLine(route, entry.config.origin) !== undefined);
+      if (dropped.length === 0) continue;
+      for (const entry of dropped) {
+        this.#timers.clearTimeout(entry.timer);
+        entries.delete(entry.config.origin);
+        const line = route === undefined ? undefined : configuringPassLine(route, entry.config.origin);
+        this.#log(
+          line === undefined
+            ? `registry: dropped ${entry.config.origin} of route ${routeName}: the reload removed the route`
+            : `registry: dropped ${entry.config.origin} of route ${routeName}: the pass line at ${line.place.file}:${line.place.line} configures it now`,
+        );
+      }
+      if (route === undefined) {
+        this.#removedRoutes.add(routeName);
+        this.#passPaths.delete(routeName);
+      }
+      this.#apply(routeName);
+    }
   }
 
   /**
@@ -80,22 +132,17 @@ export class UpstreamRegistry {
    * @param body `{ url: string, weight?: number (1..1 000 000, default 1), backup?: boolean, ttl?: "10s" | seconds }`
    * @returns the entry and whether it is new (201) or a refresh (200). A refresh may change weight,
    *   backup and ttl; the upstream's runtime state (counters, health) is kept.
-   * @throws AdminRequestError 404 for an unknown route; 400 for a bad body, URL, weight or ttl (the
-   *   message is the config loader's, e.g. `invalid port '99999' in pass URL (expected 1 to 65535)`), or a
-   *   path that differs from the route's other `pass` URLs; 409 when a `pass` line already configures
-   *   that address.
+   * @throws AdminRequestError 404 for an unknown route (saying so when a reload removed it); 400 for
+   *   a bad body, URL, weight or ttl (the message is the config loader's, e.g. `invalid port '99999' in
+   *   pass URL (expected 1 to 65535)`), or a path the route does not use (`checkPath`); 409 when a
+   *   `pass` line already configures that address.
    */
   register(routeName: string, body: unknown): { entry: RegistryEntry; isNew: boolean } {
     const route = this.#route(routeName);
-    const fields = asObject(body);
+    const fields = registrationFields(body);
     const config = parseRegisteredUpstream(fields, routeName);
-    if ((config.path ?? '') !== (route.passPath ?? '')) {
-      throw new AdminRequestError(
-        400,
-        `all pass URLs of route '${routeName}' must agree on the path: the route uses ${route.passPath === undefined ? 'none' : `'${route.passPath}'`}, got ${config.path === undefined ? 'none' : `'${config.path}'`}`,
-      );
-    }
-    const configured = route.upstreams.find((upstream) => upstream.origin === config.origin && !this.#isRegistered(routeName, upstream.origin));
+    checkPath(route, config, this.#passPaths.get(routeName));
+    const configured = configuringPassLine(route, config.origin);
     if (configured !== undefined) {
       throw new AdminRequestError(409, `${config.origin} is already configured for route '${routeName}' by the pass line at ${configured.place.file}:${configured.place.line}`);
     }
@@ -164,15 +211,46 @@ export class UpstreamRegistry {
     this.#onChange(routeName);
   }
 
-  #isRegistered(routeName: string, origin: string): boolean {
-    return this.#routes.get(routeName)?.has(origin) ?? false;
+  /** Adds every route's `pass` path now in force to the paths it had. */
+  #notePassPaths(): void {
+    for (const route of this.#target.config.routes) {
+      const paths = this.#passPaths.get(route.name) ?? new Set<string | undefined>();
+      paths.add(route.passPath);
+      this.#passPaths.set(route.name, paths);
+    }
   }
 
+  /**
+   * The route in force named `routeName`. The 404 for a route a reload removed while it had
+   * registrations says so (the heartbeat prints it as the reason it stops).
+   */
   #route(routeName: string): RouteConfig {
     const route = this.#target.config.routes.find((candidate) => candidate.name === routeName);
-    if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
-    return route;
+    if (route !== undefined) return route;
+    const reason = this.#removedRoutes.has(routeName) ? ' any more: a reload removed it' : '';
+    throw new AdminRequestError(404, `no route named '${routeName}'${reason}`);
   }
+}
+
+/** The `pass` line of `route` that configures `origin`, if one does. */
+function configuringPassLine(route: RouteConfig, origin: string): UpstreamConfig | undefined {
+  return route.upstreams.find((upstream) => upstream.origin === origin);
+}
+
+/**
+ * Refuses (400) a registered URL whose path the route does not use. Accepted: no path (the address
+ * only; requests take the route's `pass` path), the route's own `pass` path, or one of `pastPaths`,
+ * the paths the route had since the start (a reload changed the route's path under a running
+ * heartbeat; requests take the route's new one, as they do on the route's `pass` lines). Any other
+ * path is refused: that backend expects requests at a path the proxy never sent them to.
+ */
+function checkPath(route: RouteConfig, config: UpstreamConfig, pastPaths: ReadonlySet<string | undefined> | undefined): void {
+  if (config.path === undefined || config.path === route.passPath || pastPaths?.has(config.path) === true) return;
+  const uses = route.passPath === undefined ? 'none' : `'${route.passPath}'`;
+  throw new AdminRequestError(
+    400,
+    `a registered URL must have the pass path of route '${route.name}' or none: the route uses ${uses}, got '${config.path}' (a URL without a path takes the route's)`,
+  );
 }
 
 function publicEntry(entry: LiveEntry): RegistryEntry {
@@ -180,9 +258,22 @@ function publicEntry(entry: LiveEntry): RegistryEntry {
   return rest;
 }
 
-function asObject(body: unknown): Record<string, unknown> {
+/** The keys a registration body may have. */
+const REGISTRATION_KEYS = ['url', 'weight', 'backup', 'ttl'];
+
+/**
+ * A registration body as its fields. An unknown key is a 400 naming it (with the key it is likely a
+ * typo of), as an unknown key in the config file is an error: `{"wieght": 5}` must not register
+ * weight 1 and say nothing.
+ */
+function registrationFields(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new AdminRequestError(400, 'expected a JSON object like {"url": "http://127.0.0.1:9003", "weight": 2, "ttl": "10s"}');
+  }
+  const unknown = Object.keys(body).find((key) => !REGISTRATION_KEYS.includes(key));
+  if (unknown !== undefined) {
+    const likely = suggest(unknown, REGISTRATION_KEYS);
+    throw new AdminRequestError(400, `unknown key ${JSON.stringify(unknown)}${likely === undefined ? '' : ` (did you mean "${likely}"?)`}: a registration has ${REGISTRATION_KEYS.join(', ')}`);
   }
   return body as Record<string, unknown>;
 }

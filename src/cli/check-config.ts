@@ -1,7 +1,9 @@
 /**
  * `--check` (SPEC 2, like `nginx -t`): the config file loaded and validated, the `access_log`
- * path opened, the routes' `tls_ca` and `tls_client_cert` files read as start-up reads them (and a
- * warning for each route with `tls_verify = off`, for `access` lines with host bits set or
+ * path opened, the routes' `tls_ca` and `tls_client_cert` files read as start-up reads them, with
+ * the validity rules of a `tls_cert` pair (a client certificate out of date, or a `tls_ca` with no
+ * certificate valid now, is an error; one expiring within 14 days a warning: upstream-tls.ts), and a
+ * warning for each route with `tls_verify = off` or a `tls_*` line that only `http://` upstreams have, for `access` lines with host bits set or
  * after an `all`, for a `trusted_proxies` item that trusts every peer or has host bits set, for a
  * bare IPv6 `resolver` item whose last group could be a port (resolver-warnings.ts), and for `pass` lines
  * that name this config's own `listen` or `tls_listen`: own-listener-warnings.ts), the `[acme]` files (directory_ca, and the
@@ -44,12 +46,13 @@ export interface CheckResult {
 export function runCheck(configFile: string, nowMs: number): CheckResult {
   const config = loadConfigFile(configFile);
   checkAccessLogPath(config.server.accessLog, config.server.accessLogPlace);
-  buildRouteTls(config.routes);
+  const routeTls = buildRouteTls(config.routes, { nowMs });
   const checks = checkCertificates(config.server.tlsCertificates, { minVersion: config.server.tlsMinVersion, nowMs });
   const warnings = [
     ...trustedProxyWarnings(config.server),
     ...resolverWarnings(config.server),
     ...upstreamTlsWarnings(config),
+    ...routeTls.warnings,
     ...accessRuleWarnings(config.routes),
     ...weightWarnings(config.routes),
     ...ownListenerWarnings(config),

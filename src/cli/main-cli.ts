@@ -24,6 +24,8 @@ import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
+import type { Config } from '../config/config.js';
+import type { ReloadSummary } from '../gateway/proxy-server.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -67,7 +69,12 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
           await running.stop(); // do not keep serving after reporting a fatal error
           throw error;
         }
-        reloadOnHangup(command.configFile, (config) => running.reload(config), log, signals);
+        const reload = (next: Config): ReloadSummary => {
+          const summary = running.reload(next);
+          admin?.registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go
+          return summary;
+        };
+        reloadOnHangup(command.configFile, reload, log, signals);
         const stopped = waitForShutdown(admin === undefined ? [running] : [running, admin], log, signals);
         signals.startUpDone(log); // a SIGHUP or SIGTERM held since the first moment is handled now
         return await stopped;

@@ -266,7 +266,7 @@ export interface AuthUser {
 export interface UpstreamTlsConfig {
   /** `tls_verify`: check the chain and the name. Default true (`off` is warned about by `--check`). */
   readonly isVerified: boolean;
-  /** Where `tls_verify` is written (the `--check` warning about `off` points there); undefined when defaulted. */
+  /** Where `tls_verify` is written (its value: the `--check` warnings about it point there); undefined when defaulted. */
   readonly verifyPlace: SourcePlace | undefined;
   /** `tls_ca`: PEM file of the CAs trusted instead of the system store; undefined = system store (default). */
   readonly caFile: string | undefined;
@@ -277,6 +277,8 @@ export interface UpstreamTlsConfig {
    * no SNI when that host is an IP address.
    */
   readonly serverName: string | undefined;
+  /** Where `tls_server_name` is written (its value); undefined when defaulted. */
+  readonly serverNamePlace: SourcePlace | undefined;
   /** `tls_client_cert`: presented to the upstream (mutual TLS); undefined = none (default). */
   readonly clientCertificate: CertificateFiles | undefined;
 }

@@ -122,7 +122,7 @@ export const ROUTE_DEFAULTS: Omit<
   authUsers: [],
   authForward: false,
   trace: false,
-  tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+  tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, serverNamePlace: undefined, clientCertificate: undefined },
   access: [],
   rateLimit: undefined,
   connLimit: undefined,
@@ -380,7 +380,7 @@ interface RouteFields {
   trace?: boolean;
   tlsVerify?: { readonly isVerified: boolean; readonly place: SourcePlace };
   tlsCa?: { readonly file: string; readonly place: SourcePlace };
-  tlsServerName?: string;
+  tlsServerName?: { readonly name: string; readonly place: SourcePlace };
   tlsClientCertificate?: CertificateFiles | null;
   access?: AccessRule[];
   rateLimit?: RateLimitConfig | null;
@@ -414,9 +414,9 @@ const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
   auth_user: (r, e) => (r.authUsers ??= []).push(readAuthUser(e)),
   auth_forward: (r, e) => (r.authForward = read(e, parseBoolean)),
   trace: (r, e) => (r.trace = read(e, parseBoolean)),
-  tls_verify: (r, e) => (r.tlsVerify = { isVerified: read(e, parseBoolean), place: e.place }),
+  tls_verify: (r, e) => (r.tlsVerify = { isVerified: read(e, parseBoolean), place: e.valuePlace }),
   tls_ca: (r, e) => (r.tlsCa = { file: read(e, (t) => parseFilePath(t, 'PEM file')), place: e.valuePlace }),
-  tls_server_name: (r, e) => (r.tlsServerName = read(e, parseServerName)),
+  tls_server_name: (r, e) => (r.tlsServerName = { name: read(e, parseServerName), place: e.valuePlace }),
   tls_client_cert: (r, e) => (r.tlsClientCertificate = e.value === 'off' ? null : readCertificateFiles(e)),
   access: (r, e) => (r.access ??= []).push({ ...read(e, parseAccessRule), place: e.valuePlace }),
   rate_limit: (r, e) => (r.rateLimit = e.value === 'off' ? null : { ...read(e, parseRateLimit), place: e.valuePlace }),
@@ -510,7 +510,8 @@ function buildUpstreamTls(fields: RouteFields): UpstreamTlsConfig {
     verifyPlace: fields.tlsVerify?.place ?? defaults.verifyPlace,
     caFile: fields.tlsCa?.file ?? defaults.caFile,
     caPlace: fields.tlsCa?.place ?? defaults.caPlace,
-    serverName: fields.tlsServerName ?? defaults.serverName,
+    serverName: fields.tlsServerName?.name ?? defaults.serverName,
+    serverNamePlace: fields.tlsServerName?.place ?? defaults.serverNamePlace,
     clientCertificate: fields.tlsClientCertificate ?? defaults.clientCertificate,
   };
 }

@@ -305,8 +305,8 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
  *
  * @returns networks in written order, `source` keeping each item as written and `offset` where it
  *   starts in `text` (UTF-16 units, for the place of a message about it).
- * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range, a mapped
- *   prefix shorter than /96, empty item.
+ * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range or with a
+ *   leading zero (`/08`), a mapped prefix shorter than /96, empty item.
  */
 export function parseCidrList(text: string): (Cidr & { readonly offset: number })[] {
   if (text.trim() === '') return [];
@@ -333,9 +333,12 @@ function parseCidr(item: string, offset: number, hint = CIDR_HINT): Cidr {
   if (family === undefined) throw new InvalidValueError(`invalid IP address '${address}'`, hint, offset);
   const bits = family === 4 ? 32 : 128;
   const prefixText = slash < 0 ? String(bits) : item.slice(slash + 1);
-  const prefixLength = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+  // Decimal without a leading zero, as the address itself (isIPv4 refuses `010.0.0.1`): `/08` would
+  // read as octal to some tools (Go's netip.ParsePrefix refuses it too, golang/go#63850).
+  const prefixLength = /^(?:0|[1-9]\d{0,2})$/.test(prefixText) ? Number(prefixText) : NaN;
   if (!(prefixLength <= bits)) {
-    throw new InvalidValueError(`invalid prefix length '/${prefixText}'`, `expected /0 to /${bits} for IPv${family}`, offset + slash);
+    const hint = /^0\d/.test(prefixText) ? `expected /0 to /${bits} for IPv${family}, without a leading zero` : `expected /0 to /${bits} for IPv${family}`;
+    throw new InvalidValueError(`invalid prefix length '/${prefixText}'`, hint, offset + slash);
   }
   const bytes = family === 4 ? ipv4Bytes(address) : ipv6Bytes(address);
   if (family === 6 && isIpv4Mapped(bytes)) {

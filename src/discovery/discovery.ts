@@ -120,10 +120,11 @@ export class Discovery {
     }
   }
 
-  /** Stops every schedule; lookups still running are ignored when they end. */
+  /** Stops every schedule and ends the lookups still running (DnsLookup.close); their answers are ignored. */
   stop(): void {
     this.#isStopped = true;
     for (const entry of this.#entries.values()) entry.schedule.stop();
+    this.#lookup.close();
   }
 
   /** Every discovery line, in config order, as /status shows it. */

@@ -63,6 +63,11 @@ export interface DnsLookup {
   resolveAddresses(name: string): Promise<AddressAnswer>;
   /** SRV of `name` (`_http._tcp.web.test`), then the A/AAAA of each distinct target (at most MAX_SRV_TARGETS), in parallel. */
   resolveService(name: string): Promise<ServiceAnswer>;
+  /**
+   * Shutdown: ends every query in flight now (it answers `error`) and every later one at once, so
+   * no DNS query, nor its timeout timer, keeps the process alive once the proxy has stopped.
+   */
+  close(): void;
 }
 
 /**
@@ -84,6 +89,9 @@ export class NodeDnsLookup implements DnsLookup {
   readonly #serverList: readonly string[];
   /** `127.0.0.1:5353`, or `127.0.0.1:5353, 127.0.0.2:53`: named in failure reasons. */
   readonly #servers: string;
+  /** The channels of the lookups in flight: `close` cancels their queries. */
+  readonly #channels = new Set<Resolver>();
+  #isClosed = false;
 
   constructor(server: { readonly resolvers: readonly ResolverAddress[] } & Pick<ServerConfig, 'resolverTimeoutMs'>) {
     const serverCount = Math.max(1, server.resolvers.length > 0 ? server.resolvers.length : getServers().length);
@@ -107,13 +115,24 @@ export class NodeDnsLookup implements DnsLookup {
 
   async resolveAddresses(name: string): Promise<AddressAnswer> {
     const resolver = this.#newResolver();
-    const [v4, v6] = await Promise.all([this.#family(resolver, name, 'A'), this.#family(resolver, name, 'AAAA')]);
-    return { v4, v6 };
+    this.#channels.add(resolver);
+    try {
+      const [v4, v6] = await Promise.all([this.#family(resolver, name, 'A'), this.#family(resolver, name, 'AAAA')]);
+      return { v4, v6 };
+    } finally {
+      this.#channels.delete(resolver);
+    }
   }
 
   async resolveService(name: string): Promise<ServiceAnswer> {
     const resolver = this.#newResolver();
-    const srv = await this.#bounded(name, 'SRV', () => resolver.resolveSrv(name));
+    this.#channels.add(resolver);
+    let srv: Awaited<ReturnType<Resolver['resolveSrv']>> | LookupFailure;
+    try {
+      srv = await this.#bounded(name, 'SRV', () => resolver.resolveSrv(name));
+    } finally {
+      this.#channels.delete(resolver);
+    }
     if ('result' in srv) return srv;
     const targets = [...new Set(srv.map((record) => record.name).filter((target) => target !== '' && isIP(target) === 0))].slice(0, MAX_SRV_TARGETS);
     const answers = new Map(await Promise.all(targets.map(async (target) => [target, await this.resolveAddresses(target)] as const)));
@@ -141,8 +160,20 @@ export class NodeDnsLookup implements DnsLookup {
     return records.length > 0 ? { result: 'ok', records } : { result: 'empty', reason: `no ${type} record for ${name} from ${this.#servers}` };
   }
 
+  /**
+   * c-ares cancels the queries of every channel in flight (they reject with ECANCELLED, an `error`
+   * answer) and their guards are cleared; a query asked afterwards fails at once. Without it a
+   * query to a silent server held the process up to resolver_timeout after its `shut down` line,
+   * and c-ares's own retry timer a while longer.
+   */
+  close(): void {
+    this.#isClosed = true;
+    for (const resolver of this.#channels) resolver.cancel();
+  }
+
   /** Runs one query with our own timeout guard; a node error becomes a classified `LookupFailure`. */
   async #bounded<T>(name: string, type: string, query: () => Promise<T>): Promise<T | LookupFailure> {
+    if (this.#isClosed) return this.#failure('ECANCELLED', name, type);
     let guard: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<LookupFailure>((resolve) => {
       guard = setTimeout(() => resolve(this.#failure('ETIMEOUT', name, type)), this.#timeoutMs);

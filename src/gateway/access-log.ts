@@ -9,7 +9,8 @@
  *     127.0.0.1 - tom [30/Nov/2026:10:41:42 +0000] "GET /a HTTP/1.1" 200 23 "-" "curl/8.5.0" route=a upstream="127.0.0.1:9001" upstream_status="200" duration_ms=1.42
  *
  * A request refused by the route's `access`, `rate_limit` or `conn_limit` (SPEC 8) ends with
- * `refused=access|rate_limit|conn_limit`, so its 403 or 429 cannot be taken for the upstream's.
+ * `refused=access|rate_limit|conn_limit`, so its 403 or 429 cannot be taken for the upstream's; the
+ * 400 to a plain HTTP request on the TLS port with `refused=plain_http`.
  *
  * `json` writes the same facts as one JSON object per line (`"refused"` only on such requests).
  */
@@ -26,8 +27,11 @@ export interface AttemptLog {
   error?: string;
 }
 
-/** Which check of SPEC 8 refused a request: `access` (403), `rate_limit` or `conn_limit` (429). */
-export type Refusal = 'access' | 'rate_limit' | 'conn_limit';
+/**
+ * What refused a request: a check of SPEC 8, `access` (403), `rate_limit` or `conn_limit` (429); or
+ * `plain_http`, the HTTPS listener's 400 to a plain HTTP request (src/tls/tls-listener.ts).
+ */
+export type Refusal = 'access' | 'rate_limit' | 'conn_limit' | 'plain_http';
 
 /** Everything one log line says. */
 export interface AccessLogRecord {

@@ -55,7 +55,7 @@ export interface ProxyServerOptions {
    * random key of this process.
    */
   readonly ticketKeys?: Buffer;
-  /** Wall clock for certificate validity, ms since the epoch. Default `Date.now`. */
+  /** Wall clock for certificate validity (`tls_cert`, and the routes' `tls_ca` / `tls_client_cert`), ms since the epoch. Default `Date.now`. */
   readonly epochNow?: () => number;
   /**
    * The texts of the `tls_cert` pairs, one per pair in file order, served instead of reading the
@@ -140,7 +140,8 @@ export class ProxyServer implements DiscoveryTarget {
     const certificates = this.#readCertificates(config.server, options.certificateTexts, () => true);
     this.#configAtStart = config;
     for (const warning of certificates.warnings) this.#deps.log(`warning: ${warning}`);
-    this.#table = new RouteTable(config, this.#deps, options.limits ?? new LocalLimits({ now: this.#deps.now }));
+    this.#table = new RouteTable(config, this.#deps, options.limits ?? new LocalLimits({ now: this.#deps.now }), this.#epochNow);
+    for (const warning of this.#table.tlsWarnings) this.#deps.log(`warning: ${warning}`);
     this.#isHealthCheckDisabled = options.isHealthCheckDisabled ?? false;
     const probe = options.probe ?? realProbe;
     this.#probe = async (upstream, check, probeOptions) => {
@@ -362,7 +363,8 @@ export class ProxyServer implements DiscoveryTarget {
    * Other `[server]` limits, `listen` and `tls_listen` need a restart.
    * @throws ConfigValueError when a `tls_cert` pair is broken (missing, not PEM, a key that does
    *   not match, out of date and not the certificate served now) or a route's `tls_ca` /
-   *   `tls_client_cert` file does not load: nothing changed, the old config and certificates keep serving
+   *   `tls_client_cert` file does not load (or is out of date and not the one in use now):
+   *   nothing changed, the old config and certificates keep serving
    */
   reload(config: Config, certificateTexts?: readonly CertificateText[]): ReloadSummary {
     // A certificate out of date is refused unless it is the one served now (certificate-pair.ts);
@@ -389,6 +391,7 @@ export class ProxyServer implements DiscoveryTarget {
       warnings.push('[acme] changes take effect only after a restart');
     }
     const change = this.#table.reload(config);
+    warnings.push(...this.#table.tlsWarnings);
     this.#ownListeners.refreshHostAddresses();
     this.#context.server = { ...this.#context.server, trustedProxies: config.server.trustedProxies };
     const tlsListener = this.#tls;
@@ -551,10 +554,15 @@ function strictTransportSecurity(server: ServerConfig): string | undefined {
   return server.hstsMaxAgeSeconds === undefined ? undefined : `max-age=${server.hstsMaxAgeSeconds}`;
 }
 
-/** An access-log line for an answer the server wrote itself (no request object exists). */
+/**
+ * An access-log line for an answer the server wrote itself (no request object exists). The 400 to a
+ * plain HTTP request on the TLS port is `refused=plain_http`; its bytes are not logged as a request
+ * line, since they were never read as one (`"- - HTTP/1.1"`, as every answer before a request head).
+ */
 function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
-  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, attempts: [], durationMs: 0 };
+  const refusal = answer.isRefusedUnread ? ('plain_http' as const) : undefined;
+  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, refusal, attempts: [], durationMs: 0 };
   context.accessLog.write(buildAccessLogRecord(request, outcome));
 }
 

@@ -35,7 +35,7 @@ import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamProtocolError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog, type Refusal } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -573,12 +573,13 @@ function openTunnel(
 }
 
 /**
- * How an attempt's error is logged: its code, and for a TLS failure the reason too
- * (`PRX_UPSTREAM_TLS: certificate has expired`): the code alone would leave the operator guessing
- * which of a dozen checks failed.
+ * How an attempt's error is logged: its code, and for a TLS failure or a response the proxy refused
+ * the reason too (`PRX_UPSTREAM_TLS: certificate has expired`, `PRX_UPSTREAM_PROTOCOL: 101 without
+ * Connection: upgrade`): the code alone would leave the operator guessing which of a dozen checks failed.
  */
 function loggedError(error: RequestError): string {
-  return error instanceof UpstreamTlsError ? `${error.code}: ${error.reason}` : error.code;
+  if (error instanceof UpstreamTlsError) return `${error.code}: ${error.reason}`;
+  return error instanceof UpstreamProtocolError ? `${error.code}: ${error.message}` : error.code;
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */

@@ -57,7 +57,7 @@ export const TLS_SERVER_CIPHERS = [
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
 
-/** A certificate expiring within this many days gets a `--check` warning. */
+/** A certificate expiring within this many days gets a warning (`--check`, start-up, reload). */
 export const EXPIRY_WARNING_DAYS = 14;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -116,11 +116,37 @@ export function parseCertificatePair(certPem: string, keyPem: string, source: 't
   return pair;
 }
 
-/** `expired on …` or `is not valid before …` when `nowMs` is outside the certificate's validity period. */
-function validityProblem(pair: CertificatePair, nowMs: number): string | undefined {
-  if (nowMs > pair.notAfterMs) return `expired on ${formatDate(pair.notAfterMs)}`;
-  if (nowMs < pair.notBeforeMs) return `is not valid before ${formatDate(pair.notBeforeMs)}`;
+/** A certificate's validity period (RFC 5280 §4.1.2.5), ms since the epoch: a CertificatePair fits. */
+export interface Validity {
+  readonly notBeforeMs: number;
+  readonly notAfterMs: number;
+}
+
+/** The validity period of `certificate`. */
+export function validityOf(certificate: X509Certificate): Validity {
+  return { notBeforeMs: Date.parse(certificate.validFrom), notAfterMs: Date.parse(certificate.validTo) };
+}
+
+/**
+ * `expired on …` or `is not valid before …` when `nowMs` is outside the validity period (see the
+ * file comment for when that is an error); undefined inside it. Also for the route keys `tls_ca`
+ * and `tls_client_cert` (src/upstream/upstream-tls.ts).
+ */
+export function validityProblem(validity: Validity, nowMs: number): string | undefined {
+  if (nowMs > validity.notAfterMs) return `expired on ${formatDate(validity.notAfterMs)}`;
+  if (nowMs < validity.notBeforeMs) return `is not valid before ${formatDate(validity.notBeforeMs)}`;
   return undefined;
+}
+
+/**
+ * `expires in 10 days, on 2026-12-11 00:00:00 UTC` (`in 1 day`, `within a day` under one) when a
+ * certificate valid at `nowMs` expires within EXPIRY_WARNING_DAYS; undefined otherwise (out of date
+ * included: that is `validityProblem`'s): the reason of a warning.
+ */
+export function expiresSoon(validity: Validity, nowMs: number): string | undefined {
+  const daysLeft = (validity.notAfterMs - nowMs) / DAY_MS;
+  if (daysLeft < 0 || daysLeft >= EXPIRY_WARNING_DAYS || nowMs < validity.notBeforeMs) return undefined;
+  return `expires ${daysLeft < 1 ? 'within a day' : `in ${plural(Math.floor(daysLeft), 'day')}`}, on ${formatDate(validity.notAfterMs)}`;
 }
 
 /** parseCertificatePair without the validity check. */
@@ -140,8 +166,7 @@ function buildPair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme',
     throw new TlsCertificateError('key', 'holds no PEM private key');
   }
   if (!certificate.checkPrivateKey(key)) throw new TlsCertificateError('key', 'does not match the certificate');
-  const notBeforeMs = Date.parse(certificate.validFrom);
-  const notAfterMs = Date.parse(certificate.validTo);
+  const { notBeforeMs, notAfterMs } = validityOf(certificate);
   let context: tls.SecureContext;
   try {
     context = tls.createSecureContext({ cert: certPem, key: keyPem, minVersion: options.minVersion, ciphers: TLS_SERVER_CIPHERS, honorCipherOrder: true });
@@ -219,12 +244,8 @@ export function checkCertificateFiles(files: CertificateFiles, options: PairOpti
     if (options.servesOutOfDate?.(certPem) !== true) return { files, pair: undefined, errors: [certProblem(problem)], warnings: [] };
     return { files, pair, errors: [], warnings: [`${formatPlace(files.place)}: tls_cert '${files.certFile}' ${problem}: served until it is replaced, and clients will refuse it`] };
   }
-  const daysLeft = (pair.notAfterMs - options.nowMs) / DAY_MS;
-  const warnings =
-    daysLeft < EXPIRY_WARNING_DAYS
-      ? [`${formatPlace(files.place)}: tls_cert '${files.certFile}' expires ${daysLeft < 1 ? 'within a day' : `in ${plural(Math.floor(daysLeft), 'day')}`}, on ${formatDate(pair.notAfterMs)}`]
-      : [];
-  return { files, pair, errors: [], warnings };
+  const soon = expiresSoon(pair, options.nowMs);
+  return { files, pair, errors: [], warnings: soon === undefined ? [] : [`${formatPlace(files.place)}: tls_cert '${files.certFile}' ${soon}`] };
 }
 
 /**

@@ -22,7 +22,10 @@
  * An origin (scheme, address and port) appears once: a plain `pass` line wins over a discovered
  * address or a registered one wherever it is written (the operator's weight and flags for that
  * address apply), otherwise the first occurrence wins. With `retries` not written, a route's retries
- * are recounted as (upstreams − 1, at least 0) on every rebuild.
+ * are recounted as (upstreams − 1, at least 0) on every rebuild. Every upstream of a route is
+ * reached with the route's `pass` path (`passPath`, read by router.ts `rewritePath`), whatever path
+ * its own URL has: a registered URL may have none, or the one a reload since changed
+ * (upstream-registry.ts `checkPath`).
  *
  * The addresses of one discovery line keep their order across answers: those that stay keep
  * their places, new ones follow in answer order (DNS servers rotate the records of an answer, and a
@@ -33,8 +36,7 @@ import { isIP } from 'node:net';
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
 import { Upstream } from './upstream.js';
 import { Route, type RuntimeDeps } from './route.js';
-import { buildRouteTls } from './upstream-tls.js';
-import type { TlsClientSettings } from '../wire/tls-client.js';
+import { buildRouteTls, type RouteTls } from './upstream-tls.js';
 import type { DiscoveredLine } from '../discovery/discovered-line.js';
 import type { LimitsProvider } from '../limits/limits.js';
 
@@ -59,19 +61,24 @@ export class RouteTable {
   readonly #leaving = new Map<string, Upstream>();
   /** Keys of DNS-discovered upstreams an operator had drained when DNS dropped them: drained again if they come back. */
   readonly #drainedWhileGone = new Set<string>();
-  /** Each route's TLS client settings, by route name, read from the files of `#config`. */
-  #tls: ReadonlyMap<string, TlsClientSettings>;
+  /** Each route's TLS client settings, read from the files of `#config`, and their warnings. */
+  #tls: RouteTls;
+  /** Wall clock, ms since the epoch, for the validity of the TLS files. */
+  readonly #epochNow: () => number;
   readonly #deps: RuntimeDeps;
   /** Makes each route's `rate_limit` / `conn_limit` state; asked at every rebuild (same name and settings: the same state). */
   readonly #limits: LimitsProvider | undefined;
 
   /**
    * @param limits the provider of the routes' limits (ProxyServer's); without one no route is limited
+   * @param epochNow wall clock (ms since the epoch) for the TLS files' validity; default Date.now.
+   *   A file out of date is used with a warning at the start (see `tlsWarnings`).
    * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load (upstream-tls.ts)
    */
-  constructor(config: Config, deps: RuntimeDeps, limits?: LimitsProvider) {
+  constructor(config: Config, deps: RuntimeDeps, limits?: LimitsProvider, epochNow: () => number = Date.now) {
     this.#config = config;
-    this.#tls = buildRouteTls(config.routes);
+    this.#epochNow = epochNow;
+    this.#tls = buildRouteTls(config.routes, { nowMs: epochNow(), usesOutOfDate: () => true });
     this.#deps = deps;
     this.#limits = limits;
     this.#routes = [];
@@ -80,6 +87,11 @@ export class RouteTable {
 
   get config(): Config {
     return this.#config;
+  }
+
+  /** The warnings of the routes' TLS files as the start or the last reload read them (upstream-tls.ts `RouteTls`). */
+  get tlsWarnings(): readonly string[] {
+    return this.#tls.warnings;
   }
 
   /** The routes now in force, in file order. */
@@ -159,11 +171,14 @@ export class RouteTable {
 
   /**
    * Swaps in `config`'s routes; every route is rebuilt, upstream objects are kept by key. The TLS
-   * files are read first: when one does not load, nothing changes.
-   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load
+   * files are read first: when one does not load, nothing changes. A file out of date is used
+   * (with a warning) only when its contents are in use now, as a `tls_cert` pair's.
+   * @throws ConfigValueError when a route's `tls_ca` or `tls_client_cert` file does not load, or
+   *   is out of date and not in use now
    */
   reload(config: Config): StoreChange {
-    this.#tls = buildRouteTls(config.routes);
+    const inUse = this.#tls.texts;
+    this.#tls = buildRouteTls(config.routes, { nowMs: this.#epochNow(), usesOutOfDate: (pem) => inUse.has(pem) });
     this.#config = config;
     this.#keepDiscoveredOf(config);
     return this.#rebuild(config, () => true, false);
@@ -214,7 +229,7 @@ export class RouteTable {
       });
       const predecessor = isSetChange ? existing : undefined;
       const limits = this.#limits?.limitsFor(routeConfig.name, routeConfig.rateLimit, routeConfig.connLimit);
-      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.get(routeConfig.name), predecessor, limits);
+      return new Route(runtimeConfig, this.#deps, upstreams, this.#tls.settings.get(routeConfig.name), predecessor, limits);
     });
     this.#upstreams = current;
     let removed = 0;

@@ -148,6 +148,11 @@ export interface ServerAnswer {
   readonly target: string;
   /** Body bytes written. */
   readonly bytesSent: number;
+  /**
+   * True for the answer of `refuse`: nothing of the connection was read as HTTP (the HTTPS
+   * listener's 400 to a plain HTTP request, whose bytes were never parsed as a request).
+   */
+  readonly isRefusedUnread: boolean;
 }
 
 export interface Http1ServerOptions {
@@ -453,7 +458,7 @@ export class Http1Connection implements ResponseConnection {
 
   /** Answers `status` with `reason` before any request was read, then closes (Http1Server `refuse`). */
   refuse(status: number, reason: string): void {
-    this.#answer(status, reason);
+    this.#answer(status, reason, undefined, undefined, true);
   }
 
   closeIfIdle(): void {
@@ -675,13 +680,13 @@ export class Http1Connection implements ResponseConnection {
    * Writes the server's own answer — `status` with its one-line `reason`, `Connection: close`, a
    * Date — then closes (lingering). `head`: the request it answers, when one was read.
    */
-  #answer(status: number, reason: string, head?: RequestHead, extraHeaders?: readonly string[]): void {
+  #answer(status: number, reason: string, head?: RequestHead, extraHeaders?: readonly string[], isRefusedUnread = false): void {
     // Written through the same writer and answer shape as every other answer; `end` hands it to
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
     this.#linger();
-    this.#server.options.onAnswer({ status, clientAddress: this.#clientAddress, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent });
+    this.#server.options.onAnswer({ status, clientAddress: this.#clientAddress, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent, isRefusedUnread });
   }
 
   /** nginx's lingering close (see the file comment): FIN now, read and drop until the client closes, LINGER_MS or LINGER_MAX_BYTES. */

@@ -36,8 +36,8 @@
  * 10 relayed answers (test/integration/streaming.test.ts).
  *
  * Upgrades (`upgrade`, RFC 9110 §7.8): a new connection that is never pooled. A 101 is accepted
- * only then, and only to the protocol asked for, as Go's ReverseProxy checks (otherwise it is an
- * `UpstreamProtocolError`, a 502); after it the caller takes the socket and
+ * only then, only with `Connection: upgrade` and only to the protocol asked for, as Go's
+ * ReverseProxy checks (otherwise it is an `UpstreamProtocolError`, a 502); after it the caller takes the socket and
  * the bytes that came after the 101 head with `takeOverConnection` and joins it to the client's
  * (upgrade-tunnel.ts). Any other answer to an upgrade request is an ordinary response.
  */
@@ -454,12 +454,11 @@ export class UpstreamExchange implements ConnectionHandler {
       onHead: (head) => {
         if (head.statusCode === 101) {
           const asked = this.#options.upgrade;
-          if (asked === undefined) {
-            throw new UpstreamProtocolError(`${this.#options.upstream.origin} switched protocols without being asked to`);
-          }
-          const answered = upgradeOf(head.rawHeaders);
-          if (answered?.toLowerCase() !== asked.toLowerCase()) {
-            throw new UpstreamProtocolError(`${this.#options.upstream.origin} switched to ${JSON.stringify(answered ?? '')} when ${JSON.stringify(asked)} was asked for`);
+          if (asked === undefined) throw new UpstreamProtocolError('101 to a request that asked for no upgrade');
+          const answered = switchedProtocolOf(head.rawHeaders);
+          if (answered === undefined) throw new UpstreamProtocolError('101 without Connection: upgrade');
+          if (answered.toLowerCase() !== asked.toLowerCase()) {
+            throw new UpstreamProtocolError(`101 to '${answered}' when '${asked}' was asked for`);
           }
           this.#switchedBytes = [];
         } else if (!head.isKeepAlive && !this.#isRequestSent) {
@@ -625,10 +624,23 @@ function asRequestError(error: Error): RequestError {
   return error instanceof RequestError ? error : new ClientAbortError(`request body: ${error.message}`);
 }
 
-/** The `Upgrade` value of a 101 head (RFC 9110 §7.8), or undefined. */
-function upgradeOf(rawHeaders: readonly string[]): string | undefined {
+/**
+ * The protocol a 101 head switches to (RFC 9110 §7.8): its first `Upgrade` value ('' when it has
+ * none), read only when a `Connection` header lists the `upgrade` token (any case, alone or in a
+ * list such as `keep-alive, Upgrade`); undefined without that token. `Upgrade` is hop-by-hop and
+ * must be named in `Connection` (RFC 9110 §7.6.1, §7.8), so a 101 without it announces no switch a
+ * proxy may act on: Go's httputil reads it so (`upgradeType`) and refuses such a 101 with a 502.
+ */
+function switchedProtocolOf(rawHeaders: readonly string[]): string | undefined {
+  let isUpgradeListed = false;
+  let protocol: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === 7 && rawHeaders[i]!.toLowerCase() === 'upgrade') return rawHeaders[i + 1];
+    const name = rawHeaders[i]!;
+    if (name.length === 10 && name.toLowerCase() === 'connection') {
+      isUpgradeListed ||= rawHeaders[i + 1]!.split(',').some((token) => token.trim().toLowerCase() === 'upgrade');
+    } else if (protocol === undefined && name.length === 7 && name.toLowerCase() === 'upgrade') {
+      protocol = rawHeaders[i + 1];
+    }
   }
-  return undefined;
+  return isUpgradeListed ? (protocol ?? '') : undefined;
 }

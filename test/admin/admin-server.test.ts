@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
 import type { StatusSnapshot } from '../../src/admin/status-snapshot.js';
-import { startBackend, listenBackend, type Backend } from '../helpers/proxy-harness.js';
+import { startBackend, listenBackend, rawRequest, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from './fake-clock.js';
 import { parseExposition, sampleValue } from './exposition-parser.js';
 
@@ -269,8 +269,13 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       ['a', { url: 'http://127.0.0.1:9003', weight: ' 3' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', weight: '3 backup' }, 400, /'weight' must be a whole number from 1 to 1000000/],
       ['a', { url: 'http://127.0.0.1:9003', ttl: '5x' }, 400, /invalid duration '5x'/],
-      ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must agree on the path/],
+      ['a', { url: 'http://127.0.0.1:9003', wieght: 5 }, 400, /^unknown key "wieght" \(did you mean "weight"\?\): a registration has url, weight, backup, ttl$/],
+      ['a', { url: 'http://127.0.0.1:9003', priority: 1 }, 400, /^unknown key "priority": a registration has url, weight, backup, ttl$/],
+      ['a', { url: 'http://127.0.0.1:9003/v1' }, 400, /must have the pass path of route 'a' or none: the route uses none, got '\/v1'/],
       ['a', '{not json', 400, /not JSON/],
+      ['a', '{"url": "http://127.0.0.1:9003", "url": "http://127.0.0.1:9004"}', 400, /^body has the key "url" more than once/],
+      ['a', '{"url": "http://127.0.0.1:9003", "\\u0075rl": "http://127.0.0.1:9004"}', 400, /^body has the key "url" more than once/],
+      ['a', '{"url": "http://127.0.0.1:9003", "weight": 2, "weight": 3}', 400, /^body has the key "weight" more than once/],
       ['a', { url: s.backends[0]!.url }, 409, /already configured/],
       ['a', { url: s.backends[0]!.url.replace('127.0.0.1', '[::ffff:127.0.0.1]') }, 409, /already configured/],
       ['nope', { url: 'http://127.0.0.1:9003' }, 404, /no route named 'nope'/],
@@ -279,6 +284,27 @@ test('registry: bad input is refused with 400/404/409 and the message of the pas
       const answer = await put(route, body);
       assert.equal(answer.status, status, `got ${answer.status} for ${JSON.stringify(body)}, want ${status}`);
       assert.match((JSON.parse(answer.body) as { error: string }).error, message);
+    }
+    const registered = (await request(s.admin.port, 'GET', '/routes/a/upstreams')).body;
+    assert.doesNotMatch(registered, /9003|9004/, `got ${registered}, want nothing registered by a refused body`);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a path that names no endpoint is a 404 naming the path as received (//routes/…, /routes/x/../a/…); a bad %-escape in a route name is a 400', async () => {
+  const s = await setup();
+  try {
+    const cases: [string, string, number, string][] = [
+      ['POST', '//routes/a/upstreams/drain', 404, 'no admin endpoint //routes/a/upstreams/drain'],
+      ['PUT', '//x/routes/a/upstreams', 404, 'no admin endpoint //x/routes/a/upstreams'],
+      ['GET', '/routes/x/../a/upstreams?url=1', 404, 'no admin endpoint /routes/x/../a/upstreams'],
+      ['GET', '/routes/%zz/upstreams', 400, "route name '%zz' has a bad %-escape"],
+    ];
+    for (const [method, path, status, error] of cases) {
+      const answer = await request(s.admin.port, method, path, { body: { url: 'http://127.0.0.1:9003' }, token: 's3cret' });
+      assert.equal(answer.status, status, `got ${answer.status} for ${method} ${path}, want ${status}: ${answer.body}`);
+      assert.equal((JSON.parse(answer.body) as { error: string }).error, error);
     }
   } finally {
     await s.close();
@@ -346,6 +372,96 @@ test('reload keeps registry entries and their runtime state', async () => {
   }
 });
 
+test('registry: a reload that gives the route a pass path, or takes it away, keeps every registration refreshable; requests reach them with the route\'s path', async () => {
+  const plain = await startBackend(); // registered without a path: it follows the route's path
+  const withPath = await startBackend(); // registered with the route's path of the moment
+  const late = await startBackend(); // registers after the first reload, without a path
+  const s = await setup();
+  try {
+    const put = async (url: string, route = 'a'): Promise<string> => {
+      const answer = await request(s.admin.port, 'PUT', `/routes/${route}/upstreams`, { body: { url }, token: 's3cret' });
+      return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
+    };
+    // As main-cli's SIGHUP does: the proxy reloads, then the registry reconciles.
+    const reload = (text: string): void => {
+      s.proxy.reload(parseConfig(text, 'test.ini'));
+      s.admin.registry.reconcile();
+    };
+    const reloadWithPassPath = (passPath: string): void => reload(s.configText.replaceAll(/^pass = (.*)$/gm, `pass = $1${passPath}`));
+    /** The path each registered backend received for one GET /a/x that reached it (the route has five upstreams, round robin). */
+    const pathsReceived = async (): Promise<string[]> => {
+      for (const backend of [plain, withPath, late]) backend.requests.length = 0;
+      for (let i = 0; i < 5; i++) assert.equal((await request(s.proxyPort, 'GET', '/a/x')).status, 200);
+      return [plain, withPath, late].map((backend) => backend.requests.map((r) => r.url).join(' '));
+    };
+
+    assert.equal(await put(plain.url), '201');
+    reloadWithPassPath('/api');
+    assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload gave the route a path');
+    assert.equal(await put(`${withPath.url}/api`), '201', 'a registration with the route\'s path');
+    assert.equal(await put(`${late.url}/v1`), "400 a registered URL must have the pass path of route 'a' or none: the route uses '/api', got '/v1' (a URL without a path takes the route's)");
+    assert.equal(await put(late.url), '201', 'a new registration without a path on a route with one');
+    assert.deepEqual(await pathsReceived(), ['/api/x', '/api/x', '/api/x'], 'paths received by the registered backends, want the route\'s /api');
+
+    reloadWithPassPath('');
+    assert.equal(await put(plain.url), '200', 'refresh of a path-less registration after a reload took the path away');
+    assert.equal(await put(`${withPath.url}/api`), '200', 'refresh of a registration with the path a reload took away');
+    assert.equal(await put(`${late.url}/api`), '200', 'a refresh with a path the route had before the reload');
+    assert.equal(await put(`${late.url}/v2`), "400 a registered URL must have the pass path of route 'a' or none: the route uses none, got '/v2' (a URL without a path takes the route's)", 'a path the route never had');
+    assert.deepEqual(await pathsReceived(), ['/a/x', '/a/x', '/a/x'], 'paths received by the registered backends, want the client\'s path unchanged');
+    assert.deepEqual(s.admin.registry.entries('a').map((entry) => entry.config.origin), [plain.url, withPath.url, late.url]);
+
+    // An entry that expired (here: deleted) after the path changed registers anew with its old path,
+    // as a heartbeat that missed its ttl does.
+    assert.equal((await request(s.admin.port, 'DELETE', `/routes/a/upstreams?url=${encodeURIComponent(withPath.url)}`, { token: 's3cret' })).status, 200);
+    assert.equal(await put(`${withPath.url}/api`), '201', 'a new registration with a path the route had');
+
+    reload(s.configText.replace('[proxy.a]', '[proxy.b]'));
+    assert.equal(await put(plain.url), "404 no route named 'a' any more: a reload removed it");
+    assert.equal(await put(plain.url, 'c'), "404 no route named 'c'", 'a route the registry never had an entry for');
+  } finally {
+    await s.close();
+    await Promise.all([plain, withPath, late].map((backend) => backend.close()));
+  }
+});
+
+test('registry: a reload that removes a route drops its registrations, so a later route of the same name starts with none; one whose address a pass line takes over is dropped and its refresh is a 409', async () => {
+  const registered = await startBackend();
+  const other = await startBackend();
+  const s = await setup();
+  try {
+    const put = async (url: string): Promise<string> => {
+      const answer = await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url, ttl: '1h' }, token: 's3cret' });
+      return answer.status >= 400 ? `${answer.status} ${(JSON.parse(answer.body) as { error: string }).error}` : String(answer.status);
+    };
+    const reload = (text: string): void => {
+      s.proxy.reload(parseConfig(text, 'test.ini'));
+      s.admin.registry.reconcile();
+    };
+    assert.equal(await put(registered.url), '201');
+
+    // Route a removed, then a different route named a: the old registration must not come back.
+    reload(s.configText.replace('[proxy.a]', '[proxy.z]'));
+    assert.deepEqual(s.admin.registry.entries(), [], 'registrations after the reload removed route a');
+    assert.ok(s.logs.includes(`registry: dropped ${registered.url} of route a: the reload removed the route`), `got logs ${JSON.stringify(s.logs)}`);
+    reload(s.configText.replace(/path = \/a\npass = [^\n]+\npass = [^\n]+/, `path = /other\npass = ${other.url}`));
+    for (let i = 0; i < 4; i++) assert.equal((await request(s.proxyPort, 'GET', '/other/x')).status, 200);
+    assert.equal(registered.requests.length, 0, `the new route a sent ${registered.requests.length} request(s) to the removed route's registration`);
+    assert.equal(other.requests.length, 4);
+
+    // A pass line added for a registered address: the registration goes, its refresh is a 409.
+    assert.equal(await put(registered.url), '201');
+    const withPassLine = s.configText.replace(/path = \/a\npass = [^\n]+\npass = [^\n]+/, `path = /other\npass = ${other.url}\npass = ${registered.url} weight=7`);
+    reload(withPassLine);
+    assert.deepEqual(s.admin.registry.entries(), []);
+    assert.ok(s.logs.includes(`registry: dropped ${registered.url} of route a: the pass line at test.ini:10 configures it now`), `got logs ${JSON.stringify(s.logs)}`);
+    assert.equal(await put(registered.url), `409 ${registered.url} is already configured for route 'a' by the pass line at test.ini:10`);
+  } finally {
+    await s.close();
+    await Promise.all([registered, other].map((backend) => backend.close()));
+  }
+});
+
 test('drain: no new requests to the upstream, its in-flight request finishes; enable brings it back', async () => {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -375,6 +491,115 @@ test('drain: no new requests to the upstream, its in-flight request finishes; en
     assert.equal(unknown.status, 404);
   } finally {
     release();
+    await s.close();
+  }
+});
+
+test('every call that names an upstream (PUT, DELETE, drain, enable) takes it once, from ?url= or the body: twice or none is a 400 saying where they came from', async () => {
+  const third = await startBackend();
+  const s = await setup();
+  try {
+    const [x, y] = ['http://127.0.0.1:9003', 'http://127.0.0.1:9004'];
+    const hint = (call: string): string => `${call}?url=http://host:port or a {"url": …} body`;
+    const cases: [string, string, unknown, number, string][] = [
+      ['PUT', `/routes/a/upstreams?url=${x}`, { url: y }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('PUT …/upstreams')}`],
+      ['PUT', `/routes/a/upstreams?url=${x}&url=${y}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams', undefined, 400, `say which upstream: ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams', { weight: 2 }, 400, `say which upstream: ${hint('PUT …/upstreams')}`],
+      ['PUT', '/routes/a/upstreams?weight=2', { url: x }, 400, 'unknown query parameter "weight": the query names the upstream only (?url=…); weight, backup and ttl go in a PUT\'s body'],
+      ['PUT', `/routes/a/upstreams?url=${x}`, [1], 400, 'expected a JSON object like {"url": "http://127.0.0.1:9003"}, got an array'],
+      ['DELETE', `/routes/a/upstreams?url=${x}&url=${y}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('DELETE …/upstreams')}`],
+      ['DELETE', `/routes/a/upstreams?url=${x}`, { url: y }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('DELETE …/upstreams')}`],
+      ['DELETE', '/routes/a/upstreams', null, 400, 'expected a JSON object like {"url": "http://127.0.0.1:9003"}, got null'],
+      ['POST', `/routes/a/upstreams/drain?url=${s.backends[0]!.url}`, { url: s.backends[1]!.url }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('POST …/upstreams/drain')}`],
+      ['POST', `/routes/a/upstreams/enable?url=${x}&url=${x}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('POST …/upstreams/enable')}`],
+      ['POST', '/routes/a/upstreams/enable', undefined, 400, `say which upstream: ${hint('POST …/upstreams/enable')}`],
+    ];
+    for (const [method, path, body, status, error] of cases) {
+      const answer = await request(s.admin.port, method, path, { ...(body === undefined ? {} : { body }), token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [status, error], `${method} ${path} ${JSON.stringify(body)}`);
+    }
+    assert.deepEqual(s.proxy.routes[0]!.upstreams.map((u) => [u.origin, u.isDraining]), s.backends.map((b) => [b.url, false]), 'got a route changed by a refused call');
+
+    // Named once, in either place: the query form works for every call, the body form too.
+    const port = new URL(third.url).port;
+    const put = await request(s.admin.port, 'PUT', `/routes/a/upstreams?url=${encodeURIComponent(third.url)}`, { body: { weight: 3, ttl: '1m' }, token: 's3cret' });
+    assert.equal(put.status, 201, `PUT ?url= with a {"weight", "ttl"} body: got ${put.status} ${put.body}, want 201`);
+    assert.deepEqual(s.admin.registry.entries('a').map((e) => [e.config.origin, e.config.weight, e.ttlMs]), [[third.url, 3, 60_000]]);
+    const drained = await request(s.admin.port, 'POST', `/routes/a/upstreams/drain?url=http://127.0.0.1:${port}`, { token: 's3cret' });
+    assert.equal(drained.status, 200, `drain ?url= without a body: got ${drained.status} ${drained.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams[2]!.isDraining, true, 'got the upstream the query named not draining');
+    const enabled = await request(s.admin.port, 'POST', `/routes/a/upstreams/enable?url=${third.url}`, { token: 's3cret' });
+    assert.equal(enabled.status, 200, `enable ?url= without a body: got ${enabled.status} ${enabled.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams[2]!.isDraining, false, 'got the upstream still draining after enable ?url=');
+    const deleted = await request(s.admin.port, 'DELETE', '/routes/a/upstreams', { body: { url: third.url }, token: 's3cret' });
+    assert.equal(deleted.status, 200, `DELETE with a {"url"} body: got ${deleted.status} ${deleted.body}, want 200`);
+    assert.equal(s.proxy.routes[0]!.upstreams.length, 2);
+  } finally {
+    await s.close();
+    await third.close();
+  }
+});
+
+test('two Authorization headers are a 400 in either order, on state-changing calls and read-only pages alike', async () => {
+  const s = await setup();
+  try {
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9003' });
+    const raw = (method: string, path: string, first: string, second: string, content = ''): Promise<{ text: string }> =>
+      rawRequest(
+        s.admin.port,
+        `${method} ${path} HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer ${second}\r\nContent-Length: ${content.length}\r\nConnection: close\r\n\r\n${content}`,
+      );
+    for (const [method, path, content] of [['PUT', '/routes/a/upstreams', body], ['GET', '/status.json', '']] as const) {
+      for (const [first, second] of [['s3cret', 'wrong'], ['wrong', 's3cret']]) {
+        const { text } = await raw(method, path, first!, second!, content);
+        const status = text.slice(0, 12);
+        assert.equal(status, 'HTTP/1.1 400', `${method} ${path} with Bearer ${first} then Bearer ${second}: got ${JSON.stringify(status)}, want HTTP/1.1 400`);
+        assert.ok(text.includes('more than one Authorization header (got 2): send one'), `got ${JSON.stringify(text)}, want the reason`);
+      }
+    }
+    assert.equal(s.admin.registry.entries('a').length, 0, 'got an upstream registered by a request with two Authorization headers');
+  } finally {
+    await s.close();
+  }
+});
+
+test('CONNECT to the admin listener is answered 405 with an empty Allow, as the proxy listener answers it, and the listener keeps serving', async () => {
+  const s = await setup();
+  try {
+    const { text, closedByServer } = await rawRequest(s.admin.port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    assert.equal(head.split('\r\n')[0], 'HTTP/1.1 405 Method Not Allowed', `got ${JSON.stringify(text)}, want a 405`);
+    assert.ok(head.split('\r\n').includes('allow: '), `got head ${JSON.stringify(head)}, want an empty Allow`);
+    assert.deepEqual(JSON.parse(body), { error: 'method CONNECT not allowed: the admin listener tunnels nothing' });
+    assert.equal(closedByServer, true, 'got the connection left open, want it closed after the answer');
+    assert.equal((await request(s.admin.port, 'GET', '/status.json')).status, 200, 'got the admin listener not serving after a CONNECT');
+  } finally {
+    await s.close();
+  }
+});
+
+test('no admin path takes a trailing slash: /status/, /metrics/, /routes/a/upstreams/, …/drain/ are 404s naming the path', async () => {
+  const s = await setup();
+  try {
+    const cases: [string, string][] = [
+      ['GET', '/status/'],
+      ['GET', '/status.json/'],
+      ['GET', '/metrics/'],
+      ['GET', '/routes/a/upstreams/'],
+      ['PUT', '/routes/a/upstreams/'],
+      ['DELETE', '/routes/a/upstreams/'],
+      ['POST', '/routes/a/upstreams/drain/'],
+      ['GET', '/routes/a/upstreams/drain/'],
+      ['POST', '/routes/a/upstreams/enable/'],
+    ];
+    for (const [method, path] of cases) {
+      const answer = await request(s.admin.port, method, path, { body: { url: s.backends[0]!.url }, token: 's3cret' });
+      assert.deepEqual([answer.status, (JSON.parse(answer.body) as { error: string }).error], [404, `no admin endpoint ${path}`], `${method} ${path}`);
+    }
+    assert.equal(s.proxy.routes[0]!.upstreams[0]!.isDraining, false, 'got the upstream drained through …/drain/');
+    assert.equal((await request(s.admin.port, 'GET', '/routes/a/upstreams')).status, 200, 'got the path without a slash refused');
+  } finally {
     await s.close();
   }
 });

@@ -29,6 +29,7 @@ function fakeLookup(): { lookup: DnsLookup; names: string[] } {
         names.push(name);
         return { result: 'nxdomain', reason: `no ${name}` };
       },
+      close: () => {},
     },
   };
 }

@@ -145,7 +145,7 @@ describe('defaults', () => {
       authUsers: [],
       authForward: false,
       trace: false,
-      tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, clientCertificate: undefined },
+      tls: { isVerified: true, verifyPlace: undefined, caFile: undefined, caPlace: undefined, serverName: undefined, serverNamePlace: undefined, clientCertificate: undefined },
       access: [],
       rateLimit: undefined,
       connLimit: undefined,
@@ -297,10 +297,11 @@ conn_limit = 4
       trace: true,
       tls: {
         isVerified: false,
-        verifyPlace: { file: 'env.ini', line: lineOf('tls_verify = off'), column: 1 },
+        verifyPlace: { file: 'env.ini', line: lineOf('tls_verify = off'), column: 14 },
         caFile: 'ca.pem',
         caPlace: { file: 'env.ini', line: lineOf('tls_ca = ca.pem'), column: 10 },
         serverName: 'api.internal',
+        serverNamePlace: { file: 'env.ini', line: lineOf('tls_server_name = API.internal'), column: 19 },
         clientCertificate: {
           certFile: 'me.pem',
           keyFile: 'me.key',
@@ -646,6 +647,7 @@ describe('access, rate_limit and conn_limit (SPEC 1.2, 8)', () => {
     ['an access verb', 'access = permit 10.0.0.0/8', "env.ini:4:10: invalid access rule 'permit 10.0.0.0/8' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['an access rule without a network', 'access = deny', "env.ini:4:14: 'deny' needs a network or 'all' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['a bad access network', 'access = deny 10.0.0.0/33', "env.ini:4:23: invalid prefix length '/33' for 'access' (expected /0 to /32 for IPv4)"],
+    ['an access prefix length with a leading zero', 'access = allow 10.0.0.0/08', "env.ini:4:24: invalid prefix length '/08' for 'access' (expected /0 to /32 for IPv4, without a leading zero)"],
     ['an IPv4-mapped access network shorter than /96', 'access = deny ::ffff:10.0.0.0/64', "env.ini:4:30: invalid prefix length '/64' for the IPv4-mapped address '::ffff:10.0.0.0' for 'access' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)"],
     ['an access name', 'access = allow example.com', "env.ini:4:16: invalid IP address 'example.com' for 'access' (expected allow CIDR, allow all, deny CIDR or deny all, e.g. deny 10.0.0.0/8)"],
     ['two networks on one access line', 'access = allow 10.0.0.1 10.0.0.2', "env.ini:4:25: one network per access line, '10.0.0.2' is one too many for 'access' (write one line per network)"],
@@ -751,6 +753,7 @@ describe('value errors name the key, the value column and what is expected', () 
     ['[server]\naccess_log_format = jsonl\n', "env.ini:2:21: unknown access log format 'jsonl' for 'access_log_format' (did you mean 'json'?)"],
     ['[server]\naccess_log =\n', "env.ini:2:13: empty access log for 'access_log' (expected stdout, stderr, off or a file path)"],
     ['[server]\ntrusted_proxies = 10.0.0.0/8, 300.1.1.1\n', "env.ini:2:31: invalid IP address '300.1.1.1' for 'trusted_proxies' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)"],
+    ['[server]\ntrusted_proxies = 10.0.0.1, 10.0.0.0/08\n', "env.ini:2:37: invalid prefix length '/08' for 'trusted_proxies' (expected /0 to /32 for IPv4, without a leading zero)"],
     ['[server]\ntrusted_proxies = 10.0.0.1, ::ffff:10.0.0.0/80\n', "env.ini:2:44: invalid prefix length '/80' for the IPv4-mapped address '::ffff:10.0.0.0' for 'trusted_proxies' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)"],
     ['[admin]\nlisten = :9090\ntoken = "a b"\n', "env.ini:3:10: invalid token for 'token' (expected visible ASCII characters without spaces)"],
   ];

@@ -212,6 +212,9 @@ describe('parseCidrList', () => {
     ['10.0.0.1,,10.0.0.2', 'empty item in address list (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)', 9],
     ['fe80::1%eth0', "invalid IP address 'fe80::1%eth0' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)", 0],
     ['10.0.0.0/', "invalid prefix length '/' (expected /0 to /32 for IPv4)", 8],
+    ['10.0.0.0/08', "invalid prefix length '/08' (expected /0 to /32 for IPv4, without a leading zero)", 8],
+    ['10.0.0.1, ::/00', "invalid prefix length '/00' (expected /0 to /128 for IPv6, without a leading zero)", 12],
+    ['10.0.0.1, ::ffff:10.0.0.0/0104', "invalid prefix length '/0104' (expected /0 to /128 for IPv6, without a leading zero)", 25],
     [
       '10.0.0.1, ::ffff:10.0.0.0/95',
       "invalid prefix length '/95' for the IPv4-mapped address '::ffff:10.0.0.0' (a mapped network is an IPv4 network: expected /96 to /128 (::ffff:10.0.0.0/104 is 10.0.0.0/8), or write the IPv4 network)",

@@ -21,6 +21,7 @@ class TableLookup implements DnsLookup {
   readonly addresses = new Map<string, AddressAnswer>();
   readonly services = new Map<string, ServiceAnswer>();
   readonly asked: string[] = [];
+  isClosed = false;
   setA(name: string, ttl: number, ...hosts: string[]): void {
     this.addresses.set(name, { v4: { result: 'ok', records: hosts.map((address) => ({ address, ttlSeconds: ttl })) }, v6: { result: 'empty', reason: 'no AAAA' } });
   }
@@ -31,6 +32,9 @@ class TableLookup implements DnsLookup {
   async resolveService(name: string): Promise<ServiceAnswer> {
     this.asked.push(name);
     return this.services.get(name) ?? { result: 'nxdomain', reason: 'NXDOMAIN' };
+  }
+  close(): void {
+    this.isClosed = true;
   }
 }
 
@@ -215,6 +219,7 @@ describe('Discovery', () => {
     assert.equal(h.lookup.asked.filter((name) => name === 'api.test').length, 2 + 2 * 12, 'api.test every 5 s on both routes');
     h.discovery.stop();
     assert.equal(h.timers.pending.size, 0, 'stop() clears every timer');
+    assert.equal(h.lookup.isClosed, true, 'stop() closes the lookup: no query in flight keeps the process alive');
   });
 
   it('reload: new resolver settings make a new lookup and every kept line is asked again at once, not at its TTL', async () => {

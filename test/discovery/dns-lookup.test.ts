@@ -115,6 +115,22 @@ describe('NodeDnsLookup against a DNS server on loopback', () => {
     assert.ok(elapsedMs >= TIMEOUT_MS - 20, `got ${Math.round(elapsedMs)} ms, want about ${TIMEOUT_MS}`);
   });
 
+  it('close() ends the lookups to a silent server at once, and answers later ones at once (shutdown)', async () => {
+    dns.set('closing.test', 'A', 'silence');
+    dns.set('closing.test', 'AAAA', 'silence');
+    dns.set('_http._tcp.closing.test', 'SRV', 'silence');
+    const closing = new NodeDnsLookup({ resolvers: server.resolvers, resolverTimeoutMs: 5000 });
+    const started = performance.now();
+    const pending = Promise.all([closing.resolveAddresses('closing.test'), closing.resolveService('_http._tcp.closing.test')]);
+    setImmediate(() => closing.close());
+    const [addresses, service] = await pending;
+    const elapsedMs = performance.now() - started;
+    assert.deepEqual([addresses.v4.result, addresses.v6.result, service.result], ['error', 'error', 'error']);
+    assert.ok(elapsedMs < 500, `got ${Math.round(elapsedMs)} ms, want the lookups ended at close(), not at resolver_timeout (5000 ms)`);
+    const later = await closing.resolveAddresses('closing.test');
+    assert.deepEqual([later.v4.result, later.v6.result], ['error', 'error'], `got ${JSON.stringify(later)}, want a lookup after close() to fail at once`);
+  });
+
   it('two silent servers still end within resolver_timeout', async () => {
     const second = await startDnsResponder({ address: '127.0.0.2' });
     try {

@@ -20,6 +20,7 @@ function fakeLookup(addresses: Record<string, AddressAnswer>, services: Record<s
   return {
     resolveAddresses: async (name) => addresses[name] ?? { v4: no('nxdomain'), v6: no('nxdomain') },
     resolveService: async (name) => services[name] ?? { result: 'nxdomain', reason: 'NXDOMAIN' },
+    close: () => {},
   };
 }
 
@@ -86,7 +87,7 @@ describe('lookupLineAnswer: resolve (A + AAAA)', () => {
   });
 
   it('a lookup that throws becomes error, not a rejection', async () => {
-    const throwing: DnsLookup = { resolveAddresses: () => Promise.reject(new Error('boom')), resolveService: () => Promise.reject(new Error('boom')) };
+    const throwing: DnsLookup = { resolveAddresses: () => Promise.reject(new Error('boom')), resolveService: () => Promise.reject(new Error('boom')), close: () => {} };
     assert.equal((await lookupLineAnswer(resolveLine, 80, throwing, new Map())).result, 'error');
   });
 });

@@ -576,7 +576,7 @@ describe('answers: what the client receives, byte for byte', () => {
     assert.match(client.pending.toString('latin1'), /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n5\r\nhello\r\n$/, `got ${JSON.stringify(client.pending.toString('latin1'))}`);
     assert.equal(record.status, 200);
     assert.equal(record.bytesSent, 5);
-    assert.equal(record.attempts[0]?.error, 'PRX_UPSTREAM_PROTOCOL', `got attempt error ${String(record.attempts[0]?.error)}`);
+    assert.equal(record.attempts[0]?.error, 'PRX_UPSTREAM_PROTOCOL: malformed upstream response: invalid chunk size line "zz"', `got attempt error ${String(record.attempts[0]?.error)}`);
   });
 
   test("an upstream header node refuses to write (DEL byte): the proxy's own 502", async () => {

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
+import { formatCombined, formatJson, type AccessLogRecord } from '../../src/gateway/access-log.js';
 import { TlsCertificateError } from '../../src/errors.js';
 import net from 'node:net';
 import { PLAIN_REQUEST_REASON } from '../../src/tls/tls-listener.js';
@@ -210,6 +211,23 @@ test('a plain HTTP request on the TLS port gets 400 naming https://, Connection:
   assert.deepEqual(backend.requests, [], 'nothing reached the upstream');
   const response = await httpsRequest(tlsPort, { servername: 'exact.test' });
   assert.equal(response.status, 200, 'the listener still serves TLS');
+});
+
+test('a plain HTTP request on the TLS port is logged as the 400 it got, refused=plain_http, never as the request line it carried (its bytes were never read as a request)', async (t) => {
+  const backend = await backendFor(t);
+  const { proxy, port, tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
+  const records: AccessLogRecord[] = [];
+  proxy.observe((record) => records.push(record));
+  await exchange(tlsPort, 'GET /admin/delete?all HTTP/1.1\r\nHost: exact.test\r\nUser-Agent: forged\r\n\r\n', '127.0.0.7');
+  // The same 400 from the plain listener, to a head it could not parse: no refused= there.
+  await exchange(port!, 'GET /x HTTP/1.1\r\nHost: a b\r\nBad Name: x\r\n\r\n', '127.0.0.8');
+  await waitFor(() => records.length === 2, 2000, 'both log records');
+  const [plain, broken] = records.map(formatCombined);
+  assert.match(plain!, /^127\.0\.0\.7 - - \[[^\]]+\] "- - HTTP\/1\.1" 400 \d+ "-" "-" route=- upstream="-" upstream_status="-" duration_ms=0\.00 refused=plain_http$/, `got ${plain}`);
+  assert.equal(JSON.parse(formatJson(records[0]!)).refused, 'plain_http', 'the JSON format says it too');
+  assert.ok(!plain!.includes('/admin') && !plain!.includes('forged'), `got ${plain}: nothing of the unread bytes is logged as a request`);
+  assert.match(broken!, /" 400 \d+ /, `got ${broken}, want the plain listener's own 400`);
+  assert.doesNotMatch(broken!, /refused=/, `got ${broken}: a head the plain listener refused is not plain HTTP on the TLS port`);
 });
 
 test('garbage and a broken TLS record on the TLS port are closed without an answer; a silent client is closed after header_timeout, not logged', async (t) => {

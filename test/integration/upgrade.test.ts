@@ -476,6 +476,38 @@ test('a 101 to another protocol than the one asked for is a 502 (as Go\'s Revers
   assert.match(same.text, /^HTTP\/1\.1 101 /, `the same protocol in another case: got ${JSON.stringify(same.text.split('\r\n')[0])}, want 101`);
 });
 
+test('a 101 without Connection: upgrade is a 502 with its reason logged and the upstream closed, never a tunnel (Go\'s upgradeType); Connection: Upgrade in any case or in a list still switches', async (t) => {
+  const connectionOf: Record<string, string> = { '/none': '', '/list': 'Connection: keep-alive, Upgrade\r\n', '/lower': 'connection: upgrade\r\n' };
+  let openCount = 0;
+  const switcher = await startRawBackend((socket) => {
+    openCount++;
+    socket.on('close', () => openCount--);
+    socket.once('data', (chunk: Buffer) => {
+      const path = /^GET (\S+)/.exec(chunk.toString('latin1'))?.[1] ?? '';
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n${connectionOf[path] ?? ''}\r\nframes`);
+    });
+  });
+  const proxy = await startTestProxy(`[proxy.ws]\npath = /\npass = ${switcher.url}\nmax_fails = 0\n`);
+  t.after(async () => {
+    await proxy.close();
+    await switcher.close();
+  });
+  const upgrade = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`;
+
+  const bare = await rawRequest(proxy.port, upgrade('/none'), 2000);
+  assert.match(bare.text, /^HTTP\/1\.1 502 /, `101 without Connection: got ${JSON.stringify(bare.text.split('\r\n')[0])}, want 502`);
+  assert.ok(!bare.text.includes('frames'), `got ${JSON.stringify(bare.text)}: bytes after the refused 101 must not reach the client`);
+  await waitFor(() => openCount === 0, 2000, 'the upstream socket of the refused 101 to close');
+  const record = proxy.logs.find((r) => r.target === '/none');
+  assert.equal(record?.attempts[0]?.error, 'PRX_UPSTREAM_PROTOCOL: 101 without Connection: upgrade', `got attempts ${JSON.stringify(record?.attempts)}`);
+
+  for (const path of ['/list', '/lower']) {
+    const switched = await rawRequest(proxy.port, upgrade(path), 300);
+    assert.match(switched.text, /^HTTP\/1\.1 101 /, `${path}: got ${JSON.stringify(switched.text.split('\r\n')[0])}, want 101`);
+    assert.ok(switched.text.endsWith('\r\n\r\nframes'), `${path}: got ${JSON.stringify(switched.text)}, want the tunnel's bytes after the 101 head`);
+  }
+});
+
 test('a graceful shutdown with a tunnel still open ends it at shutdown_timeout instead of hanging', async (t) => {
   const echo = await startEchoServer();
   const proxy = await startTestProxy(routeIni([`http://127.0.0.1:${echo.port}`]));

@@ -7,6 +7,11 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { RouteTable } from '../../src/upstream/route-table.js';
 import type { UpstreamConfig } from '../../src/config/config.js';
 import { discoveredUpstreamConfig } from '../../src/discovery/discovered-line.js';
+import { ConfigValueError } from '../../src/errors.js';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const deps = { now: () => 0, random: () => 0, log: () => {} };
 const ini =
@@ -193,4 +198,35 @@ test('a reload keeps the discovered lines that are still discovery lines and dro
   assert.deepEqual(table.routes[0]!.upstreams.map((u) => u.origin), ['http://127.0.0.9:8080', 'http://127.0.0.3:8080', 'http://web.test:80']);
   assert.equal(table.routes[0]!.upstreams[1], kept, 'the discovered address keeps its object across the reload');
   assert.deepEqual(table.discoveredLines('api').map((line) => line.lineOrigin), [API]);
+});
+
+test('route TLS files out of date: used with a warning at the start and by a reload that keeps them; a reload that brings a new one is refused', (t) => {
+  const fixtures = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'route-table-tls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const certFile = join(dir, 'client.pem');
+  const keyFile = join(dir, 'client.key');
+  const use = (name: string): void => {
+    copyFileSync(`${fixtures}${name}.pem`, certFile);
+    copyFileSync(`${fixtures}${name}.key`, keyFile);
+  };
+  const tlsIni = `[proxy.a]\npath = /a\npass = https://127.0.0.1:8443\ntls_client_cert = ${certFile} ${keyFile}\n`;
+  const expired = `env.ini:4:19: tls_client_cert '${certFile}' expired on 2020-06-01 00:00:00 UTC`;
+  const epochNow = (): number => Date.parse('2030-01-01T00:00:00Z');
+  use('expired');
+  const table = new RouteTable(parseConfig(tlsIni, 'env.ini'), deps, undefined, epochNow);
+  assert.deepEqual(table.tlsWarnings, [`${expired}: used until it is replaced, and upstreams asking for it will refuse it`]);
+  table.reload(parseConfig(`${tlsIni}retries = 0\n`, 'env.ini'));
+  assert.equal(table.config.routes[0]!.retries, 0, 'got the old config, want a reload that keeps the expired certificate applied');
+  assert.equal(table.tlsWarnings.length, 1, 'want the warning again');
+
+  use('client');
+  table.reload(parseConfig(tlsIni, 'env.ini'));
+  assert.deepEqual(table.tlsWarnings, [], 'a valid certificate in its place: no warning');
+  use('expired');
+  assert.throws(() => table.reload(parseConfig(`${tlsIni}retries = 0\n`, 'env.ini')), (error: unknown) => {
+    assert.ok(error instanceof ConfigValueError && error.message === expired, `got ${String(error)}, want ${expired}`);
+    return true;
+  });
+  assert.equal(table.config.routes[0]!.isRetriesDefault, true, 'got the refused config applied, want the previous one');
 });

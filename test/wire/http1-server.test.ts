@@ -718,7 +718,7 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     const client = await connect((other.address() as AddressInfo).port, true);
     await until(() => client.text().endsWith('\r\n\r\nbad request: refused here\n'), 'the answer');
     assert.match(client.text(), /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: text\/plain; charset=utf-8\r\nContent-Length: 26\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\n/, `got ${JSON.stringify(client.text())}`);
-    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', bytesSent: 26 }]);
+    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', bytesSent: 26, isRefusedUnread: true }]);
     client.socket.write(GET); // read and dropped while lingering: never a request
     await settle();
     assert.equal(h.requests.length, 0, 'nothing reaches the handler');

@@ -275,6 +275,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     configFile,
     (next) => {
       const summary = model.reload(next);
+      registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go
       served = { ...next, server: servedServerSettings(config.server, next.server) };
       broadcast({ type: 'reload', config: next, certificates: model.certificateTexts });
       discovery.apply(next);

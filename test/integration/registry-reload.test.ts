@@ -11,15 +11,13 @@
  * first refresh after the reload gave the route a path, and exited: a live backend dropped out of
  * the route because of a config change on the proxy.
  */
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { removeBuild, startCli, type RunningCli } from '../helpers/built-cli.js';
+import { startCli, type RunningCli } from '../helpers/built-cli.js';
 import { get, killAll, spawnCli, waitFor, writeConfig } from '../helpers/cli-process.js';
 import { startBackend, type Backend } from '../helpers/proxy-harness.js';
-
-after(removeBuild);
 
 const EVERY_MS = 200;
 const TTL_MS = 1_000;

@@ -8,12 +8,12 @@
  * used to hold the process up to `resolver_timeout` after `shut down`, and c-ares's retry timer a
  * while longer (nginx and Go's `Shutdown` return once their listeners and connections are closed).
  */
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { buildCli, REPO, removeBuild } from '../helpers/built-cli.js';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { addressBackend, freePort, get, isAlive, killAll, spawnCli, waitFor, writeConfig, type CliProcess } from '../helpers/cli-process.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
 
@@ -24,7 +24,6 @@ const TLS_FIXTURES = join(REPO, 'test', 'fixtures', 'tls');
 before(async () => {
   await buildCli();
 });
-after(removeBuild);
 
 /** When `shut down` reached stderr (performance.now), recorded as the chunk arrives rather than polled. */
 function shutDownSeenAt(cli: CliProcess): Promise<number> {

@@ -370,7 +370,7 @@ function stateLabel(isDown: boolean, isDraining: boolean, health: 'up' | 'down',
 }
 
 function describeMatch(route: RouteConfig): string {
-  const path = route.path.kind === 'prefix' ? route.path.prefix : `${route.path.regex.flags.includes('i') ? '~*' : '~'} ${route.path.source}`;
+  const path = route.path.kind === 'prefix' ? route.path.prefix : `${route.path.isCaseInsensitive ? '~*' : '~'} ${route.path.source}`;
   if (route.host === undefined) return path;
   const host = route.host.kind === 'exact' ? route.host.host : `*${route.host.suffix}`;
   return `${host} ${path}`;

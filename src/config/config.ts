@@ -223,7 +223,11 @@ export interface UpstreamConfig {
 /** How a route matches the request path. */
 export type PathMatcher =
   | { readonly kind: 'prefix'; readonly prefix: string }
-  | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string };
+  /**
+   * `~ REGEX` or `~* REGEX` (`isCaseInsensitive`) as written (`source`); `regex` is what runs, made by
+   * route-regex.ts (for `~*` a case-folded pattern, not the `i` flag).
+   */
+  | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string; readonly isCaseInsensitive: boolean };
 
 /** Host match: exact (lowercased) or `*.example.com` (suffix `.example.com`). */
 export type HostMatcher =

@@ -90,7 +90,7 @@ function describeRouteHead(route: RouteConfig): string {
   const path =
     route.path.kind === 'prefix'
       ? `path ${route.path.prefix} (prefix)`
-      : `path ${route.path.regex.flags.includes('i') ? '~*' : '~'} ${route.path.source} (regex)`;
+      : `path ${route.path.isCaseInsensitive ? '~*' : '~'} ${route.path.source} (regex)`;
   const host =
     route.host === undefined ? 'any host' : route.host.kind === 'exact' ? `host ${route.host.host}` : `host *${route.host.suffix}`;
   return `[proxy.${route.name}] ${path}, ${host}, ${route.strategy}`;

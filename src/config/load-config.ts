@@ -41,6 +41,7 @@ import {
 import { suggest } from './did-you-mean.js';
 import { parseIni, placeInValue, type IniEntry, type IniSection } from './ini-parser.js';
 import { parsePassLine } from './pass-line.js';
+import { compileRouteRegex } from './route-regex.js';
 import {
   InvalidValueError,
   isHostName,
@@ -567,7 +568,7 @@ function checkAuthUsers(users: readonly AuthUser[], section: IniSection, options
 function rejectShadowedRoutes(routes: readonly RouteConfig[]): void {
   const seen = new Map<string, RouteConfig>();
   for (const route of routes) {
-    const path = route.path.kind === 'prefix' ? `prefix ${route.path.prefix}` : `regex ${route.path.regex.flags} ${route.path.source}`;
+    const path = route.path.kind === 'prefix' ? `prefix ${route.path.prefix}` : `regex ${route.path.isCaseInsensitive ? "~*" : "~"} ${route.path.source}`;
     const host = route.host === undefined ? 'any' : route.host.kind === 'exact' ? route.host.host : `*${route.host.suffix}`;
     const key = `${path}\n${host}`;
     const earlier = seen.get(key);
@@ -640,7 +641,7 @@ function parsePathMatcher(text: string): PathMatcher {
     const sourceOffset = text.length - source.length;
     if (source === '') throw new InvalidValueError(`missing regular expression after '${text}'`, 'expected e.g. ~ ^/api/v[0-9]+/', sourceOffset);
     try {
-      return { kind: 'regex', regex: new RegExp(source, isCaseInsensitive ? 'i' : ''), source };
+      return { kind: 'regex', regex: compileRouteRegex(source, isCaseInsensitive), source, isCaseInsensitive };
     } catch (error) {
       throw new InvalidValueError(`invalid regular expression '${source}'`, (error as Error).message, sourceOffset);
     }

@@ -1,0 +1,154 @@
+/**
+ * Route regexes (`path = ~ REGEX`, `path = ~* REGEX`) that no request can make slow.
+ *
+ * V8's regex engine backtracks: a pattern with nested quantifiers such as `^/(a+)+$`, or
+ * `^/static/(.*\/)*[^/]+\.css$`, takes exponential time on a path built for it (`/aaa…a!`), and
+ * matching runs on the event loop, so one request would stall every other (a break test froze the
+ * proxy with a 33-byte path). Go's regexp (RE2, which Caddy and Traefik use) matches in linear time
+ * by construction; nginx and HAProxy bound PCRE with match limits.
+ *
+ * V8 has a linear-time engine too (its "experimental" engine, an automaton simulation like RE2's).
+ * The flags set below make it take over any match that backtracks more than
+ * {@link BACKTRACKS_BEFORE_LINEAR} times, so an ordinary match keeps the fast backtracking engine and
+ * a crafted one costs at most that many steps before it goes on in linear time. The flags are set with
+ * node:v8 `setFlagsFromString` when this module loads, before any route regex is made (V8 reads them
+ * when a regex runs). That engine cannot run backreferences or lookaround (RE2 has neither) and has
+ * no case-insensitive mode, so:
+ *   - a pattern it cannot run is refused (`compileRouteRegex` throws), which V8 itself decides: the
+ *     pattern must compile with the `l` (linear) flag;
+ *   - `~*` is compiled as a case-sensitive pattern in which every ASCII letter stands for both cases
+ *     (`caseFoldedSource`: `^/admin` → `^/[aA][dD][mM][iI][nN]`), which matches what the `i` flag
+ *     would (without the `u` flag, `i` folds ASCII letters only to ASCII letters). A `~*` pattern
+ *     holding a non-ASCII letter, or a class range between letters of different cases or given by
+ *     escapes, is refused, since its folding is not that simple.
+ */
+import v8 from 'node:v8';
+
+/** Backtracking steps after which a route regex's match goes on in linear time. */
+export const BACKTRACKS_BEFORE_LINEAR = 10_000;
+
+v8.setFlagsFromString('--enable-experimental-regexp-engine'); // the `l` flag, used to ask whether a pattern can run in linear time
+v8.setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
+v8.setFlagsFromString(`--regexp-backtracks-before-fallback=${BACKTRACKS_BEFORE_LINEAR}`);
+
+/**
+ * The regex of a `~` (case-sensitive) or `~*` (case-insensitive) route.
+ * @throws Error whose message says why: not a valid regex (V8's message), a construct that cannot be
+ *   matched in linear time, or a `~*` pattern whose case folding is not ASCII's.
+ */
+export function compileRouteRegex(source: string, isCaseInsensitive: boolean): RegExp {
+  new RegExp(source, isCaseInsensitive ? 'i' : ''); // V8's own message for a pattern that is no regex at all
+  const pattern = isCaseInsensitive ? caseFoldedSource(source) : source;
+  if (pattern === undefined) {
+    throw new Error('~* takes ASCII letters only, and class ranges between letters of one case (a-z, A-Z); write other letters in both cases, or use ~');
+  }
+  try {
+    new RegExp(pattern, 'l');
+  } catch {
+    throw new Error('backreferences and lookaround ((?=, (?!, (?<=, (?<!) cannot be matched in linear time and are not supported, as in RE2');
+  }
+  return new RegExp(pattern);
+}
+
+const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';
+
+/**
+ * `source` (a regex without the `u` flag) rewritten so that, without the `i` flag, it matches what
+ * `source` matches with it: each ASCII letter `x` outside a class becomes `[xX]`, inside a class it
+ * gets its other case beside it, a range `a-f` gets `A-F` beside it. Escapes are kept (`\d`, `\x41`
+ * as written; an identity escape of a letter, `\q`, is that letter and is folded); group names are
+ * kept. Undefined when the pattern holds something this cannot fold exactly: a non-ASCII letter, a
+ * class range whose ends are not letters of one case while one of them is a letter, a range or a
+ * letter given by an escape in a class, or a named backreference.
+ */
+export function caseFoldedSource(source: string): string | undefined {
+  let out = '';
+  let isInClass = false;
+  for (let i = 0; i < source.length; ) {
+    const char = source[i]!;
+    if (char === '\\') {
+      const next = source[i + 1];
+      if (next === undefined) return undefined;
+      if (next === 'k') return undefined;
+      if (isAsciiLetter(next) && !SPECIAL_ESCAPE_LETTERS.includes(next)) {
+        out += isInClass ? bothCases(next) : `[${bothCases(next)}]`;
+        i += 2;
+        continue;
+      }
+      const length = next === 'c' ? 3 : next === 'x' ? 4 : next === 'u' ? 6 : 2;
+      const escaped = source.slice(i, i + length);
+      if (isInClass && (next === 'x' || next === 'u' || next === 'c') && (isAsciiLetter(String.fromCharCode(Number.parseInt(escaped.slice(2), 16))) || next === 'c' || source[i + length] === '-')) return undefined;
+      if (!isInClass && (next === 'x' || next === 'u')) {
+        const code = Number.parseInt(escaped.slice(2), 16);
+        const letter = String.fromCharCode(code);
+        out += isAsciiLetter(letter) ? `[${bothCases(letter)}]` : escaped;
+      } else {
+        out += escaped;
+      }
+      i += length;
+      continue;
+    }
+    if (isInClass) {
+      if (char === ']') {
+        isInClass = false;
+        out += char;
+        i++;
+        continue;
+      }
+      const end = source[i + 2];
+      if (source[i + 1] === '-' && end !== undefined && end !== ']') {
+        if (end === '\\') return undefined;
+        if (isAsciiLetter(char) || isAsciiLetter(end)) {
+          if (!isAsciiLetter(char) || !isAsciiLetter(end) || isUpper(char) !== isUpper(end)) return undefined;
+          out += `${char}-${end}${otherCase(char)}-${otherCase(end)}`;
+        } else {
+          if (isNonAsciiLetter(char) || isNonAsciiLetter(end)) return undefined;
+          out += `${char}-${end}`;
+        }
+        i += 3;
+        continue;
+      }
+      if (isNonAsciiLetter(char)) return undefined;
+      out += isAsciiLetter(char) ? bothCases(char) : char;
+      i++;
+      continue;
+    }
+    if (char === '[') {
+      isInClass = true;
+      out += source[i + 1] === '^' ? '[^' : '[';
+      i += source[i + 1] === '^' ? 2 : 1;
+      continue;
+    }
+    if (char === '(' && source[i + 1] === '?' && source[i + 2] === '<' && source[i + 3] !== '=' && source[i + 3] !== '!') {
+      const close = source.indexOf('>', i);
+      if (close < 0) return undefined;
+      out += source.slice(i, close + 1); // `(?<name>`: the name is no pattern
+      i = close + 1;
+      continue;
+    }
+    if (isNonAsciiLetter(char)) return undefined;
+    out += isAsciiLetter(char) ? `[${bothCases(char)}]` : char;
+    i++;
+  }
+  return out;
+}
+
+function isAsciiLetter(char: string): boolean {
+  return (char >= 'a' && char <= 'z') || (char >= 'A' && char <= 'Z');
+}
+
+function isUpper(char: string): boolean {
+  return char >= 'A' && char <= 'Z';
+}
+
+function isNonAsciiLetter(char: string): boolean {
+  return char > '\x7f' && char.toLowerCase() !== char.toUpperCase();
+}
+
+function otherCase(letter: string): string {
+  return isUpper(letter) ? letter.toLowerCase() : letter.toUpperCase();
+}
+
+function bothCases(letter: string): string {
+  return `${letter}${otherCase(letter)}`;
+}

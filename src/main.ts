@@ -7,8 +7,10 @@
  * First of all, the signals, before the rest of the program is even loaded (hence the dynamic
  * imports: a static one would be loaded, all of its module graph, before the first line here runs):
  *
- * - SIGHUP, SIGTERM and SIGINT are held (src/process/process-signals.ts, which imports nothing): `run`
- *   and `demo` handle them once they have started, the other commands get them back;
+ * - SIGHUP, SIGTERM, SIGINT and SIGQUIT are held (src/process/process-signals.ts, which imports
+ *   nothing): `run` and `demo` handle them once they have started, the other commands get them back;
+ * - a SIGUSR2 listener that says the signal is ignored: node's default would end the process at
+ *   once, cutting every request, and nginx users send USR2 for a binary upgrade, HAProxy's for a reload;
  * - a SIGUSR1 listener: without one, node answers SIGUSR1 by starting its inspector on
  *   127.0.0.1:9229, and anyone on the box who can signal the process can then run code as its user.
  *   A JavaScript listener replaces node's handler (test/integration/log-rotation.test.ts checks it);
@@ -24,6 +26,7 @@ import { ProcessSignals } from './process/process-signals.js';
 const signals = new ProcessSignals();
 const processLog = import('./log/process-log.js');
 process.on('SIGUSR1', () => void processLog.then(({ reopenLogFiles }) => reopenLogFiles('SIGUSR1')));
+process.on('SIGUSR2', () => void processLog.then(({ logLine }) => logLine('SIGUSR2 ignored: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully')));
 
 const { logLine, stderrSink, stdoutSink } = await processLog;
 stdoutSink();

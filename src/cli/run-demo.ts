@@ -14,7 +14,7 @@ import { formatListenAddress } from '../config/values.js';
 import { isLoopbackHost } from '../admin/bearer-token.js';
 import { startDemoBackend } from '../demo/demo-backend.js';
 import { startProxy, waitForShutdown } from './run-proxy.js';
-import type { ProcessSignals } from '../process/process-signals.js';
+import { STOP_SIGNALS, type ProcessSignals } from '../process/process-signals.js';
 
 /**
  * Runs the demo until SIGTERM, SIGINT or SIGHUP (a closed terminal ends it too); resolves with the
@@ -43,7 +43,7 @@ export async function runDemo(
     await Promise.all(started.map((server) => server.stop())); // a port in use: leave nothing running
     throw error;
   }
-  const stopped = waitForShutdown(started, log, signals, ['SIGTERM', 'SIGINT', 'SIGHUP']);
+  const stopped = waitForShutdown(started, log, signals, [...STOP_SIGNALS, 'SIGHUP']);
   signals.startUpDone(log);
   return stopped;
 }

@@ -15,7 +15,7 @@ import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { keepYoungGenerationSmall } from '../process/young-generation.js';
-import type { LifecycleSignal, SignalSource } from '../process/process-signals.js';
+import { STOP_SIGNALS, type LifecycleSignal, type SignalSource } from '../process/process-signals.js';
 
 /** What a running proxy needs to be stopped; `run` and `demo` both use it. */
 export interface RunningProxy {
@@ -125,14 +125,14 @@ export async function loadAcme(acme: AcmeConfig, target: AcmeTarget, log: (line:
 }
 
 /**
- * Runs until one of `stopSignals` (SIGTERM, SIGINT) comes, then drains (SPEC 2). Resolves with exit code 0, also when
+ * Runs until one of `stopSignals` (SIGTERM, SIGINT, SIGQUIT) comes, then drains (SPEC 2). Resolves with exit code 0, also when
  * `shutdown_timeout` ran out and connections were cut (the log says so); a second signal exits 1 at once.
  */
 export function waitForShutdown(
   stoppables: readonly { stop(): Promise<unknown> }[],
   log: (line: string) => void,
   signals: SignalSource,
-  stopSignals: readonly LifecycleSignal[] = ['SIGTERM', 'SIGINT'],
+  stopSignals: readonly LifecycleSignal[] = STOP_SIGNALS,
 ): Promise<number> {
   return new Promise((resolve) => {
     let isStopping = false;

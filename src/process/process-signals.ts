@@ -20,10 +20,16 @@
  * JavaScript runs, in which node itself resets signal dispositions (see the README, "Signals").
  */
 
-/** The signals the process lifecycle uses: SIGHUP reloads, SIGTERM and SIGINT stop (SPEC 2). */
-export type LifecycleSignal = 'SIGHUP' | 'SIGTERM' | 'SIGINT';
+/**
+ * The signals the process lifecycle uses: SIGHUP reloads, SIGTERM and SIGINT stop (SPEC 2), and so
+ * does SIGQUIT, nginx's graceful stop (node's default for it is to end the process at once).
+ */
+export type LifecycleSignal = 'SIGHUP' | 'SIGTERM' | 'SIGINT' | 'SIGQUIT';
 
-const LIFECYCLE_SIGNALS: readonly LifecycleSignal[] = ['SIGHUP', 'SIGTERM', 'SIGINT'];
+const LIFECYCLE_SIGNALS: readonly LifecycleSignal[] = ['SIGHUP', 'SIGTERM', 'SIGINT', 'SIGQUIT'];
+
+/** The signals that stop the proxy, gracefully. */
+export const STOP_SIGNALS: readonly LifecycleSignal[] = ['SIGTERM', 'SIGINT', 'SIGQUIT'];
 
 export type SignalListener = (signal: LifecycleSignal) => void;
 
@@ -47,7 +53,7 @@ export class ProcessSignals implements SignalSource {
   #isStartedUp = false;
   #isReleased = false;
 
-  /** Starts holding SIGHUP, SIGTERM and SIGINT on `target` (default `process`) at once. */
+  /** Starts holding SIGHUP, SIGTERM, SIGINT and SIGQUIT on `target` (default `process`) at once. */
   constructor(target: SignalTarget = process) {
     this.#target = target;
     for (const signal of LIFECYCLE_SIGNALS) target.on(signal, this.#receive);

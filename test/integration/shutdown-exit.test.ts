@@ -10,6 +10,7 @@
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -130,5 +131,39 @@ test('a DNS lookup in flight to a silent server does not hold the process after 
   } finally {
     killAll([cli.pid]);
     await dns.close();
+  }
+});
+
+test('SIGUSR2 is ignored with a log line, and SIGQUIT drains like SIGTERM (nginx\'s graceful stop): a request in flight finishes, exit 0', { timeout: 20_000 }, async () => {
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const backend = http.createServer((req, res) => {
+    if (req.url === '/slow') void released.then(() => res.end('slow done'));
+    else res.end('ok');
+  });
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  const backendPort = (backend.address() as AddressInfo).port;
+  const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', 'access_log = off', '[proxy.a]', 'path = /', `pass = http://127.0.0.1:${backendPort}`, ''].join('\n'));
+  const cli = await spawnCli(file);
+  try {
+    const [, port] = await cli.line(/proxy listening on [^\s]+:(\d+)/);
+    process.kill(cli.pid, 'SIGUSR2');
+    await cli.line(/SIGUSR2 ignored: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully/);
+    assert.equal((await get(Number(port), '/x')).status, 200, 'still serving after SIGUSR2');
+
+    const slow = get(Number(port), '/slow');
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the request reaches the backend
+    const exited = cli.exited;
+    process.kill(cli.pid, 'SIGQUIT');
+    await cli.line(/SIGQUIT: no longer accepting connections; waiting for in-flight requests/);
+    release();
+    const answer = await slow;
+    assert.deepEqual([answer.status, answer.body], [200, 'slow done'], 'the request in flight at SIGQUIT finished');
+    const exit = await exited;
+    assert.equal(exit.code, 0, `got exit code ${exit.code} (signal ${exit.signal}), want 0; stderr:\n${cli.stderr()}`);
+  } finally {
+    killAll([cli.pid]);
+    release();
+    await new Promise((resolve) => backend.close(resolve));
   }
 });

@@ -65,7 +65,7 @@ import { UpstreamRegistry } from '../../admin/upstream-registry.js';
 import { loadAcme, reloadOnHangup } from '../../cli/run-proxy.js';
 import { DiscoveryRunner, hasDiscoveryLines } from '../../cli/discovery-runner.js';
 import type { AcmeManager } from '../../tls/acme/acme-manager.js';
-import type { ProcessSignals } from '../process-signals.js';
+import { STOP_SIGNALS, type ProcessSignals } from '../process-signals.js';
 import { whenWorkerGone } from './worker-gone.js';
 import { isMessage, type AcmeState, type PrimaryMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 import { CounterLedger } from './counter-ledger.js';
@@ -440,8 +440,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     log(`${signal}: draining ${liveWorkers().length} workers`);
     shutDown(0);
   };
-  signals.on('SIGTERM', onSignal);
-  signals.on('SIGINT', onSignal);
+  for (const signal of STOP_SIGNALS) signals.on(signal, onSignal);
   signals.startUpDone(log);
   return await finished;
 }

@@ -21,7 +21,7 @@ import cluster from 'node:cluster';
 import type { Config } from '../../config/config.js';
 import { ProxyServer } from '../../gateway/proxy-server.js';
 import { keepYoungGenerationSmall } from '../young-generation.js';
-import type { ProcessSignals } from '../process-signals.js';
+import { STOP_SIGNALS, type ProcessSignals } from '../process-signals.js';
 import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
@@ -140,8 +140,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       if (cluster.worker !== undefined) cluster.worker.exitedAfterDisconnect = true;
     });
     process.on('disconnect', () => stop('the primary went away'));
-    signals.on('SIGTERM', () => stop('SIGTERM'));
-    signals.on('SIGINT', () => stop('SIGINT'));
+    for (const signal of STOP_SIGNALS) signals.on(signal, () => stop(signal));
     // SIGHUP has no listener here: the latch keeps it from ending the worker, and the primary reloads.
     signals.startUpDone(log); // stop() waits for a start in progress
     void send({ type: 'start-request' });

@@ -69,7 +69,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
-test('workers = 2: both serve, a stopped backend is DOWN in both within one check period, registry survives SIGHUP, SIGTERM drains both', { timeout: 30_000 }, async () => {
+test('workers = 2: both serve, a stopped backend is DOWN in both within one check period, registry survives SIGHUP, SIGTERM drains both', { timeout: 60_000 }, async () => {
   const slow = await listenBackend(
     http.createServer((req, res) => {
       if (req.url === '/a/slow') setTimeout(() => res.end('slow done'), 700);
@@ -187,7 +187,7 @@ test('workers = 2: both serve, a stopped backend is DOWN in both within one chec
   }
 });
 
-test('workers = 2: a shutdown that runs out of shutdown_timeout says that requests were cut', { timeout: 20_000 }, async () => {
+test('workers = 2: a shutdown that runs out of shutdown_timeout says that requests were cut', { timeout: 60_000 }, async () => {
   const held: http.ServerResponse[] = [];
   const hanging = await listenBackend(http.createServer((_req, res) => void held.push(res)));
   const proxyPort = await freePort();

@@ -31,7 +31,7 @@ function configWith(name: string, pairs: readonly [string, string][]): string {
 }
 
 function check(file: string): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [mainJs, '--check', '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  const result = spawnSync(process.execPath, [mainJs, '--check', '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -85,7 +85,7 @@ test('a certificate expiring within 14 days is a warning: line, and the check st
 
 test('the proxy does not start with a broken pair: exit 1 with the same message as --check', () => {
   const file = configWith('start.ini', [[fixture('exact.pem'), fixture('mismatch.key')]]);
-  const result = spawnSync(process.execPath, [mainJs, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  const result = spawnSync(process.execPath, [mainJs, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
   assert.equal(result.status, 1, `got exit ${result.status}, want 1; stderr: ${result.stderr}`);
   assert.equal(result.stderr, `${file}:4:${12 + fixture('exact.pem').length + 1}: tls_cert key '${fixture('mismatch.key')}' does not match the certificate\n`);
 });

@@ -26,7 +26,7 @@ before(async () => {
 });
 
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [main, ...args], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  const result = spawnSync(process.execPath, [main, ...args], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

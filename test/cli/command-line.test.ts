@@ -21,7 +21,7 @@ before(async () => {
 });
 
 function run(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8', input, timeout: 20_000 });
+  const result = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8', input, timeout: 60_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

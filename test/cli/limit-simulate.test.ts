@@ -161,7 +161,7 @@ test('parseArguments: limit-simulate needs a ROUTE and --requests, and takes no 
 test('the built CLI: prints the table and exits 0; no rate_limit, an unknown route or a bad schedule exit 2 with the reason', async () => {
   const main = await buildCli();
   const file = writeConfig(CONFIG_TEXT);
-  const run = (...args: string[]) => spawnSync(process.execPath, [main, 'limit-simulate', ...args, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  const run = (...args: string[]) => spawnSync(process.execPath, [main, 'limit-simulate', ...args, '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
 
   const ok = run('api', '--requests', '0ms x6');
   assert.equal(ok.status, 0, ok.stderr);

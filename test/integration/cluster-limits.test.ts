@@ -34,7 +34,7 @@ function request(agent: http.Agent, port: number, path: string): Promise<{ statu
 
 const countOf = (statuses: readonly number[], status: number): number => statuses.filter((s) => s === status).length;
 
-test('workers = 2: rate_limit = 10/s burst=5 and conn_limit = 2 hold for one client across both workers and 4 keep-alive connections', { timeout: 30_000 }, async () => {
+test('workers = 2: rate_limit = 10/s burst=5 and conn_limit = 2 hold for one client across both workers and 4 keep-alive connections', { timeout: 60_000 }, async () => {
   const backend = http.createServer((req, res) => {
     if (req.url === '/slow') setTimeout(() => res.end('slow'), 700);
     else res.end('ok');
@@ -129,7 +129,7 @@ test('workers = 2: rate_limit = 10/s burst=5 and conn_limit = 2 hold for one cli
   }
 });
 
-test('workers = 2: a SIGHUP that keeps rate_limit keeps the spent bucket; a worker SIGKILLed with a lease loses only it, and the limit still holds', { timeout: 30_000 }, async () => {
+test('workers = 2: a SIGHUP that keeps rate_limit keeps the spent bucket; a worker SIGKILLed with a lease loses only it, and the limit still holds', { timeout: 60_000 }, async () => {
   const backend = http.createServer((req, res) => res.end('ok'));
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
   const backendPort = (backend.address() as AddressInfo).port;

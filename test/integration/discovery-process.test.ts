@@ -22,7 +22,7 @@ before(async () => {
 const configText = (proxyPort: number, dnsPort: number, passLines: readonly string[], resolverTimeout = '500ms'): string =>
   ['[server]', `listen = 127.0.0.1:${proxyPort}`, 'access_log = off', `resolver = 127.0.0.1:${dnsPort}`, `resolver_timeout = ${resolverTimeout}`, '[proxy.api]', 'path = /', ...passLines.map((line) => `pass = ${line}`), ''].join('\n');
 
-test('one process: 503 while the name does not resolve, 200 once it does; SIGHUP adds a line; SIGTERM exits 0 at once', { timeout: 30_000 }, async () => {
+test('one process: 503 while the name does not resolve, 200 once it does; SIGHUP adds a line; SIGTERM exits 0 at once', { timeout: 60_000 }, async () => {
   const dns = await startDnsResponder();
   const backend = await addressBackend('127.0.0.2', 0);
   const port = (backend.address() as AddressInfo).port;

@@ -72,7 +72,7 @@ async function assertTenRequestsServed(proxyPort: number): Promise<void> {
 }
 
 for (const workers of [1, 2]) {
-  test(`access_log = stdout, workers = ${workers}: a reader that exits after one line leaves the proxy serving; the lines are dropped and counted`, { timeout: 20_000 }, async (t) => {
+  test(`access_log = stdout, workers = ${workers}: a reader that exits after one line leaves the proxy serving; the lines are dropped and counted`, { timeout: 60_000 }, async (t) => {
     const backend = await startBackend();
     t.after(() => backend.close());
     const [proxyPort, adminPort] = [await freePort(), await freePort()];
@@ -96,7 +96,7 @@ for (const workers of [1, 2]) {
 }
 
 for (const workers of [1, 2]) {
-  test(`access_log = stderr, workers = ${workers}: with stderr closed after start-up the proxy keeps serving; access and error lines are dropped and counted`, { timeout: 20_000 }, async (t) => {
+  test(`access_log = stderr, workers = ${workers}: with stderr closed after start-up the proxy keeps serving; access and error lines are dropped and counted`, { timeout: 60_000 }, async (t) => {
     const backend = await startBackend();
     t.after(() => backend.close());
     const [proxyPort, adminPort] = [await freePort(), await freePort()];
@@ -119,7 +119,7 @@ for (const workers of [1, 2]) {
   });
 }
 
-test('--check, --help and simulate with stdout closed exit 0 without a stack trace; so does `--check | head -1`', { timeout: 20_000 }, async (t) => {
+test('--check, --help and simulate with stdout closed exit 0 without a stack trace; so does `--check | head -1`', { timeout: 60_000 }, async (t) => {
   const backend = await startBackend();
   t.after(() => backend.close());
   const config = writeConfig(backend, 8080, 9090, ['access_log = off']);

@@ -40,7 +40,7 @@ function lines(path: string): string[] {
   return readFileSync(path, 'utf8').split('\n').filter((line) => line !== '');
 }
 
-test('SIGUSR1 during start-up and after: no inspector, still serving, and after a rename the next line lands in a new file at the path', { timeout: 20_000 }, async (t) => {
+test('SIGUSR1 during start-up and after: no inspector, still serving, and after a rename the next line lands in a new file at the path', { timeout: 60_000 }, async (t) => {
   const backend = await startBackend();
   t.after(() => backend.close());
   const dir = mkdtempSync(join(tmpdir(), 'proxy-usr1-'));
@@ -76,7 +76,7 @@ test('SIGUSR1 during start-up and after: no inspector, still serving, and after 
   assert.equal(await cli.exited, 0, `got an unclean exit: ${cli.stderr()}`);
 });
 
-test('SIGUSR1 with workers = 2: no inspector in the primary or a worker, and every worker writes its next line to the new file', { timeout: 30_000 }, async (t) => {
+test('SIGUSR1 with workers = 2: no inspector in the primary or a worker, and every worker writes its next line to the new file', { timeout: 60_000 }, async (t) => {
   const backend = await startBackend();
   t.after(() => backend.close());
   const dir = mkdtempSync(join(tmpdir(), 'proxy-usr1-cluster-'));
@@ -131,7 +131,7 @@ test('SIGUSR1 with workers = 2: no inspector in the primary or a worker, and eve
   assert.equal(await cli.exited, 0, `got an unclean exit: ${cli.stderr()}`);
 });
 
-test('a SIGUSR1 that node answered before the proxy listened for it: the inspector it opened is closed, and the proxy serves', { timeout: 20_000 }, async (t) => {
+test('a SIGUSR1 that node answered before the proxy listened for it: the inspector it opened is closed, and the proxy serves', { timeout: 60_000 }, async (t) => {
   const backend = await startBackend();
   t.after(() => backend.close());
   const dir = mkdtempSync(join(tmpdir(), 'proxy-usr1-boot-'));

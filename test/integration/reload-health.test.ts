@@ -190,11 +190,11 @@ async function reloadStorm(t: TestContext, workers: 1 | 2): Promise<void> {
 describe('a reload storm keeps health checks whole', { concurrency: 2 }, () => {
   it(
     'under a SIGHUP every 160 ms (interval 200 ms): upstreams that come back serve within rise × interval + 1 s, a hung one is DOWN within fall × interval + timeout + 1 s, and probes stay one per interval',
-    { timeout: 20_000 },
+    { timeout: 60_000 },
     (t) => reloadStorm(t, 1),
   );
 
-  it('the same with workers = 2: the cluster primary reloads its model the same way and keeps its health checks whole', { timeout: 20_000 }, (t) =>
+  it('the same with workers = 2: the cluster primary reloads its model the same way and keeps its health checks whole', { timeout: 60_000 }, (t) =>
     reloadStorm(t, 2),
   );
 });

@@ -64,7 +64,7 @@ function getTls(port: number, path: string): Promise<number> {
 
 const routeLines = (backendPort: number): string[] => ['[proxy.a]', 'path = /', `pass = http://127.0.0.1:${backendPort}`, 'health_check = on', 'health_interval = 1s'];
 
-test('one process with a plain and a TLS listener and health checks exits at once after shut down', { timeout: 20_000 }, async () => {
+test('one process with a plain and a TLS listener and health checks exits at once after shut down', { timeout: 60_000 }, async () => {
   const backend = await addressBackend('127.0.0.1', 0);
   const backendPort = (backend.address() as AddressInfo).port;
   const file = writeConfig(
@@ -92,7 +92,7 @@ test('one process with a plain and a TLS listener and health checks exits at onc
   }
 });
 
-test('workers = 2: the primary exits at once after shut down, and no worker outlives it', { timeout: 20_000 }, async () => {
+test('workers = 2: the primary exits at once after shut down, and no worker outlives it', { timeout: 60_000 }, async () => {
   const backend = await addressBackend('127.0.0.1', 0);
   const backendPort = (backend.address() as AddressInfo).port;
   const proxyPort = await freePort();
@@ -114,7 +114,7 @@ test('workers = 2: the primary exits at once after shut down, and no worker outl
   }
 });
 
-test('a DNS lookup in flight to a silent server does not hold the process after shut down (resolver_timeout 5s)', { timeout: 20_000 }, async () => {
+test('a DNS lookup in flight to a silent server does not hold the process after shut down (resolver_timeout 5s)', { timeout: 60_000 }, async () => {
   const dns = await startDnsResponder();
   dns.set('api.test', 'A', 'silence');
   dns.set('api.test', 'AAAA', 'silence');
@@ -134,7 +134,7 @@ test('a DNS lookup in flight to a silent server does not hold the process after 
   }
 });
 
-test('SIGUSR2 is ignored with a log line, and SIGQUIT drains like SIGTERM (nginx\'s graceful stop): a request in flight finishes, exit 0', { timeout: 20_000 }, async () => {
+test('SIGUSR2 is ignored with a log line, and SIGQUIT drains like SIGTERM (nginx\'s graceful stop): a request in flight finishes, exit 0', { timeout: 60_000 }, async () => {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => (release = resolve));
   const backend = http.createServer((req, res) => {

@@ -36,7 +36,7 @@ function getWithin(port: number, path: string, deadlineMs: number): Promise<{ st
   });
 }
 
-test('a pass naming the proxy itself answers 502 within 1 s, the fds do not grow, the access log says PRX_UPSTREAM_LOOP', { timeout: 30_000 }, async (t) => {
+test('a pass naming the proxy itself answers 502 within 1 s, the fds do not grow, the access log says PRX_UPSTREAM_LOOP', { timeout: 60_000 }, async (t) => {
   const port = await freePort();
   const file = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.self]\npath = /\npass = http://127.0.0.1:${port}\nmax_fails = 0\n`);
   const cli = await spawnCli(file);

@@ -73,7 +73,7 @@ const clusterConfig = (proxyPort: number, adminPort: number): string =>
 const reloads = (stderr: string): number => stderr.split('\n').filter((line) => line.startsWith('reloaded ')).length;
 
 // One run at a time: a box busy booting six node processes at once would stretch every window.
-test('workers = 1: a SIGHUP 20, 50 or 100 ms after start leaves the proxy alive and serving, reloaded once', { timeout: 30_000 }, async (t) => {
+test('workers = 1: a SIGHUP 20, 50 or 100 ms after start leaves the proxy alive and serving, reloaded once', { timeout: 60_000 }, async (t) => {
   for (const delayMs of [20, 50, 100]) {
     const run = await signalAfterStart(singleConfig(), 'SIGHUP', delayMs);
     t.after(() => killAll([run.pid]));
@@ -89,7 +89,7 @@ test('workers = 1: a SIGHUP 20, 50 or 100 ms after start leaves the proxy alive 
   }
 });
 
-test('workers = 1: SIGTERM during start-up exits 0 after stopping what was started', { timeout: 20_000 }, async (t) => {
+test('workers = 1: SIGTERM during start-up exits 0 after stopping what was started', { timeout: 60_000 }, async (t) => {
   const run = await signalAfterStart(singleConfig(), 'SIGTERM', 20);
   t.after(() => killAll([run.pid]));
   const { code, signal } = await run.exited;
@@ -124,7 +124,7 @@ test('workers = 2: a SIGHUP 20, 50 or 100 ms after the primary starts leaves it 
   }
 });
 
-test('workers = 2: SIGTERM during the primary\'s start-up exits 0, and its workers are gone', { timeout: 20_000 }, async (t) => {
+test('workers = 2: SIGTERM during the primary\'s start-up exits 0, and its workers are gone', { timeout: 60_000 }, async (t) => {
   const run = await signalAfterStart(clusterConfig(await freePort(), await freePort()), 'SIGTERM', 20);
   t.after(() => killAll([run.pid]));
   const { code, signal } = await run.exited;

@@ -83,7 +83,7 @@ function assertNoCounterWentDown(before: ReadonlyMap<string, number>, after: Rea
   }
 }
 
-test('workers = 2: no /metrics counter goes down when a worker is SIGKILLed between two scrapes', { timeout: 30_000 }, async (t) => {
+test('workers = 2: no /metrics counter goes down when a worker is SIGKILLed between two scrapes', { timeout: 60_000 }, async (t) => {
   const cluster = await startCluster(t, ['access_log = off'], ['[proxy.a]', 'path = /a', `pass = ${oldBackend.url}`, '[proxy.dead]', 'path = /dead', 'pass = http://127.0.0.1:9', 'retries = 0']);
   const [first, second] = await cluster.twoWorkers();
   for (let i = 0; i < 30; i++) assert.equal((await get(cluster.proxyPort, '/a')).status, 200);
@@ -221,7 +221,7 @@ test('workers = 2: a worker that cannot start (access log directory gone) is rep
   assert.ok(Date.now() - stoppedAt < 3_000, `got SIGTERM waiting ${Date.now() - stoppedAt} ms for a worker that never started`);
 });
 
-test('workers = 2: when no worker can start at all (the port is taken), the primary exits 1 and says why', { timeout: 20_000 }, async (t) => {
+test('workers = 2: when no worker can start at all (the port is taken), the primary exits 1 and says why', { timeout: 60_000 }, async (t) => {
   const taken = net.createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
   t.after(() => taken.close());
@@ -233,7 +233,7 @@ test('workers = 2: when no worker can start at all (the port is taken), the prim
   assert.match(cli.stderr(), /error: worker \d+ could not start: \w+ EADDRINUSE 127\.0\.0\.1:\d+; stopping/, `got stderr:\n${cli.stderr()}`);
 });
 
-test('workers = 2: a worker killed by a signal while node boots (a SIGHUP to the process group) is retried, not the end of the service (found by a break test)', { timeout: 30_000 }, async (t) => {
+test('workers = 2: a worker killed by a signal while node boots (a SIGHUP to the process group) is retried, not the end of the service (found by a break test)', { timeout: 60_000 }, async (t) => {
   // The preload runs in every worker before the program: the first worker to get here signals itself
   // with SIGHUP, which kills it since no handler exists yet, as a SIGHUP during node's boot does.
   const dir = mkdtempSync(join(tmpdir(), 'proxy-boot-signal-'));
@@ -258,7 +258,7 @@ test('workers = 2: a worker killed by a signal while node boots (a SIGHUP to the
   assert.equal((await cli.exited).code, 0, `got an unclean exit; stderr:\n${cli.stderr()}`);
 });
 
-test('workers = 2: when the primary is SIGKILLed its workers finish the requests in flight and exit; a restarted proxy serves on the same port at once', { timeout: 30_000 }, async (t) => {
+test('workers = 2: when the primary is SIGKILLed its workers finish the requests in flight and exit; a restarted proxy serves on the same port at once', { timeout: 60_000 }, async (t) => {
   const held: http.ServerResponse[] = [];
   const slow = await startBackend((_req, res) => {
     held.push(res);

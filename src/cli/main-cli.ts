@@ -114,10 +114,31 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       log(error.message);
       return 1;
     }
-    if (error instanceof ProxyError || (error as NodeJS.ErrnoException)?.code === 'EADDRINUSE' || (error as NodeJS.ErrnoException)?.code === 'EACCES') {
-      log(`error: ${(error as Error).message}`);
+    if (error instanceof ProxyError) {
+      log(`error: ${error.message}`);
+      return 1;
+    }
+    if ((error as NodeJS.ErrnoException)?.syscall === 'listen') {
+      log(`error: ${listenFailure(error as NodeJS.ErrnoException)}`);
       return 1;
     }
     throw error;
   }
+}
+
+/** What the common listen(2) failures mean, for the operator. */
+const LISTEN_FAILURES: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'another process listens on that address and port',
+  EACCES: 'ports below 1024 need root or the CAP_NET_BIND_SERVICE capability',
+  EADDRNOTAVAIL: 'that address is none of this host\'s (see `ip addr`)',
+};
+
+/**
+ * A listener that could not be opened (`listen`, `tls_listen` or `[admin] listen`), in one line:
+ * node's message, which names the address, and what its code means. A configuration error (exit 1),
+ * never a crash with a stack trace.
+ */
+function listenFailure(error: NodeJS.ErrnoException): string {
+  const meaning = LISTEN_FAILURES[error.code ?? ''];
+  return `${error.message}${meaning === undefined ? '' : `: ${meaning}`} (check listen, tls_listen and [admin] listen)`;
 }

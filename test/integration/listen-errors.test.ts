@@ -1,0 +1,43 @@
+/**
+ * A listener that cannot be opened is a configuration error (exit 1) with one line saying which
+ * address and what the failure means, never a crash with a stack trace (`node dist/main.js` as
+ * users run it): a port another process holds (EADDRINUSE) and an address that is none of this
+ * host's (EADDRNOTAVAIL; 192.0.2.1 is TEST-NET-1, never assigned; nothing is sent to it).
+ */
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { buildCli } from '../helpers/built-cli.js';
+import { killAll, spawnCli, writeConfig } from '../helpers/cli-process.js';
+
+before(async () => {
+  await buildCli();
+});
+
+const config = (listen: string): string => writeConfig(['[server]', `listen = ${listen}`, 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+
+test('a busy port and an address of no interface: exit 1 with one error line naming the address and the reason, no stack trace', { timeout: 60_000 }, async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const busyPort = (holder.address() as AddressInfo).port;
+  const cases: [string, RegExp][] = [
+    [`127.0.0.1:${busyPort}`, new RegExp(`^error: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${busyPort}: another process listens on that address and port \\(check listen, tls_listen and \\[admin\\] listen\\)$`, 'm')],
+    ['192.0.2.1:8080', /^error: listen EADDRNOTAVAIL: address not available 192\.0\.2\.1:8080: that address is none of this host's \(see `ip addr`\) \(check listen, tls_listen and \[admin\] listen\)$/m],
+  ];
+  try {
+    for (const [listen, line] of cases) {
+      const cli = await spawnCli(config(listen));
+      try {
+        const exit = await cli.exited;
+        assert.equal(exit.code, 1, `listen = ${listen}: got exit ${exit.code} (signal ${exit.signal}), want 1; stderr:\n${cli.stderr()}`);
+        assert.match(cli.stderr(), line, `listen = ${listen}`);
+        assert.doesNotMatch(cli.stderr(), /fatal|\n\s+at /, `listen = ${listen}: a stack trace in stderr:\n${cli.stderr()}`);
+      } finally {
+        killAll([cli.pid]);
+      }
+    }
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+  }
+});

@@ -566,6 +566,8 @@ function openTunnel(
     onDone();
     facts.releaseSlot?.();
     facts.bytesSent = tunnel.bytesFromUpstream;
+    // Closed by the cut at shutdown_timeout, as a request in flight then is (not by either end).
+    if (context.isCutting) attemptLog.error ??= 'PRX_SHUTDOWN_CUT';
     if (context.accessLog.isEnabled) logRequest(context, clientReq, 101, facts);
   });
   facts.tunnel = tunnel;

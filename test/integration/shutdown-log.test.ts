@@ -68,6 +68,7 @@ test('requests and tunnels cut at shutdown_timeout are logged before the access 
   const tunnelRecord = written.find((w) => w.record.target === '/ws')!.record;
   assert.equal(tunnelRecord.status, 101);
   assert.ok(tunnelRecord.tunnel !== undefined, 'the tunnel record carries its byte counts');
+  assert.deepEqual(tunnelRecord.attempts.map((attempt) => attempt.error), ['PRX_SHUTDOWN_CUT'], 'the tunnel the cut closed says so, as a request cut then does');
   const big = written.find((w) => w.record.target === '/big')!.record;
   assert.equal(big.status, 200, 'the cut download keeps the status its head was sent with (nginx)');
   assert.ok(big.attempts[0]?.error !== undefined, `got attempts ${JSON.stringify(big.attempts)}, want the cut attempt to say how it ended`);

@@ -48,6 +48,7 @@ Signals: SIGTERM/SIGINT drain and exit, SIGHUP reloads the config, SIGUSR1 reope
 export function parseArguments(argv: readonly string[]): Command {
   const args = [...argv];
   let configFile = 'env.ini';
+  let isConfigGiven = false;
   let isCheck = false;
   let word: string | undefined;
   const positional: string[] = [];
@@ -69,8 +70,11 @@ export function parseArguments(argv: readonly string[]): Command {
     if (arg === '--help' || arg === '-h') return { kind: 'help' };
     if (arg === '--version' || arg === '-v') return { kind: 'version' };
     if (arg === '--check' || arg === '-t') isCheck = true;
-    else if (arg === '--config' || arg === '-c') configFile = takeValue(arg);
-    else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
+    else if (arg === '--config' || arg === '-c' || arg.startsWith('--config=')) {
+      if (isConfigGiven) throw new UsageError('--config is given twice');
+      isConfigGiven = true;
+      configFile = arg.startsWith('--config=') ? arg.slice('--config='.length) : takeValue(arg);
+    }
     else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen' || arg === '--requests') setOption(arg);
     else if (HEARTBEAT_FLAGS.includes(arg)) setOption(arg);
     else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);

@@ -76,7 +76,7 @@ export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = 
       return true;
     } catch (error) {
       wasFailing = true;
-      log(`heartbeat: PUT ${endpoint} failed: ${(error as Error).message}; retrying in ${options.everyMs}ms`);
+      log(`heartbeat: PUT ${endpoint} failed: ${failureReason(error as Error)}; retrying in ${options.everyMs}ms`);
       return false;
     }
   };
@@ -100,7 +100,7 @@ export function startHeartbeat(options: HeartbeatOptions, deps: HeartbeatDeps = 
         log(`heartbeat: ${options.url} deregistered from route ${options.route}`);
         return true;
       } catch (error) {
-        log(`heartbeat: DELETE ${endpoint} failed: ${(error as Error).message}`);
+        log(`heartbeat: DELETE ${endpoint} failed: ${failureReason(error as Error)}`);
         return false;
       }
     },
@@ -140,4 +140,13 @@ function errorOf(text: string): string {
     // not JSON: show the text
   }
   return text.trim().slice(0, 200);
+}
+
+/**
+ * Why a request to the admin listener failed: fetch's own message is only `fetch failed`, the
+ * reason (`connect ECONNREFUSED 127.0.0.1:9090`) is its `cause`.
+ */
+function failureReason(error: Error): string {
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
 }

@@ -32,7 +32,7 @@ test('heartbeat registers, refreshes every period, retries after failures and de
   const countingFetch: typeof fetch = async (input, init) => {
     if (init?.method === 'PUT') {
       puts++;
-      if (shouldFail) throw new Error('connect ECONNREFUSED');
+      if (shouldFail) throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:9090') }); // as undici's fetch fails
     }
     return fetch(input, init);
   };
@@ -58,7 +58,7 @@ test('heartbeat registers, refreshes every period, retries after failures and de
     beatClock.advance(3_000);
     await settle();
     assert.equal(puts, 3);
-    assert.ok(logs.some((line) => /failed: connect ECONNREFUSED; retrying in 3000ms/.test(line)), `got logs ${logs.join('; ')}`);
+    assert.ok(logs.some((line) => /failed: fetch failed \(connect ECONNREFUSED 127\.0\.0\.1:9090\); retrying in 3000ms/.test(line)), `got logs ${logs.join('; ')}`);
     shouldFail = false;
     beatClock.advance(3_000);
     await settle();

@@ -156,6 +156,14 @@ test('parseArguments: limit-simulate needs a ROUTE and --requests, and takes no 
     (error: unknown) => error instanceof UsageError && error.message === '--requests is given twice',
     'a repeated --requests is a usage error (exit 2), not the last one winning (break test)',
   );
+  for (const args of [['--config', 'a.ini', '--config', 'b.ini'], ['--check', '-c', 'a.ini', '--config=b.ini'], ['simulate', 'api', '--config=a.ini', '--config=a.ini']]) {
+    assert.throws(
+      () => parseArguments(args),
+      (error: unknown) => error instanceof UsageError && error.message === '--config is given twice',
+      `${args.join(' ')}: a repeated --config is a usage error, not the last one winning (break test)`,
+    );
+  }
+  assert.deepEqual(parseArguments(['--config=b.ini']), { kind: 'run', configFile: 'b.ini' });
 });
 
 test('the built CLI: prints the table and exits 0; no rate_limit, an unknown route or a bad schedule exit 2 with the reason', async () => {

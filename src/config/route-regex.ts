@@ -77,15 +77,20 @@ export function caseFoldedSource(source: string): string | undefined {
       }
       const length = next === 'c' ? 3 : next === 'x' ? 4 : next === 'u' ? 6 : 2;
       const escaped = source.slice(i, i + length);
-      if (isInClass && (next === 'x' || next === 'u' || next === 'c') && (isAsciiLetter(String.fromCharCode(Number.parseInt(escaped.slice(2), 16))) || next === 'c' || source[i + length] === '-')) return undefined;
-      if (!isInClass && (next === 'x' || next === 'u')) {
-        const code = Number.parseInt(escaped.slice(2), 16);
-        const letter = String.fromCharCode(code);
-        out += isAsciiLetter(letter) ? `[${bothCases(letter)}]` : escaped;
-      } else {
-        out += escaped;
-      }
       i += length;
+      const isCharacterEscape = next === 'x' || next === 'u' || next === 'c';
+      if (!isCharacterEscape) {
+        out += escaped; // \d, \w, \b, \n, a backreference, an escaped symbol: no letter of its own
+        continue;
+      }
+      const character = next === 'c' ? undefined : String.fromCharCode(Number.parseInt(escaped.slice(2), 16));
+      if (isInClass) {
+        // A letter or a range end given by an escape is not folded here: refuse rather than guess.
+        if (character === undefined || isAsciiLetter(character) || source[i] === '-') return undefined;
+        out += escaped;
+      } else {
+        out += character !== undefined && isAsciiLetter(character) ? `[${bothCases(character)}]` : escaped;
+      }
       continue;
     }
     if (isInClass) {

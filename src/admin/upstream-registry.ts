@@ -104,6 +104,7 @@ export class UpstreamRegistry {
     this.#notePassPaths();
     const routes = new Map(this.#target.config.routes.map((route) => [route.name, route]));
     for (const name of this.#removedRoutes) if (routes.has(name)) this.#removedRoutes.delete(name);
+    for (const name of this.#passPaths.keys()) if (!routes.has(name)) this.#passPaths.delete(name); // a later route of that name is another route
     for (const [routeName, entries] of this.#routes) {
       const route = routes.get(routeName);
       const dropped = [...entries.values()].filter((entry) => route === undefined || configuringPassLine(route, entry.config.origin) !== undefined);
@@ -118,10 +119,7 @@ export class UpstreamRegistry {
             : `registry: dropped ${entry.config.origin} of route ${routeName}: the pass line at ${line.place.file}:${line.place.line} configures it now`,
         );
       }
-      if (route === undefined) {
-        this.#removedRoutes.add(routeName);
-        this.#passPaths.delete(routeName);
-      }
+      if (route === undefined) this.#removedRoutes.add(routeName);
       this.#apply(routeName);
     }
   }

@@ -205,6 +205,13 @@ function parseUpstreamUrl(text: string, fail: (offset: number, reason: string) =
   if (badPathCharacter >= 0) {
     fail(pathStart + badPathCharacter, `pass URL paths must be ASCII: percent-encode other characters (RFC 3986 section 2.1)`);
   }
+  // The pass path is where a route's requests go, and the router keeps them inside it (router.ts):
+  // it must be resolved already. A dot segment would move them elsewhere once the upstream resolves
+  // it (`/base/../x` is `/x`, RFC 3986 §5.2.4), and a bad escape is a 400 in a request.
+  const dotSegment = path === undefined ? null : /\/(?:\.|%2e){1,2}(?=\/|$)/i.exec(path);
+  if (dotSegment !== null) fail(pathStart + dotSegment.index + 1, `a pass URL path may not have '.' or '..' segments: write the path they resolve to`);
+  const badEscape = path === undefined ? -1 : path.search(/%(?![0-9A-Fa-f]{2})/);
+  if (badEscape >= 0) fail(pathStart + badEscape, `bad percent-escape in the pass URL path (expected % and two hex digits)`);
 
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
   return {

@@ -24,6 +24,7 @@ import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
+import { isListenFailure, listenFailure } from '../process/listen-failure.js';
 import type { Config } from '../config/config.js';
 import type { ReloadSummary } from '../gateway/proxy-server.js';
 
@@ -118,27 +119,10 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       log(`error: ${error.message}`);
       return 1;
     }
-    if ((error as NodeJS.ErrnoException)?.syscall === 'listen') {
+    if (isListenFailure(error)) {
       log(`error: ${listenFailure(error as NodeJS.ErrnoException)}`);
       return 1;
     }
     throw error;
   }
-}
-
-/** What the common listen(2) failures mean, for the operator. */
-const LISTEN_FAILURES: Readonly<Record<string, string>> = {
-  EADDRINUSE: 'another process listens on that address and port',
-  EACCES: 'ports below 1024 need root or the CAP_NET_BIND_SERVICE capability',
-  EADDRNOTAVAIL: 'that address is none of this host\'s (see `ip addr`)',
-};
-
-/**
- * A listener that could not be opened (`listen`, `tls_listen` or `[admin] listen`), in one line:
- * node's message, which names the address, and what its code means. A configuration error (exit 1),
- * never a crash with a stack trace.
- */
-function listenFailure(error: NodeJS.ErrnoException): string {
-  const meaning = LISTEN_FAILURES[error.code ?? ''];
-  return `${error.message}${meaning === undefined ? '' : `: ${meaning}`} (check listen, tls_listen and [admin] listen)`;
 }

@@ -8,7 +8,8 @@ import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { buildCli } from '../helpers/built-cli.js';
+import { join } from 'node:path';
+import { buildCli, REPO } from '../helpers/built-cli.js';
 import { killAll, spawnCli, writeConfig } from '../helpers/cli-process.js';
 
 before(async () => {
@@ -38,6 +39,37 @@ test('a busy port and an address of no interface: exit 1 with one error line nam
       }
     }
   } finally {
+    await new Promise((resolve) => holder.close(resolve));
+  }
+});
+
+test('workers = 2: a tls_listen that cannot be opened while listen can is a start failure: exit 1 with the reason, not workers replaced without end', { timeout: 60_000 }, async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const busyPort = (holder.address() as AddressInfo).port;
+  const file = writeConfig(
+    [
+      '[server]',
+      'listen = 127.0.0.1:0',
+      `tls_listen = 127.0.0.1:${busyPort}`,
+      `tls_cert = ${join(REPO, 'test', 'fixtures', 'tls', 'default.pem')} ${join(REPO, 'test', 'fixtures', 'tls', 'default.key')}`,
+      'workers = 2',
+      'access_log = off',
+      '[proxy.a]',
+      'path = /',
+      'pass = http://127.0.0.1:9',
+      '',
+    ].join('\n'),
+  );
+  const cli = await spawnCli(file);
+  try {
+    const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
+    assert.ok(exit !== undefined, `the primary was still running after 20 s; stderr:\n${cli.stderr()}`);
+    assert.equal(exit.code, 1, `got exit ${exit.code} (signal ${exit.signal}), want 1; stderr:\n${cli.stderr()}`);
+    assert.match(cli.stderr(), new RegExp(`error: worker \\d+ could not start: \\w+ EADDRINUSE 127\\.0\\.0\\.1:${busyPort}: another process listens on that address and port .*; stopping`));
+    assert.doesNotMatch(cli.stderr(), /starting a new one/, 'a worker that never had every listener is not a started worker to replace');
+  } finally {
+    killAll([cli.pid]);
     await new Promise((resolve) => holder.close(resolve));
   }
 });

@@ -363,6 +363,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     const worker = cluster.fork();
     slot.worker = worker;
     let startFailure: string | undefined;
+    // Started once every listener listens: a worker whose `tls_listen` fails after its `listen` bound
+    // is a start failure (it exits), not a crash of a started worker to replace at once.
+    let listeningCount = 0;
     // A message to a worker that is going away fails with EPIPE; its exit is handled below.
     worker.on('error', () => {});
     worker.on('message', (message: unknown) => {
@@ -392,6 +395,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       // The workers' shared listeners are this process's own too: its health probes refuse them (own-listeners.ts).
       if (typeof address.address === 'string' && address.port > 0) model.addOwnListener({ address: address.address, port: address.port, key: listenerKey(config, address.port) });
       if (address.port > 0) noteBoundPort(address.port);
+      if (++listeningCount < listeners.length) return;
       if (slot.failure !== undefined) log(`worker ${worker.process.pid} started in slot ${slot.number} after ${slot.failedStarts} failed start(s)`);
       slot.isStarted = true;
       slot.failedStarts = 0;

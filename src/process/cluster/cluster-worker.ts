@@ -22,6 +22,7 @@ import type { Config } from '../../config/config.js';
 import { ProxyServer } from '../../gateway/proxy-server.js';
 import { keepYoungGenerationSmall } from '../young-generation.js';
 import { STOP_SIGNALS, type ProcessSignals } from '../process-signals.js';
+import { isListenFailure, listenFailure } from '../listen-failure.js';
 import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
@@ -71,7 +72,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
       } catch (error) {
         await proxy?.close(0);
         proxy = undefined;
-        await send({ type: 'start-failed', reason: (error as Error)?.message ?? String(error) });
+        await send({ type: 'start-failed', reason: isListenFailure(error) ? listenFailure(error) : ((error as Error)?.message ?? String(error)) });
         if (!isStopping) leave(1);
         return undefined;
       }

@@ -59,7 +59,8 @@ const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';
  * as written; an identity escape of a letter, `\q`, is that letter and is folded); group names are
  * kept. Undefined when the pattern holds something this cannot fold exactly: a non-ASCII letter, a
  * class range whose ends are not letters of one case while one of them is a letter, a range or a
- * letter given by an escape in a class, or a named backreference.
+ * letter given by an escape in a class, a named backreference, or a `\x`, `\u` or `\c` that is not a
+ * whole character escape (without the `u` flag `\x` alone is the letter `x`).
  */
 export function caseFoldedSource(source: string): string | undefined {
   let out = '';
@@ -75,6 +76,11 @@ export function caseFoldedSource(source: string): string | undefined {
         i += 2;
         continue;
       }
+      // `\x` without two hex digits, `\u` without four, `\c` without a letter: without the `u`
+      // flag these are the letters themselves (`\x` is `x`), which this does not fold: refuse.
+      if (next === 'x' && !/^[0-9A-Fa-f]{2}$/.test(source.slice(i + 2, i + 4))) return undefined;
+      if (next === 'u' && !/^[0-9A-Fa-f]{4}$/.test(source.slice(i + 2, i + 6))) return undefined;
+      if (next === 'c' && !isAsciiLetter(source[i + 2] ?? '')) return undefined;
       const length = next === 'c' ? 3 : next === 'x' ? 4 : next === 'u' ? 6 : 2;
       const escaped = source.slice(i, i + length);
       i += length;

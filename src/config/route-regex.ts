@@ -23,6 +23,8 @@
  *     escapes, is refused, since its folding is not that simple.
  */
 import v8 from 'node:v8';
+import type { RouteConfig } from './config.js';
+import { formatPlace } from '../errors.js';
 
 /** Backtracking steps after which a route regex's match goes on in linear time. */
 export const BACKTRACKS_BEFORE_LINEAR = 10_000;
@@ -32,22 +34,47 @@ v8.setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtrac
 v8.setFlagsFromString(`--regexp-backtracks-before-fallback=${BACKTRACKS_BEFORE_LINEAR}`);
 
 /**
- * The regex of a `~` (case-sensitive) or `~*` (case-insensitive) route.
- * @throws Error whose message says why: not a valid regex (V8's message), a construct that cannot be
- *   matched in linear time, or a `~*` pattern whose case folding is not ASCII's.
+ * The regex of a `~` (case-sensitive) or `~*` (case-insensitive) route, and whether V8's
+ * linear-time engine can take over its matches. It cannot when a repetition count multiplies to more
+ * than 16 (`[a-f0-9]{32}`: that engine's limit in node 20): such a pattern is accepted, since counted
+ * repetition alone does not backtrack without end, and `routeRegexWarnings` says what it means.
+ * @throws Error whose message says why: not a valid regex (V8's message), a backreference or
+ *   lookaround, or a `~*` pattern whose case folding is not ASCII's.
  */
-export function compileRouteRegex(source: string, isCaseInsensitive: boolean): RegExp {
+export function compileRouteRegex(source: string, isCaseInsensitive: boolean): { regex: RegExp; isLinearTime: boolean } {
   new RegExp(source, isCaseInsensitive ? 'i' : ''); // V8's own message for a pattern that is no regex at all
   const pattern = isCaseInsensitive ? caseFoldedSource(source) : source;
   if (pattern === undefined) {
     throw new Error('~* takes ASCII letters only, and class ranges between letters of one case (a-z, A-Z); write other letters in both cases, or use ~');
   }
-  try {
-    new RegExp(pattern, 'l');
-  } catch {
+  const isLinearTime = canRunInLinearTime(pattern);
+  // With every repetition count made small, what still cannot run in linear time is a
+  // backreference or lookaround.
+  if (!isLinearTime && !canRunInLinearTime(pattern.replace(/\{(\d+)(,\d*)?\}/g, (_, _min: string, max: string | undefined) => (max === undefined ? '{1}' : max === ',' ? '{1,}' : '{1,2}')))) {
     throw new Error('backreferences and lookaround ((?=, (?!, (?<=, (?<!) cannot be matched in linear time and are not supported, as in RE2');
   }
-  return new RegExp(pattern);
+  return { regex: new RegExp(pattern), isLinearTime };
+}
+
+function canRunInLinearTime(pattern: string): boolean {
+  try {
+    new RegExp(pattern, 'l');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A warning for each route regex the linear-time engine cannot take over (a repetition count over
+ * 16, see `compileRouteRegex`), at the route's place, without the `warning: ` prefix.
+ */
+export function routeRegexWarnings(routes: readonly RouteConfig[]): string[] {
+  return routes.flatMap((route) =>
+    route.path.kind === 'regex' && !route.path.isLinearTime
+      ? [`${formatPlace(route.place)}: [proxy.${route.name}] path ${route.path.isCaseInsensitive ? '~*' : '~'} ${route.path.source}: a repetition count over 16 keeps this regex off the linear-time engine, so if its quantifiers nest a crafted path can make it backtrack for long (write x{32} as x{16}x{16})`]
+      : [],
+  );
 }
 
 const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';

@@ -95,6 +95,8 @@ const UNKNOWN_TOKEN_TEXT = 'not found: no ACME challenge with this token is bein
 /** The one-line body of the 400 for a path that, rewritten, would climb out of the route's pass path (router.ts). */
 const OUTSIDE_PASS_PATH_TEXT = "bad request: the path leaves the route's pass path once its dot segments are resolved";
 
+/** The one-line body of the 414 for a path that took too long to match against the route regexes (router.ts REGEX_BUDGET_MS). */
+const OVER_REGEX_BUDGET_TEXT = 'URI too long: the path takes too long to match against the route regular expressions';
 /** The one-line body of the 403 of `access` (SPEC 8). */
 const DENIED_TEXT = 'forbidden: your address is not allowed on this route';
 /** The one-line body of the 429 of `rate_limit`. */
@@ -214,6 +216,10 @@ async function proxyRequest(
   const match = context.router.match(target);
   if (match.kind === 'none') {
     facts.bytesSent = sendErrorResponse(clientRes, { status: 404 });
+    return;
+  }
+  if (match.kind === 'over-regex-budget') {
+    facts.bytesSent = sendErrorResponse(clientRes, { status: 414, text: OVER_REGEX_BUDGET_TEXT, shouldClose: true });
     return;
   }
   if (match.kind === 'ambiguous' || match.kind === 'outside-pass-path') {

@@ -43,7 +43,19 @@ export type RouteDecision<R> =
   /** The rewritten path, once its dot segments are resolved, leaves the route's pass path (→ 400). */
   | { readonly kind: 'outside-pass-path' }
   /** nginx's slash redirect (→ 301): `location` is the path with `/` appended, and the query. */
-  | { readonly kind: 'redirect'; readonly route: R; readonly location: string };
+  | { readonly kind: 'redirect'; readonly route: R; readonly location: string }
+  /** Matching the path against the route regexes took longer than {@link REGEX_BUDGET_MS} (→ 414). */
+  | { readonly kind: 'over-regex-budget' };
+
+/**
+ * How long matching one request's path against the route regexes may take, ms. A route regex runs
+ * in linear time (src/config/route-regex.ts), but V8's linear-time engine spends about 2 µs a byte,
+ * and every reading of the path meets every regex route: with dozens of them a crafted 8 KB path
+ * could take seconds. Past this budget the request is a 414 and no further regex is tried, so
+ * one request costs at most the budget and one more match (nginx bounds PCRE with match limits the
+ * same way: the request fails, the server goes on).
+ */
+export const REGEX_BUDGET_MS = 10;
 
 /** Anything that carries a RouteConfig (the runtime route objects do). */
 export interface Routable {
@@ -70,6 +82,15 @@ interface Selection<R> {
 const NONE = Object.freeze({ kind: 'none' as const });
 const AMBIGUOUS = Object.freeze({ kind: 'ambiguous' as const });
 const OUTSIDE_PASS_PATH = Object.freeze({ kind: 'outside-pass-path' as const });
+const OVER_REGEX_BUDGET = Object.freeze({ kind: 'over-regex-budget' as const });
+/** What findRoute returns when the regex budget ran out. */
+const OUT_OF_BUDGET: unique symbol = Symbol('out of regex budget');
+
+/** The regex budget of one `match`: the deadline on the router's clock (ms). */
+interface RegexBudget {
+  readonly deadlineMs: number;
+  readonly now: () => number;
+}
 
 export class Router<R extends Routable> {
   /** Routes with a host, then host-less ones; each group regex-first (routesInMatchingOrder). */
@@ -81,8 +102,15 @@ export class Router<R extends Routable> {
    * matching order: index 0 for the literal reading, then one map per normalised reading.
    */
   readonly #slashRedirects: readonly ReadonlyMap<string, readonly Entry<R>[]>[];
+  /** There are regex routes, so a match has a regex budget. */
+  readonly #hasRegexRoutes: boolean;
+  /** Clock for the regex budget, ms. */
+  readonly #now: () => number;
 
-  constructor(routes: readonly R[]) {
+  /** @param options.now the clock of the regex budget, ms (default `performance.now`; tests inject one) */
+  constructor(routes: readonly R[], options: { readonly now?: () => number } = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    this.#hasRegexRoutes = routes.some((route) => route.config.path.kind === 'regex');
     const byConfig = new Map(routes.map((route) => [route.config, route]));
     this.#entries = routesInMatchingOrder(routes.map((route) => route.config)).map((config) => {
       const prefix = config.path.kind === 'prefix' ? config.path.prefix : undefined;
@@ -114,13 +142,16 @@ export class Router<R extends Routable> {
    */
   match(target: Pick<RequestTarget, 'hostName' | 'path' | 'query'>): RouteDecision<R> {
     const { literal, normalized } = target.path;
-    const selected = this.#select(literal, target.hostName, undefined);
+    const budget = this.#hasRegexRoutes ? { deadlineMs: this.#now() + REGEX_BUDGET_MS, now: this.#now } : undefined;
+    const selected = this.#select(literal, target.hostName, undefined, budget);
+    if (selected === OUT_OF_BUDGET) return OVER_REGEX_BUDGET;
     let isNormal = true;
     for (let reading = 0; reading < normalized.length; reading++) {
       const path = normalized[reading]!;
       if (path === literal && this.#arePrefixesNormal) continue; // the same string against the same prefixes
       isNormal = false;
-      const other = this.#select(path, target.hostName, reading);
+      const other = this.#select(path, target.hostName, reading, budget);
+      if (other === OUT_OF_BUDGET) return OVER_REGEX_BUDGET;
       if (other?.route !== selected?.route || other?.isSlashRedirect !== selected?.isSlashRedirect) return AMBIGUOUS;
     }
     if (selected === undefined) return NONE;
@@ -132,8 +163,9 @@ export class Router<R extends Routable> {
   }
 
   /** What `path` selects in `reading` (undefined: the literal one): the slash redirect first, as nginx's, then the first matching route. */
-  #select(path: string, hostName: string | undefined, reading: number | undefined): Selection<R> | undefined {
-    const route = findRoute(this.#entries, path, hostName, reading);
+  #select(path: string, hostName: string | undefined, reading: number | undefined, budget?: RegexBudget): Selection<R> | typeof OUT_OF_BUDGET | undefined {
+    const route = findRoute(this.#entries, path, hostName, reading, budget);
+    if (route === OUT_OF_BUDGET) return route;
     const candidates = this.#slashRedirects[reading === undefined ? 0 : reading + 1]!.get(path);
     if (candidates !== undefined) {
       for (const candidate of candidates) {
@@ -160,13 +192,22 @@ export class Router<R extends Routable> {
   }
 }
 
-/** The first route matching `path` in reading `reading` (an index into NORMALISATIONS; undefined: the literal reading). */
-function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, reading: number | undefined): R | undefined {
+/**
+ * The first route matching `path` in reading `reading` (an index into NORMALISATIONS; undefined: the
+ * literal reading); OUT_OF_BUDGET once a regex test ends past the budget's deadline.
+ */
+function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, reading: number | undefined, budget: RegexBudget | undefined): R | typeof OUT_OF_BUDGET | undefined {
   for (const entry of entries) {
     if (!isHostEligible(entry, hostName)) continue;
     const matcher = entry.route.config.path;
     const prefix = prefixIn(entry, reading);
-    if (prefix === undefined ? matcher.kind === 'regex' && matcher.regex.test(path) : isPrefixMatch(path, prefix)) return entry.route;
+    if (prefix !== undefined) {
+      if (isPrefixMatch(path, prefix)) return entry.route;
+    } else if (matcher.kind === 'regex') {
+      const isMatch = matcher.regex.test(path);
+      if (budget !== undefined && budget.now() > budget.deadlineMs) return OUT_OF_BUDGET;
+      if (isMatch) return entry.route;
+    }
   }
   return undefined;
 }

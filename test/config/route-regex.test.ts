@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { caseFoldedSource, compileRouteRegex } from '../../src/config/route-regex.js';
+import { caseFoldedSource, compileRouteRegex, routeRegexWarnings } from '../../src/config/route-regex.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ConfigValueError } from '../../src/errors.js';
 import { startBackend, startTestProxy } from '../helpers/proxy-harness.js';
@@ -35,7 +35,7 @@ test('a ~* regex matches exactly what the same pattern with the i flag matches (
   let seed = 7;
   const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
   for (const source of patterns) {
-    const folded = compileRouteRegex(source, true);
+    const folded = compileRouteRegex(source, true).regex;
     const reference = new RegExp(source, 'i');
     for (let n = 0; n < 2000; n++) {
       let path = '/';
@@ -49,7 +49,7 @@ test('a ~* regex matches exactly what the same pattern with the i flag matches (
 test('a path built to make a nested quantifier backtrack is matched in linear time, by ~ and by ~* (seconds before, doubling with each byte)', () => {
   const path = `/${'a'.repeat(28)}!`; // 2^28 steps for a backtracking engine: about 2.5 s here
   for (const [source, isCaseInsensitive] of [['^/(a+)+$', false], ['^/(a+)+$', true], ['^/static/(.*/)*[^/]+\\.css$', false]] as const) {
-    const regex = compileRouteRegex(source, isCaseInsensitive);
+    const { regex } = compileRouteRegex(source, isCaseInsensitive);
     const input = source.includes('static') ? `/static/${'a/'.repeat(28)}x` : path;
     const started = performance.now();
     assert.equal(regex.test(input), false);
@@ -92,4 +92,40 @@ test('through the proxy: a crafted path on a ~ (a+)+ route is a 404 at once, and
   assert.equal(await get(`/${'a'.repeat(40)}!`), 404);
   assert.equal(await get('/other/x'), 200);
   assert.equal(await get('/aaa'), 200);
+});
+
+test('through the proxy: a long crafted path against 40 regex routes is a 414 within the regex budget, and the other routes keep answering', async (t) => {
+  const backend = await startBackend();
+  const regexRoutes = Array.from({ length: 40 }, (_, i) => `[proxy.r${i}]\npath = ~ ^/(\\w+\\s?)+\\.r${i}$\npass = ${backend.url}\n`).join('');
+  const proxy = await startTestProxy(`${regexRoutes}[proxy.o]\npath = /\npass = ${backend.url}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const get = (path: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: proxy.port, path }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject);
+    });
+  const started = performance.now();
+  assert.equal(await get(`/${'a'.repeat(4000)}${'%61'.repeat(1000)}!`), 414);
+  const ms = performance.now() - started;
+  assert.ok(ms < 1000, `the crafted request took ${ms.toFixed(0)} ms, want it cut at the budget`);
+  assert.equal(await get('/abc.r3'), 200);
+  assert.equal(await get('/other'), 200);
+});
+
+test('a repetition count over 16 is accepted off the linear-time engine, with a warning at the route; a backreference beside one is still an error', () => {
+  assert.deepEqual(
+    [compileRouteRegex('^/obj/[a-f0-9]{32}$', false).isLinearTime, compileRouteRegex('^/obj/[a-f0-9]{16}[a-f0-9]{16}$', false).isLinearTime, compileRouteRegex('^/x{2,}$', true).isLinearTime],
+    [false, true, true],
+  );
+  assert.ok(compileRouteRegex('^/obj/[a-f0-9]{32}$', false).regex.test(`/obj/${'a'.repeat(32)}`));
+  assert.throws(() => compileRouteRegex('^/(a{20})\\1$', false), /backreferences and lookaround/);
+  const config = parseConfig('[proxy.objects]\npath = ~ ^/obj/[a-f0-9]{32}$\npass = http://127.0.0.1:9001\n[proxy.short]\npath = ~ ^/s/[a-z]{1,8}$\npass = http://127.0.0.1:9001\n', 'env.ini');
+  assert.deepEqual(routeRegexWarnings(config.routes), [
+    'env.ini:1:1: [proxy.objects] path ~ ^/obj/[a-f0-9]{32}$: a repetition count over 16 keeps this regex off the linear-time engine, so if its quantifiers nest a crafted path can make it backtrack for long (write x{32} as x{16}x{16})',
+  ]);
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { ClientRequest } from '../../src/wire/client-side.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { RouteConfig } from '../../src/config/config.js';
-import { Router, type RouteDecision } from '../../src/gateway/router.js';
+import { REGEX_BUDGET_MS, Router, type RouteDecision } from '../../src/gateway/router.js';
 import { readRequestTarget } from '../../src/gateway/request-target.js';
 import { generateTarget, isUnder, PATH_READERS } from '../helpers/path-backends.js';
 import { seededRandom } from '../helpers/seeded-random.js';
@@ -37,6 +37,8 @@ function decide(router: Router<TestRoute>, url: string, host = 'h'): string {
       return '400 outside the pass path';
     case 'redirect':
       return `301 ${decision.location} (${decision.route.config.name})`;
+    case 'over-regex-budget':
+      return '414 over the regex budget';
   }
 }
 
@@ -240,3 +242,30 @@ for (const table of PROPERTY_TABLES) {
     assert.ok(counts.open > 2000 && counts.admin > 2000, `got ${JSON.stringify(counts)}, want many targets accepted on each route`);
   });
 }
+
+test(`the regex budget: once the route regexes of one request took more than ${REGEX_BUDGET_MS} ms the decision is 414, and no further regex runs`, () => {
+  const ini = ['a', 'b', 'c', 'd'].map((name) => `[proxy.${name}]\npath = ~ ^/${name}x\npass = http://127.0.0.1:9001\n`).join('') + '[proxy.rest]\npath = /\npass = http://127.0.0.1:9001\n';
+  const routes = parseConfig(ini, 'test.ini').routes.map((config) => ({ config }));
+  const tested: string[] = [];
+  for (const route of routes) {
+    const matcher = route.config.path;
+    if (matcher.kind !== 'regex') continue;
+    const original = matcher.regex.test.bind(matcher.regex);
+    matcher.regex.test = (path: string): boolean => (tested.push(route.config.name), original(path));
+  }
+  // Each clock reading is 4 ms after the last: the deadline is set at 0 and is 10; the regex tests
+  // end at 4 (a), 8 (b), 12 (c): past it.
+  let nowMs = -4;
+  const slow = new Router(routes, { now: () => (nowMs += 4) });
+  assert.equal(decide(slow, '/dx'), '414 over the regex budget');
+  assert.deepEqual(tested, ['a', 'b', 'c'], 'the regexes tried before the budget ran out');
+  tested.length = 0;
+  const fast = new Router(routes, { now: () => 0 });
+  assert.equal(decide(fast, '/dx'), 'd');
+  assert.equal(decide(fast, '/zz'), 'rest');
+  assert.deepEqual(tested, ['a', 'b', 'c', 'd', 'a', 'b', 'c', 'd']);
+  const prefixesOnly = new Router(parseConfig('[proxy.rest]\npath = /\npass = http://127.0.0.1:9001\n', 'test.ini').routes.map((config) => ({ config })), {
+    now: () => assert.fail('a router without regex routes reads no clock'),
+  });
+  assert.equal(decide(prefixesOnly, '/x'), 'rest');
+});

@@ -26,7 +26,7 @@ import { ProcessSignals } from './process/process-signals.js';
 const signals = new ProcessSignals();
 const processLog = import('./log/process-log.js');
 process.on('SIGUSR1', () => void processLog.then(({ reopenLogFiles }) => reopenLogFiles('SIGUSR1')));
-process.on('SIGUSR2', () => void processLog.then(({ logLine }) => logLine('SIGUSR2 ignored: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully')));
+process.on('SIGUSR2', () => void processLog.then(({ logLine }) => logLine(`SIGUSR2 ignored by process ${process.pid}: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully`)));
 
 const { logLine, stderrSink, stdoutSink } = await processLog;
 stdoutSink();

@@ -148,7 +148,7 @@ test('SIGUSR2 is ignored with a log line, and SIGQUIT drains like SIGTERM (nginx
   try {
     const [, port] = await cli.line(/proxy listening on [^\s]+:(\d+)/);
     process.kill(cli.pid, 'SIGUSR2');
-    await cli.line(/SIGUSR2 ignored: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully/);
+    await cli.line(new RegExp(`SIGUSR2 ignored by process ${cli.pid}: SIGHUP reloads the config; SIGTERM, SIGINT and SIGQUIT stop gracefully`));
     assert.equal((await get(Number(port), '/x')).status, 200, 'still serving after SIGUSR2');
 
     const slow = get(Number(port), '/slow');

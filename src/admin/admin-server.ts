@@ -242,14 +242,14 @@ export class AdminServer {
   }
 
   async #deregister(clientReq: IncomingMessage, url: URL, routeName: string): Promise<Reply> {
-    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), 'DELETE …/upstreams');
+    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), 'DELETE …/upstreams', true);
     const isRemoved = this.#options.registry.deregister(routeName, target);
     if (!isRemoved) throw new AdminRequestError(404, `${String(target)} is not registered for route '${routeName}'`);
     return json(200, { route: routeName, url: target, status: 'deregistered' });
   }
 
   async #setDraining(clientReq: IncomingMessage, url: URL, routeName: string, isDraining: boolean): Promise<Reply> {
-    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), `POST …/upstreams/${isDraining ? 'drain' : 'enable'}`);
+    const { target } = namedUpstream(url.searchParams, await readJsonBody(clientReq), `POST …/upstreams/${isDraining ? 'drain' : 'enable'}`, true);
     const config = parseRegisteredUpstream({ url: target }, routeName);
     const route = this.#options.proxy.routes.find((candidate) => candidate.name === routeName);
     if (route === undefined) throw new AdminRequestError(404, `no route named '${routeName}'`);
@@ -269,15 +269,20 @@ export class AdminServer {
  * The upstream a call names and the body's other fields, by the one rule of every call that names
  * an upstream (PUT, DELETE, drain, enable): exactly one `url`, from the query (`?url=U`) or the body
  * (`{"url": U}`), and no other query parameter. `call` (`DELETE …/upstreams`) goes into the hints.
- * The body's other fields (PUT's `weight`, `backup`, `ttl`) are returned as they are.
+ * The body's other fields (PUT's `weight`, `backup`, `ttl`) are returned as they are; with
+ * `isUrlOnly` (DELETE, drain, enable) there may be none.
  * @throws AdminRequestError 400 when the body is not a JSON object, a query parameter is not `url`,
- *   or the upstream is named twice or not at all; the message says where each `url` came from.
+ *   a body key is not `url` (with `isUrlOnly`), or the upstream is named twice or not at all; the
+ *   message says where each `url` came from.
  */
-function namedUpstream(query: URLSearchParams, body: unknown, call: string): { readonly target: unknown; readonly fields: Readonly<Record<string, unknown>> } {
+function namedUpstream(query: URLSearchParams, body: unknown, call: string, isUrlOnly = false): { readonly target: unknown; readonly fields: Readonly<Record<string, unknown>> } {
   if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
     throw new AdminRequestError(400, `expected a JSON object like {"url": "http://127.0.0.1:9003"}, got ${Array.isArray(body) ? 'an array' : JSON.stringify(body)}`);
   }
   const fields = (body ?? {}) as Record<string, unknown>;
+  // A PUT's other keys are the registry's to check; the other calls take `url` alone.
+  const unknownKey = isUrlOnly ? Object.keys(fields).find((key) => key !== 'url') : undefined;
+  if (unknownKey !== undefined) throw new AdminRequestError(400, `unknown key ${JSON.stringify(unknownKey)}: ${call} takes {"url": …} only`);
   for (const key of query.keys()) {
     if (key !== 'url') throw new AdminRequestError(400, `unknown query parameter ${JSON.stringify(key)}: the query names the upstream only (?url=…); weight, backup and ttl go in a PUT's body`);
   }

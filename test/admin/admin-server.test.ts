@@ -514,6 +514,8 @@ test('every call that names an upstream (PUT, DELETE, drain, enable) takes it on
       ['POST', `/routes/a/upstreams/drain?url=${s.backends[0]!.url}`, { url: s.backends[1]!.url }, 400, `name the upstream once: got 2 urls (1 in the query, 1 in the body); ${hint('POST …/upstreams/drain')}`],
       ['POST', `/routes/a/upstreams/enable?url=${x}&url=${x}`, undefined, 400, `name the upstream once: got 2 urls (2 in the query); ${hint('POST …/upstreams/enable')}`],
       ['POST', '/routes/a/upstreams/enable', undefined, 400, `say which upstream: ${hint('POST …/upstreams/enable')}`],
+      ['POST', '/routes/a/upstreams/drain', { url: s.backends[0]!.url, wieght: 1 }, 400, 'unknown key "wieght": POST …/upstreams/drain takes {"url": …} only'],
+      ['DELETE', '/routes/a/upstreams', { url: x, ttl: '1s' }, 400, 'unknown key "ttl": DELETE …/upstreams takes {"url": …} only'],
     ];
     for (const [method, path, body, status, error] of cases) {
       const answer = await request(s.admin.port, method, path, { ...(body === undefined ? {} : { body }), token: 's3cret' });

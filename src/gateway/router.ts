@@ -53,7 +53,10 @@ export type RouteDecision<R> =
  * and every reading of the path meets every regex route: with dozens of them a crafted 8 KB path
  * could take seconds. Past this budget the request is a 414 and no further regex is tried, so
  * one request costs at most the budget and one more match (nginx bounds PCRE with match limits the
- * same way: the request fails, the server goes on).
+ * same way: the request fails, the server goes on). The budget is CPU time: the wall clock is read
+ * after each regex test (cheap), and only when it says the budget is spent is the process's CPU
+ * time asked, so a process that was descheduled or paused by the collector on a busy machine does
+ * not answer an ordinary request with a 414.
  */
 export const REGEX_BUDGET_MS = 10;
 
@@ -86,10 +89,38 @@ const OVER_REGEX_BUDGET = Object.freeze({ kind: 'over-regex-budget' as const });
 /** What findRoute returns when the regex budget ran out. */
 const OUT_OF_BUDGET: unique symbol = Symbol('out of regex budget');
 
-/** The regex budget of one `match`: the deadline on the router's clock (ms). */
-interface RegexBudget {
-  readonly deadlineMs: number;
-  readonly now: () => number;
+/** The regex budget of one `match` (see REGEX_BUDGET_MS). */
+class RegexBudget {
+  readonly #startMs: number;
+  /** The process's CPU time at the start, µs; taken the first time the wall clock says 1 ms passed. */
+  #cpuStartMicros: number | undefined;
+  #cpuStartWallMs = 0;
+
+  constructor(
+    readonly now: () => number,
+    readonly cpuMicros: () => number,
+  ) {
+    this.#startMs = now();
+  }
+
+  /** True once the regex tests so far took more than REGEX_BUDGET_MS of CPU time. Call after each test. */
+  isSpent(): boolean {
+    const wallMs = this.now() - this.#startMs;
+    if (wallMs < 1) return false;
+    if (this.#cpuStartMicros === undefined) {
+      this.#cpuStartMicros = this.cpuMicros();
+      this.#cpuStartWallMs = wallMs;
+      return false;
+    }
+    if (wallMs <= REGEX_BUDGET_MS) return false;
+    return this.#cpuStartWallMs + (this.cpuMicros() - this.#cpuStartMicros) / 1000 > REGEX_BUDGET_MS;
+  }
+}
+
+/** The process's user and system CPU time, µs. */
+function processCpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }
 
 export class Router<R extends Routable> {
@@ -104,12 +135,17 @@ export class Router<R extends Routable> {
   readonly #slashRedirects: readonly ReadonlyMap<string, readonly Entry<R>[]>[];
   /** There are regex routes, so a match has a regex budget. */
   readonly #hasRegexRoutes: boolean;
-  /** Clock for the regex budget, ms. */
+  /** Clocks of the regex budget: wall time (ms) and the process's CPU time (µs). */
   readonly #now: () => number;
+  readonly #cpuMicros: () => number;
 
-  /** @param options.now the clock of the regex budget, ms (default `performance.now`; tests inject one) */
-  constructor(routes: readonly R[], options: { readonly now?: () => number } = {}) {
+  /**
+   * @param options.now the wall clock of the regex budget, ms (default `performance.now`), and
+   *   `cpuMicros` the process's CPU time, µs (default from `process.cpuUsage`); tests inject both
+   */
+  constructor(routes: readonly R[], options: { readonly now?: () => number; readonly cpuMicros?: () => number } = {}) {
     this.#now = options.now ?? (() => performance.now());
+    this.#cpuMicros = options.cpuMicros ?? processCpuMicros;
     this.#hasRegexRoutes = routes.some((route) => route.config.path.kind === 'regex');
     const byConfig = new Map(routes.map((route) => [route.config, route]));
     this.#entries = routesInMatchingOrder(routes.map((route) => route.config)).map((config) => {
@@ -142,7 +178,7 @@ export class Router<R extends Routable> {
    */
   match(target: Pick<RequestTarget, 'hostName' | 'path' | 'query'>): RouteDecision<R> {
     const { literal, normalized } = target.path;
-    const budget = this.#hasRegexRoutes ? { deadlineMs: this.#now() + REGEX_BUDGET_MS, now: this.#now } : undefined;
+    const budget = this.#hasRegexRoutes ? new RegexBudget(this.#now, this.#cpuMicros) : undefined;
     const selected = this.#select(literal, target.hostName, undefined, budget);
     if (selected === OUT_OF_BUDGET) return OVER_REGEX_BUDGET;
     let isNormal = true;
@@ -194,7 +230,7 @@ export class Router<R extends Routable> {
 
 /**
  * The first route matching `path` in reading `reading` (an index into NORMALISATIONS; undefined: the
- * literal reading); OUT_OF_BUDGET once a regex test ends past the budget's deadline.
+ * literal reading); OUT_OF_BUDGET once a regex test ends with the budget spent.
  */
 function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: string, hostName: string | undefined, reading: number | undefined, budget: RegexBudget | undefined): R | typeof OUT_OF_BUDGET | undefined {
   for (const entry of entries) {
@@ -205,7 +241,7 @@ function findRoute<R extends Routable>(entries: readonly Entry<R>[], path: strin
       if (isPrefixMatch(path, prefix)) return entry.route;
     } else if (matcher.kind === 'regex') {
       const isMatch = matcher.regex.test(path);
-      if (budget !== undefined && budget.now() > budget.deadlineMs) return OUT_OF_BUDGET;
+      if (budget?.isSpent() === true) return OUT_OF_BUDGET;
       if (isMatch) return entry.route;
     }
   }

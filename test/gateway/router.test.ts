@@ -243,7 +243,7 @@ for (const table of PROPERTY_TABLES) {
   });
 }
 
-test(`the regex budget: once the route regexes of one request took more than ${REGEX_BUDGET_MS} ms the decision is 414, and no further regex runs`, () => {
+test(`the regex budget: once the route regexes of one request took more than ${REGEX_BUDGET_MS} ms of CPU time the decision is 414, and no further regex runs`, () => {
   const ini = ['a', 'b', 'c', 'd'].map((name) => `[proxy.${name}]\npath = ~ ^/${name}x\npass = http://127.0.0.1:9001\n`).join('') + '[proxy.rest]\npath = /\npass = http://127.0.0.1:9001\n';
   const routes = parseConfig(ini, 'test.ini').routes.map((config) => ({ config }));
   const tested: string[] = [];
@@ -253,14 +253,22 @@ test(`the regex budget: once the route regexes of one request took more than ${R
     const original = matcher.regex.test.bind(matcher.regex);
     matcher.regex.test = (path: string): boolean => (tested.push(route.config.name), original(path));
   }
-  // Each clock reading is 4 ms after the last: the deadline is set at 0 and is 10; the regex tests
-  // end at 4 (a), 8 (b), 12 (c): past it.
+  // Each wall-clock reading is 4 ms after the last: the match starts at 0, the regex tests end at
+  // 4 (a), 8 (b) and 12 (c). When the process was running all along (CPU time = wall time) the
+  // budget is spent after c.
   let nowMs = -4;
-  const slow = new Router(routes, { now: () => (nowMs += 4) });
-  assert.equal(decide(slow, '/dx'), '414 over the regex budget');
+  const tick = (): number => (nowMs += 4);
+  const busy = new Router(routes, { now: tick, cpuMicros: () => nowMs * 1000 });
+  assert.equal(decide(busy, '/dx'), '414 over the regex budget');
   assert.deepEqual(tested, ['a', 'b', 'c'], 'the regexes tried before the budget ran out');
+  // The same wall time while the process was descheduled (no CPU time spent): no 414.
   tested.length = 0;
-  const fast = new Router(routes, { now: () => 0 });
+  nowMs = -4;
+  const descheduled = new Router(routes, { now: tick, cpuMicros: () => 0 });
+  assert.equal(decide(descheduled, '/dx'), 'd');
+  assert.deepEqual(tested, ['a', 'b', 'c', 'd']);
+  tested.length = 0;
+  const fast = new Router(routes, { now: () => 0, cpuMicros: () => assert.fail('CPU time is asked only once the wall clock says 1 ms passed') });
   assert.equal(decide(fast, '/dx'), 'd');
   assert.equal(decide(fast, '/zz'), 'rest');
   assert.deepEqual(tested, ['a', 'b', 'c', 'd', 'a', 'b', 'c', 'd']);

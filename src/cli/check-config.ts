@@ -22,7 +22,6 @@ import { checkCertificates } from '../tls/certificate-pair.js';
 import { buildRouteTls, upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { checkAcmeFiles } from '../tls/acme/acme-manager.js';
 import { accessRuleWarnings } from '../limits/access-list.js';
-import { routeRegexWarnings } from '../config/route-regex.js';
 import { weightWarnings } from '../upstream/balancer/strategies.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { ownListenerWarnings } from '../upstream/own-listener-warnings.js';
@@ -55,7 +54,6 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
     ...upstreamTlsWarnings(config),
     ...routeTls.warnings,
     ...accessRuleWarnings(config.routes),
-    ...routeRegexWarnings(config.routes),
     ...weightWarnings(config.routes),
     ...ownListenerWarnings(config),
     ...checks.flatMap((check) => check.warnings),

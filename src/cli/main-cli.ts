@@ -25,7 +25,6 @@ import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 import { isListenFailure, listenFailure } from '../process/listen-failure.js';
-import { routeRegexWarnings } from '../config/route-regex.js';
 import type { Config } from '../config/config.js';
 import type { ReloadSummary } from '../gateway/proxy-server.js';
 
@@ -60,7 +59,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         // hands it, never the file on disk.
         if (cluster.isWorker) return await runClusterWorker(signals, log);
         const config = loadConfigFile(command.configFile);
-        for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config), ...routeRegexWarnings(config.routes)]) log(`warning: ${warning}`);
+        for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
         const running = await startProxy(config, log);

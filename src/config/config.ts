@@ -225,10 +225,9 @@ export type PathMatcher =
   | { readonly kind: 'prefix'; readonly prefix: string }
   /**
    * `~ REGEX` or `~* REGEX` (`isCaseInsensitive`) as written (`source`); `regex` is what runs, made by
-   * route-regex.ts (for `~*` a case-folded pattern, not the `i` flag); `isLinearTime`: V8's
-   * linear-time engine can take over its matches (false for a repetition count over 16).
+   * route-regex.ts (for `~*` a case-folded pattern, not the `i` flag).
    */
-  | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string; readonly isCaseInsensitive: boolean; readonly isLinearTime: boolean };
+  | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string; readonly isCaseInsensitive: boolean };
 
 /** Host match: exact (lowercased) or `*.example.com` (suffix `.example.com`). */
 export type HostMatcher =

@@ -641,7 +641,7 @@ function parsePathMatcher(text: string): PathMatcher {
     const sourceOffset = text.length - source.length;
     if (source === '') throw new InvalidValueError(`missing regular expression after '${text}'`, 'expected e.g. ~ ^/api/v[0-9]+/', sourceOffset);
     try {
-      return { kind: 'regex', ...compileRouteRegex(source, isCaseInsensitive), source, isCaseInsensitive };
+      return { kind: 'regex', regex: compileRouteRegex(source, isCaseInsensitive), source, isCaseInsensitive };
     } catch (error) {
       throw new InvalidValueError(`invalid regular expression '${source}'`, (error as Error).message, sourceOffset);
     }

@@ -23,8 +23,6 @@
  *     escapes, is refused, since its folding is not that simple.
  */
 import v8 from 'node:v8';
-import type { RouteConfig } from './config.js';
-import { formatPlace } from '../errors.js';
 
 /** Backtracking steps after which a route regex's match goes on in linear time. */
 export const BACKTRACKS_BEFORE_LINEAR = 10_000;
@@ -34,26 +32,26 @@ v8.setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtrac
 v8.setFlagsFromString(`--regexp-backtracks-before-fallback=${BACKTRACKS_BEFORE_LINEAR}`);
 
 /**
- * The regex of a `~` (case-sensitive) or `~*` (case-insensitive) route, and whether V8's
- * linear-time engine can take over its matches. It cannot when a repetition count multiplies to more
- * than 16 (`[a-f0-9]{32}`: that engine's limit in node 20): such a pattern is accepted, since counted
- * repetition alone does not backtrack without end, and `routeRegexWarnings` says what it means.
+ * The regex of a `~` (case-sensitive) or `~*` (case-insensitive) route.
  * @throws Error whose message says why: not a valid regex (V8's message), a backreference or
- *   lookaround, or a `~*` pattern whose case folding is not ASCII's.
+ *   lookaround, repetition counts that multiply to more than 16 (`[a-f0-9]{32}`: the linear-time
+ *   engine's limit in node 20; `[a-f0-9]{16}[a-f0-9]{16}` is the same pattern within it), or a `~*`
+ *   pattern whose case folding is not ASCII's.
  */
-export function compileRouteRegex(source: string, isCaseInsensitive: boolean): { regex: RegExp; isLinearTime: boolean } {
+export function compileRouteRegex(source: string, isCaseInsensitive: boolean): RegExp {
   new RegExp(source, isCaseInsensitive ? 'i' : ''); // V8's own message for a pattern that is no regex at all
   const pattern = isCaseInsensitive ? caseFoldedSource(source) : source;
   if (pattern === undefined) {
-    throw new Error('~* takes ASCII letters only, and class ranges between letters of one case (a-z, A-Z); write other letters in both cases, or use ~');
+    throw new Error('~* takes ASCII letters only, no octal escapes, and class ranges that are letters of one case (a-z, A-Z) or hold no letter; write other letters in both cases, or use ~');
   }
-  const isLinearTime = canRunInLinearTime(pattern);
+  if (canRunInLinearTime(pattern)) return new RegExp(pattern);
   // With every repetition count made small, what still cannot run in linear time is a
   // backreference or lookaround.
-  if (!isLinearTime && !canRunInLinearTime(pattern.replace(/\{(\d+)(,\d*)?\}/g, (_, _min: string, max: string | undefined) => (max === undefined ? '{1}' : max === ',' ? '{1,}' : '{1,2}')))) {
-    throw new Error('backreferences and lookaround ((?=, (?!, (?<=, (?<!) cannot be matched in linear time and are not supported, as in RE2');
+  const withSmallCounts = pattern.replace(/\{(\d+)(,\d*)?\}/g, (_, _min: string, max: string | undefined) => (max === undefined ? '{1}' : max === ',' ? '{1,}' : '{1,2}'));
+  if (canRunInLinearTime(withSmallCounts)) {
+    throw new Error('repetition counts that multiply to more than 16 cannot be matched in linear time here (node 20); split them: [a-f0-9]{32} as [a-f0-9]{16}[a-f0-9]{16}');
   }
-  return { regex: new RegExp(pattern), isLinearTime };
+  throw new Error('backreferences and lookaround ((?=, (?!, (?<=, (?<!) cannot be matched in linear time and are not supported, as in RE2');
 }
 
 function canRunInLinearTime(pattern: string): boolean {
@@ -65,18 +63,6 @@ function canRunInLinearTime(pattern: string): boolean {
   }
 }
 
-/**
- * A warning for each route regex the linear-time engine cannot take over (a repetition count over
- * 16, see `compileRouteRegex`), at the route's place, without the `warning: ` prefix.
- */
-export function routeRegexWarnings(routes: readonly RouteConfig[]): string[] {
-  return routes.flatMap((route) =>
-    route.path.kind === 'regex' && !route.path.isLinearTime
-      ? [`${formatPlace(route.place)}: [proxy.${route.name}] path ${route.path.isCaseInsensitive ? '~*' : '~'} ${route.path.source}: a repetition count over 16 keeps this regex off the linear-time engine, so if its quantifiers nest a crafted path can make it backtrack for long (write x{32} as x{16}x{16})`]
-      : [],
-  );
-}
-
 const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';
 
 /**
@@ -86,8 +72,10 @@ const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';
  * as written; an identity escape of a letter, `\q`, is that letter and is folded); group names are
  * kept. Undefined when the pattern holds something this cannot fold exactly: a non-ASCII letter, a
  * class range whose ends are not letters of one case while one of them is a letter, a range or a
- * letter given by an escape in a class, a named backreference, or a `\x`, `\u` or `\c` that is not a
- * whole character escape (without the `u` flag `\x` alone is the letter `x`).
+ * letter given by an escape in a class, a named backreference, a digit escape (a backreference or an
+ * octal escape: `\101` is `A`), an escape of a non-ASCII letter, a class range that holds a letter
+ * while its ends are not letters of one case (`+-_` holds A-Z), or a `\x`, `\u` or `\c` that is not
+ * a whole character escape (without the `u` flag `\x` alone is the letter `x`).
  */
 export function caseFoldedSource(source: string): string | undefined {
   let out = '';
@@ -98,6 +86,10 @@ export function caseFoldedSource(source: string): string | undefined {
       const next = source[i + 1];
       if (next === undefined) return undefined;
       if (next === 'k') return undefined;
+      // A digit escape is a backreference or, without the `u` flag, an octal escape (`\101` is `A`),
+      // which this does not fold; `\0` alone is NUL.
+      if (next >= '1' && next <= '9') return undefined;
+      if (next === '0' && source[i + 2] !== undefined && source[i + 2]! >= '0' && source[i + 2]! <= '9') return undefined;
       if (isAsciiLetter(next) && !SPECIAL_ESCAPE_LETTERS.includes(next)) {
         out += isInClass ? bothCases(next) : `[${bothCases(next)}]`;
         i += 2;
@@ -117,6 +109,7 @@ export function caseFoldedSource(source: string): string | undefined {
         continue;
       }
       const character = next === 'c' ? undefined : String.fromCharCode(Number.parseInt(escaped.slice(2), 16));
+      if (character !== undefined && isNonAsciiLetter(character)) return undefined; // `\u00e0`: à, folded to À by `i`
       if (isInClass) {
         // A letter or a range end given by an escape is not folded here: refuse rather than guess.
         if (character === undefined || isAsciiLetter(character) || source[i] === '-') return undefined;
@@ -136,11 +129,11 @@ export function caseFoldedSource(source: string): string | undefined {
       const end = source[i + 2];
       if (source[i + 1] === '-' && end !== undefined && end !== ']') {
         if (end === '\\') return undefined;
-        if (isAsciiLetter(char) || isAsciiLetter(end)) {
-          if (!isAsciiLetter(char) || !isAsciiLetter(end) || isUpper(char) !== isUpper(end)) return undefined;
+        if (isAsciiLetter(char) && isAsciiLetter(end) && isUpper(char) === isUpper(end)) {
           out += `${char}-${end}${otherCase(char)}-${otherCase(end)}`;
         } else {
-          if (isNonAsciiLetter(char) || isNonAsciiLetter(end)) return undefined;
+          // Any other range is kept only when it holds no letter at all (`0-9`, `!-/`): `+-_` holds A-Z.
+          if (rangeHoldsLetter(char, end)) return undefined;
           out += `${char}-${end}`;
         }
         i += 3;
@@ -169,6 +162,14 @@ export function caseFoldedSource(source: string): string | undefined {
     i++;
   }
   return out;
+}
+
+/** True when the class range `from-to` holds an ASCII letter or any character above ASCII. */
+function rangeHoldsLetter(from: string, to: string): boolean {
+  const low = from.charCodeAt(0);
+  const high = to.charCodeAt(0);
+  const overlaps = (start: number, end: number): boolean => low <= end && high >= start;
+  return overlaps(0x41, 0x5a) || overlaps(0x61, 0x7a) || high > 0x7f;
 }
 
 function isAsciiLetter(char: string): boolean {

@@ -30,7 +30,7 @@ test('caseFoldedSource: every ASCII letter stands for both cases, escapes and gr
 });
 
 test('a ~* regex matches exactly what the same pattern with the i flag matches (2 000 generated paths per pattern)', () => {
-  const patterns = ['^/admin(/|$)', '\\.(jpg|png|css)$', '^/api/v[0-9a-f]+/', '[^a-z]x', '^/[A-Z][a-z]*$', '^/(Ab|cD)+[eF]?$', '\\bq\\w+', '^/[^/]+/[Zz]ip$', '^/[0-9!-/]+[a-c]$', '^/\\x41\\u0062[\\x20-\\x2f]?$'];
+  const patterns = ['^/admin(/|$)', '\\.(jpg|png|css)$', '^/api/v[0-9a-f]+/', '[^a-z]x', '^/[A-Z][a-z]*$', '^/(Ab|cD)+[eF]?$', '\\bq\\w+', '^/[^/]+/[Zz]ip$', '^/[0-9!-/]+[a-c]$', '^/\\x41\\u0062[ -/]?$'];
   const alphabet = 'aAbBcCdDeEfFxXzZqQ/.-_09jJpPgGnNiImM';
   let seed = 7;
   const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

@@ -63,7 +63,9 @@ function canRunInLinearTime(pattern: string): boolean {
   }
 }
 
+/** Letters whose escape means something else than the letter: outside a class, and inside one (where `\b` is backspace and `\B` is the letter B). */
 const SPECIAL_ESCAPE_LETTERS = 'dDwWsSbBnrtvfcxuk';
+const SPECIAL_CLASS_ESCAPE_LETTERS = 'dDwWsSbnrtvfcxu';
 
 /**
  * `source` (a regex without the `u` flag) rewritten so that, without the `i` flag, it matches what
@@ -85,12 +87,14 @@ export function caseFoldedSource(source: string): string | undefined {
     if (char === '\\') {
       const next = source[i + 1];
       if (next === undefined) return undefined;
-      if (next === 'k') return undefined;
+      if (next === 'k' && !isInClass) return undefined;
+      // In a class, an escape that starts a range (`[\.-a]`, `[\p-s]`) is not folded here: refuse.
+      if (isInClass && source[i + 2 + (next === 'x' ? 2 : next === 'u' ? 4 : next === 'c' ? 1 : 0)] === '-' && source[i + 3 + (next === 'x' ? 2 : next === 'u' ? 4 : next === 'c' ? 1 : 0)] !== ']') return undefined;
       // A digit escape is a backreference or, without the `u` flag, an octal escape (`\101` is `A`),
       // which this does not fold; `\0` alone is NUL.
       if (next >= '1' && next <= '9') return undefined;
       if (next === '0' && source[i + 2] !== undefined && source[i + 2]! >= '0' && source[i + 2]! <= '9') return undefined;
-      if (isAsciiLetter(next) && !SPECIAL_ESCAPE_LETTERS.includes(next)) {
+      if (isAsciiLetter(next) && !(isInClass ? SPECIAL_CLASS_ESCAPE_LETTERS : SPECIAL_ESCAPE_LETTERS).includes(next)) {
         out += isInClass ? bothCases(next) : `[${bothCases(next)}]`;
         i += 2;
         continue;

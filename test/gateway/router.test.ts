@@ -267,6 +267,13 @@ test(`the regex budget: once the route regexes of one request took more than ${R
   const descheduled = new Router(routes, { now: tick, cpuMicros: () => 0 });
   assert.equal(decide(descheduled, '/dx'), 'd');
   assert.deepEqual(tested, ['a', 'b', 'c', 'd']);
+  // A single regex test that already took more than the budget (the first clock reading is past
+  // it): spent at once, the next regex does not run.
+  tested.length = 0;
+  let slowNowMs = -12;
+  const oneSlowTest = new Router(routes, { now: () => (slowNowMs += 12), cpuMicros: () => assert.fail('no CPU sample is needed to judge it') });
+  assert.equal(decide(oneSlowTest, '/dx'), '414 over the regex budget');
+  assert.deepEqual(tested, ['a']);
   tested.length = 0;
   const fast = new Router(routes, { now: () => 0, cpuMicros: () => assert.fail('CPU time is asked only once the wall clock says 1 ms passed') });
   assert.equal(decide(fast, '/dx'), 'd');

@@ -88,8 +88,10 @@ export function caseFoldedSource(source: string): string | undefined {
       const next = source[i + 1];
       if (next === undefined) return undefined;
       if (next === 'k' && !isInClass) return undefined;
+      const length = next === 'c' ? 3 : next === 'x' ? 4 : next === 'u' ? 6 : 2;
       // In a class, an escape that starts a range (`[\.-a]`, `[\p-s]`) is not folded here: refuse.
-      if (isInClass && source[i + 2 + (next === 'x' ? 2 : next === 'u' ? 4 : next === 'c' ? 1 : 0)] === '-' && source[i + 3 + (next === 'x' ? 2 : next === 'u' ? 4 : next === 'c' ? 1 : 0)] !== ']') return undefined;
+      const startsRange = source[i + length] === '-' && source[i + length + 1] !== ']';
+      if (isInClass && startsRange) return undefined;
       // A digit escape is a backreference or, without the `u` flag, an octal escape (`\101` is `A`),
       // which this does not fold; `\0` alone is NUL.
       if (next >= '1' && next <= '9') return undefined;
@@ -104,7 +106,6 @@ export function caseFoldedSource(source: string): string | undefined {
       if (next === 'x' && !/^[0-9A-Fa-f]{2}$/.test(source.slice(i + 2, i + 4))) return undefined;
       if (next === 'u' && !/^[0-9A-Fa-f]{4}$/.test(source.slice(i + 2, i + 6))) return undefined;
       if (next === 'c' && !isAsciiLetter(source[i + 2] ?? '')) return undefined;
-      const length = next === 'c' ? 3 : next === 'x' ? 4 : next === 'u' ? 6 : 2;
       const escaped = source.slice(i, i + length);
       i += length;
       const isCharacterEscape = next === 'x' || next === 'u' || next === 'c';
@@ -115,8 +116,8 @@ export function caseFoldedSource(source: string): string | undefined {
       const character = next === 'c' ? undefined : String.fromCharCode(Number.parseInt(escaped.slice(2), 16));
       if (character !== undefined && isNonAsciiLetter(character)) return undefined; // `\u00e0`: à, folded to À by `i`
       if (isInClass) {
-        // A letter or a range end given by an escape is not folded here: refuse rather than guess.
-        if (character === undefined || isAsciiLetter(character) || source[i] === '-') return undefined;
+        // A letter given by an escape is not folded here: refuse rather than guess.
+        if (character === undefined || isAsciiLetter(character)) return undefined;
         out += escaped;
       } else {
         out += character !== undefined && isAsciiLetter(character) ? `[${bothCases(character)}]` : escaped;

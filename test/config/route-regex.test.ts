@@ -9,7 +9,7 @@ import { caseFoldedSource, compileRouteRegex } from '../../src/config/route-rege
 import { parseConfig } from '../../src/config/load-config.js';
 import { ConfigValueError } from '../../src/errors.js';
 import { startBackend, startTestProxy } from '../helpers/proxy-harness.js';
-import http from 'node:http';
+import { get } from '../helpers/cli-process.js';
 
 test('caseFoldedSource: every ASCII letter stands for both cases, escapes and group names are kept', () => {
   const cases: [string, string][] = [
@@ -84,16 +84,10 @@ test('through the proxy: a crafted path on a ~ (a+)+ route is a 404 at once, and
     await proxy.close();
     await backend.close();
   });
-  const get = (path: string): Promise<number> =>
-    new Promise((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: proxy.port, path }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      }).on('error', reject);
-    });
-  assert.equal(await get(`/${'a'.repeat(40)}!`), 404);
-  assert.equal(await get('/other/x'), 200);
-  assert.equal(await get('/aaa'), 200);
+  const status = async (path: string): Promise<number> => (await get(proxy.port, path)).status;
+  assert.equal(await status(`/${'a'.repeat(40)}!`), 404);
+  assert.equal(await status('/other/x'), 200);
+  assert.equal(await status('/aaa'), 200);
 });
 
 test('through the proxy: a long crafted path against 40 regex routes is a 414 within the regex budget, and the other routes keep answering', async (t) => {
@@ -104,19 +98,13 @@ test('through the proxy: a long crafted path against 40 regex routes is a 414 wi
     await proxy.close();
     await backend.close();
   });
-  const get = (path: string): Promise<number> =>
-    new Promise((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: proxy.port, path }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      }).on('error', reject);
-    });
+  const status = async (path: string): Promise<number> => (await get(proxy.port, path)).status;
   const started = performance.now();
-  assert.equal(await get(`/${'a'.repeat(4000)}${'%61'.repeat(1000)}!`), 414);
+  assert.equal(await status(`/${'a'.repeat(4000)}${'%61'.repeat(1000)}!`), 414);
   const ms = performance.now() - started;
   assert.ok(ms < 1000, `the crafted request took ${ms.toFixed(0)} ms, want it cut at the budget`);
-  assert.equal(await get('/abc.r3'), 200);
-  assert.equal(await get('/other'), 200);
+  assert.equal(await status('/abc.r3'), 200);
+  assert.equal(await status('/other'), 200);
 });
 
 test('repetition counts that multiply to more than 16 are refused with how to split them, not as lookaround: V8 could not take over their matches, and beside a nested quantifier one path froze the proxy', () => {

@@ -33,7 +33,7 @@
  * (`checkKeyTypes`).
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from '../config/regular-file.js';
 import tls from 'node:tls';
 import type { CertificateFiles, TlsVersion } from '../config/config.js';
 import { ConfigValueError, TlsCertificateError, formatPlace } from '../errors.js';
@@ -304,7 +304,7 @@ export function checkCertificates(certificates: readonly CertificateFiles[], opt
 
 function readText(file: string): string | { code: string } {
   try {
-    return readFileSync(file, 'utf8');
+    return readRegularFile(file).toString('utf8');
   } catch (error) {
     return { code: (error as NodeJS.ErrnoException).code ?? (error as Error).message };
   }

@@ -25,7 +25,7 @@
  * so is a certificate out of date in a `tls_ca` file whose other certificates keep it working.
  */
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from '../config/regular-file.js';
 import tls from 'node:tls';
 import type { Config, RouteConfig, UpstreamTlsConfig } from '../config/config.js';
 import { ConfigValueError, formatPlace, type SourcePlace } from '../errors.js';
@@ -265,7 +265,7 @@ function caValidity(certificates: readonly X509Certificate[], nowMs: number): Pi
 /** A file's text. @throws ConfigValueError at `place` naming the key, the path and the errno code. */
 function readPem(file: string, place: SourcePlace, keyName: string): string {
   try {
-    return readFileSync(file, 'latin1');
+    return readRegularFile(file).toString('latin1');
   } catch (error) {
     throw new ConfigValueError(place, `${keyName} '${file}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }

@@ -60,6 +60,15 @@ export const TLS_SERVER_CIPHERS = [
 /** A certificate expiring within this many days gets a warning (`--check`, start-up, reload). */
 export const EXPIRY_WARNING_DAYS = 14;
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** A PEM private key under a passphrase: PKCS #8 `ENCRYPTED PRIVATE KEY` or the traditional `Proc-Type: 4,ENCRYPTED` header. */
+export const ENCRYPTED_PEM_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *ENCRYPTED/m;
+
+/**
+ * What is wrong with such a key, after its file's name. A passphrase would have to sit in the
+ * config or be typed at every start (nginx's `ssl_password_file`); this proxy reads unencrypted
+ * keys only.
+ */
+export const ENCRYPTED_KEY_PROBLEM = 'is encrypted with a passphrase; give an unencrypted key (openssl pkey -in KEY -out PLAIN_KEY)';
 
 /** A certificate ready to serve: what it is, the names it serves, and its TLS context. */
 export interface CertificatePair {
@@ -158,6 +167,7 @@ function buildPair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme',
   } catch {
     throw new TlsCertificateError('cert', 'holds no PEM certificate');
   }
+  if (ENCRYPTED_PEM_KEY.test(keyPem)) throw new TlsCertificateError('key', ENCRYPTED_KEY_PROBLEM);
   let key: KeyObject;
   try {
     if (!/-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/.test(keyPem)) throw new Error('no PEM key');

@@ -6,7 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { createPrivateKey } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load-config.js';
 import { checkCertificateFiles, checkCertificates, readCertificatePairs } from '../../src/tls/certificate-pair.js';
@@ -58,6 +60,22 @@ test('each broken pair is reported at the cert path column (certificate problems
 });
 
 type Line = ReturnType<typeof certificateLine>;
+
+test('a key under a passphrase is reported as encrypted at the key path column, not as missing', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'certificate-pair-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const keyPath = join(dir, 'exact.key');
+  const plain = createPrivateKey(readFileSync(join(TLS_FIXTURES, 'exact.key'), 'utf8'));
+  writeFileSync(keyPath, plain.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }));
+  const certPath = join(TLS_FIXTURES, 'exact.pem');
+  const config = parseConfig(`[server]\ntls_listen = 127.0.0.1:0\ntls_cert = ${certPath} ${keyPath}\n[proxy.a]\npath = /\npass = http://127.0.0.1:9\n`, 'env.ini');
+  const check = checkCertificateFiles(config.server.tlsCertificates[0]!, { minVersion: 'TLSv1.2', nowMs: LATER });
+  const want = `env.ini:3:${12 + certPath.length + 1}: tls_cert key '${keyPath}' is encrypted with a passphrase; give an unencrypted key (openssl pkey -in KEY -out PLAIN_KEY)`;
+  assert.deepEqual(
+    check.errors.map((error) => error.message),
+    [want],
+  );
+});
 
 test('a certificate expiring within 14 days is served with a warning; 15 days left is quiet', () => {
   const line = certificateLine('exact.pem', 'exact.key');

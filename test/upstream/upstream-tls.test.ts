@@ -9,6 +9,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createPrivateKey } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,6 +95,25 @@ describe('buildRouteTls', () => {
       assert.match(error.message, new RegExp(`^env\\.ini:5:${keyColumn(cert)}: tls_client_cert key '.*client\\.pem' is not a PEM private key`));
       return true;
     });
+  });
+
+  it('reports a key under a passphrase as encrypted, PKCS #8 or traditional, at the key', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'upstream-tls-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const plain = createPrivateKey(readFileSync(key, 'utf8'));
+    const encrypted = {
+      pkcs8: plain.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }),
+      sec1: plain.export({ type: 'sec1', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }),
+    };
+    for (const [kind, pem] of Object.entries(encrypted)) {
+      const file = join(dir, `${kind}.key`);
+      writeFileSync(file, pem);
+      assert.throws(() => buildRouteTls(config(clientKeys(cert, file)).routes, NOW), (error: unknown) => {
+        assert.ok(error instanceof ConfigValueError, `${kind}: got ${String(error)}, want ConfigValueError`);
+        assert.equal(error.message, `env.ini:5:${keyColumn(cert)}: tls_client_cert key '${file}' is encrypted with a passphrase; give an unencrypted key (openssl pkey -in KEY -out PLAIN_KEY)`, kind);
+        return true;
+      });
+    }
   });
 
   it('builds a client certificate whose key matches', () => {

@@ -7,7 +7,11 @@ import { loadConfig } from '../config/load-config.js';
 import { validatePasswordHash } from '../auth/password-hash.js';
 import { checkUserName } from '../auth/basic-auth.js';
 
-/** @throws ConfigFileError, ConfigSyntaxError, ConfigValueError (see loadConfig) */
-export function loadConfigFile(file: string): Config {
-  return loadConfig(file, { validateAuthHash: validatePasswordHash, validateAuthUserName: checkUserName });
+/**
+ * @param isReload a reload in the serving process: only a regular file is read (see loadConfig's
+ *   `isRegularFileRequired`)
+ * @throws ConfigFileError, ConfigSyntaxError, ConfigValueError (see loadConfig)
+ */
+export function loadConfigFile(file: string, isReload = false): Config {
+  return loadConfig(file, { validateAuthHash: validatePasswordHash, validateAuthUserName: checkUserName, isRegularFileRequired: isReload });
 }

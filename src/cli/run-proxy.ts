@@ -49,7 +49,7 @@ export function reloadOnHangup(
     let config: Config;
     let summary: ReloadSummary;
     try {
-      config = loadConfigFile(configFile);
+      config = loadConfigFile(configFile, true);
       summary = apply(config);
     } catch (error) {
       log(`reload rejected, still serving the previous config: ${(error as Error).message}`);

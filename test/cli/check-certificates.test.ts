@@ -6,7 +6,7 @@
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,7 +90,7 @@ test('the proxy does not start with a broken pair: exit 1 with the same message 
   assert.equal(result.stderr, `${file}:4:${12 + fixture('exact.pem').length + 1}: tls_cert key '${fixture('mismatch.key')}' does not match the certificate\n`);
 });
 
-test('--check reads the [acme] files it names: an unreadable directory_ca, a storage that is a file, a key in it that is not a key (exit 1, at the [acme] place)', () => {
+test('--check reads the [acme] files it names: an unreadable directory_ca, a FIFO as directory_ca (not read), a storage that is a file, a key in it that is not a key (exit 1, at the [acme] place)', () => {
   const acmeConfig = (name: string, keys: string): string => {
     const file = join(dir, name);
     writeFileSync(file, `[server]\nlisten = 127.0.0.1:8080\ntls_listen = 127.0.0.1:8443\naccess_log = off\n[acme]\ndomains = acme.test\n${keys}\n[proxy.a]\npath = /\npass = http://127.0.0.1:9001\n`);
@@ -100,8 +100,11 @@ test('--check reads the [acme] files it names: an unreadable directory_ca, a sto
   writeFileSync(storageFile, 'x');
   const storageDir = mkdtempSync(join(dir, 'storage-'));
   writeFileSync(join(storageDir, 'account.key'), 'garbage');
+  const fifo = join(dir, 'directory-ca.fifo');
+  execFileSync('mkfifo', [fifo]);
   const cases: [string, string, string][] = [
     ['directory_ca', `directory_ca = ${join(dir, 'nope.pem')}\nstorage = ${join(dir, 'fresh-storage')}`, `[acme] directory_ca '${join(dir, 'nope.pem')}' cannot be read: ENOENT`],
+    ['directory_ca FIFO', `directory_ca = ${fifo}\nstorage = ${join(dir, 'fresh-storage')}`, `[acme] directory_ca '${fifo}' cannot be read: ENOTREG`],
     ['storage file', `storage = ${storageFile}`, `[acme] storage '${storageFile}' is not a directory`],
     ['bad account key', `storage = ${storageDir}`, `[acme] storage file '${join(storageDir, 'account.key')}' is not a PEM private key`],
   ];
@@ -109,7 +112,7 @@ test('--check reads the [acme] files it names: an unreadable directory_ca, a sto
     const file = acmeConfig(`acme-${what.replaceAll(' ', '-')}.ini`, keys);
     const result = runCheck(file, Date.now());
     assert.equal(result.exitCode, 1, `${what}: got exit ${result.exitCode}, want 1`);
-    const valueColumn = what === 'directory_ca' ? '7:16' : '7:11'; // the directory_ca or storage value
+    const valueColumn = what.startsWith('directory_ca') ? '7:16' : '7:11'; // the directory_ca or storage value
     assert.deepEqual(result.messages, [`${file}:${valueColumn}: ${message}`], `${what}: got ${JSON.stringify(result.messages)}`);
   }
   const fine = runCheck(acmeConfig('acme-fine.ini', `storage = ${join(dir, 'made-at-first-start')}`), Date.now());

@@ -25,6 +25,7 @@
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { readRegularFile } from '../../config/regular-file.js';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import type { AcmeConfig } from '../../config/config.js';
@@ -121,7 +122,7 @@ export class AcmeManager {
     if (transport === undefined) {
       let ca: string | undefined;
       try {
-        ca = config.directoryCaFile === undefined ? undefined : readFileSync(config.directoryCaFile, 'utf8');
+        ca = config.directoryCaFile === undefined ? undefined : readRegularFile(config.directoryCaFile).toString('utf8');
       } catch (error) {
         throw failAt(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' cannot be read`, error);
       }
@@ -253,7 +254,7 @@ export function checkAcmeFiles(config: AcmeConfig): AcmeError[] {
   const fail = (place: SourcePlace | undefined, what: string): number => problems.push(new AcmeError(`${formatPlace(place ?? config.place)}: [acme] ${what}`));
   if (config.directoryCaFile !== undefined) {
     try {
-      if (!readFileSync(config.directoryCaFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) fail(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' holds no PEM certificate`);
+      if (!readRegularFile(config.directoryCaFile).toString('utf8').includes('-----BEGIN CERTIFICATE-----')) fail(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' holds no PEM certificate`);
     } catch (error) {
       fail(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }

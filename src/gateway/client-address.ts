@@ -14,8 +14,9 @@
  *   3. An entry that is not an address ends the walk: the client is the last address accepted (the
  *      trusted hop to its right, or the peer). nginx stops the same way; an attacker can only land
  *      on a trusted proxy's address, never choose one.
- *   4. Several `X-Forwarded-For` lines are one comma list, in order (nginx since 1.23.0). Empty
- *      entries are skipped; spaces and tabs around an entry are ignored.
+ *   4. Several `X-Forwarded-For` lines are one list, in order (nginx since 1.23.0). Entries are
+ *      separated by commas, spaces or tabs, as nginx splits them (`6.6.6.6 198.51.100.7` is two
+ *      entries, not one that is no address); empty entries are skipped.
  *   5. An entry is an IPv4 or IPv6 literal, `IPv4:port` or `[IPv6]:port` (port 1..65535, dropped),
  *      as nginx's ngx_parse_addr_port takes it; `[IPv6]` without a port, zone ids (`fe80::1%eth0`)
  *      and anything else are not addresses. IPv6 is written in its canonical form (RFC 5952), so one
@@ -84,6 +85,9 @@ function hasPrefix(address: Uint8Array, network: Uint8Array, prefixLength: numbe
   return true;
 }
 
+/** What separates `X-Forwarded-For` entries (rule 4 above). */
+const ENTRY_SEPARATOR = /[,\t ]/;
+
 /**
  * The client IP of a request from `peerIp` (already normalised) with `rawHeaders` (a flat
  * `[name, value, …]` list), as the file comment says. Costs nothing but one check when the peer is
@@ -95,9 +99,9 @@ export function resolveClientIp(peerIp: string, isTrustedPeer: boolean, rawHeade
   for (let i = rawHeaders.length - 2; i >= 0; i -= 2) {
     const name = rawHeaders[i]!;
     if (name.length !== 15 || name.toLowerCase() !== 'x-forwarded-for') continue;
-    const entries = rawHeaders[i + 1]!.split(',');
+    const entries = rawHeaders[i + 1]!.split(ENTRY_SEPARATOR);
     for (let j = entries.length - 1; j >= 0; j--) {
-      const entry = entries[j]!.trim();
+      const entry = entries[j]!;
       if (entry === '') continue;
       const address = parseForwardedAddress(entry);
       if (address === undefined) return client;

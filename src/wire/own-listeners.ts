@@ -22,7 +22,11 @@
  * Cheap by construction: everything is computed when a listener starts (`add`) or the config is
  * reloaded (`refreshHostAddresses`, which re-reads the interfaces); `match` is one `Set` lookup of
  * the port for every connection to a port the proxy does not listen on, and a few map lookups
- * otherwise. An address added to an interface after the last start or reload is not known.
+ * otherwise. An address added to an interface since (DHCP, a new container network) is found the
+ * first time a peer on an unspecified listener's port is not a known host address: the interfaces
+ * are read again then, at most once per {@link HOST_ADDRESSES_MAX_AGE_MS}, so a loop through that
+ * address ends at its first hop after that second, and peers on other hosts that share the
+ * listener's port number cost one reading a second at most.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIPv4, type LookupFunction, type Socket } from 'node:net';
@@ -101,10 +105,16 @@ function formatEndpoint(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
+/** How old the last reading of the interfaces may be when a peer is not one of the addresses read, ms. */
+export const HOST_ADDRESSES_MAX_AGE_MS = 1000;
+
 /** The bound listeners of this process (or, in a cluster primary, of its workers), by the rule in the file comment. */
 export class OwnListeners implements OwnListenerMatcher {
   readonly #readHostAddresses: () => Iterable<string>;
+  readonly #now: () => number;
   #hostAddresses: ReadonlySet<string>;
+  /** When the interfaces were last read, ms (`now`). */
+  #readAtMs: number;
   /** Every bound port: the one lookup most connections need. */
   readonly #ports = new Set<number>();
   /** `address port` of listeners bound to one address. */
@@ -118,10 +128,13 @@ export class OwnListeners implements OwnListenerMatcher {
    * @param readHostAddresses this host's interface addresses, read now and at every
    *   `refreshHostAddresses`; default `interfaceAddresses` (tests pass a fixed list). 127.0.0.0/8
    *   and `::1` are always the host's, listed or not.
+   * @param now the clock for {@link HOST_ADDRESSES_MAX_AGE_MS}, ms; default `Date.now`
    */
-  constructor(readHostAddresses: () => Iterable<string> = interfaceAddresses) {
+  constructor(readHostAddresses: () => Iterable<string> = interfaceAddresses, now: () => number = Date.now) {
     this.#readHostAddresses = readHostAddresses;
+    this.#now = now;
     this.#hostAddresses = new Set(readHostAddresses());
+    this.#readAtMs = now();
   }
 
   /** Adds a listener once it is bound (adding the same one again changes nothing). */
@@ -134,9 +147,10 @@ export class OwnListeners implements OwnListenerMatcher {
     else this.#exact.set(`${address} ${own.port}`, own);
   }
 
-  /** Reads this host's interface addresses again (a reload calls it). */
+  /** Reads this host's interface addresses again (a reload calls it, and `match` when they may be stale). */
   refreshHostAddresses(): void {
     this.#hostAddresses = new Set(this.#readHostAddresses());
+    this.#readAtMs = this.#now();
   }
 
   /** The listener `remoteAddress:remotePort` reaches, by the rule in the file comment; undefined for any other peer (or none yet). */
@@ -148,7 +162,9 @@ export class OwnListeners implements OwnListenerMatcher {
     const isV4 = isIPv4(address);
     const unspecified = this.#anyIPv6.get(remotePort) ?? (isV4 ? this.#anyIPv4.get(remotePort) : undefined);
     if (unspecified === undefined) return undefined;
-    const isHostAddress = (isV4 ? address.startsWith('127.') : address === '::1') || this.#hostAddresses.has(address);
-    return isHostAddress ? unspecified : undefined;
+    if ((isV4 ? address.startsWith('127.') : address === '::1') || this.#hostAddresses.has(address)) return unspecified;
+    if (this.#now() - this.#readAtMs < HOST_ADDRESSES_MAX_AGE_MS) return undefined;
+    this.refreshHostAddresses(); // an address this host may have gained since
+    return this.#hostAddresses.has(address) ? unspecified : undefined;
   }
 }

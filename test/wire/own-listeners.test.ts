@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction, Socket } from 'node:net';
-import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, OwnListeners } from '../../src/wire/own-listeners.js';
+import { HOST_ADDRESSES_MAX_AGE_MS, loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, OwnListeners } from '../../src/wire/own-listeners.js';
 
 /** This host, as the test sees it: one IPv4 and one IPv6 interface address besides loopback. */
 const HOST_ADDRESSES = ['127.0.0.1', '::1', '192.0.2.2', 'fd00::2'];
@@ -53,19 +53,36 @@ test('the match names the listener, and a socket not connected yet is no match',
   assert.equal(own.match(undefined, undefined), undefined, 'got a match for a socket without a peer, want none');
 });
 
-test('host addresses are read again by refreshHostAddresses, not on every match', () => {
+test('host addresses are read again by refreshHostAddresses, and by a match of an unknown peer once the last reading is a second old', () => {
   let reads = 0;
+  let nowMs = 0;
   const addresses = ['192.0.2.2'];
-  const own = new OwnListeners(() => {
-    reads++;
-    return [...addresses];
-  });
+  const own = new OwnListeners(
+    () => {
+      reads++;
+      return [...addresses];
+    },
+    () => nowMs,
+  );
   own.add({ address: '0.0.0.0', port: 8080, key: 'listen' });
   addresses.push('198.51.100.7');
-  assert.equal(own.match('198.51.100.7', 8080), undefined, 'got a match for an address added after the last read, want none yet');
+  nowMs = HOST_ADDRESSES_MAX_AGE_MS - 1;
+  assert.equal(own.match('198.51.100.7', 8080), undefined, 'got a match for an address added within the second, want none yet');
+  assert.equal(own.match('203.0.113.9', 8080), undefined, 'another host on the same port number is no match');
+  assert.equal(reads, 1, `got ${reads} reads within the second, want 1 (construction)`);
   own.refreshHostAddresses();
   assert.ok(own.match('198.51.100.7', 8080) !== undefined, 'got no match after the refresh, want one');
   assert.equal(reads, 2, `got ${reads} reads of the interfaces, want 2 (construction and refresh)`);
+
+  addresses.push('198.51.100.8');
+  nowMs += HOST_ADDRESSES_MAX_AGE_MS - 1;
+  assert.equal(own.match('198.51.100.8', 8080), undefined, 'the refresh was under a second ago: not read again');
+  nowMs += 1;
+  assert.ok(own.match('198.51.100.8', 8080) !== undefined, 'got no match a second after the last reading, want the new address found');
+  assert.equal(reads, 3);
+  assert.equal(own.match('203.0.113.9', 8080), undefined);
+  assert.equal(own.match('198.51.100.8', 9090), undefined, 'a port the proxy does not listen on reads nothing');
+  assert.equal(reads, 3, `got ${reads} reads, want 3: the unknown peer came within the second after the last`);
 });
 
 test('loopErrorOf words the error with the peer and the listener', () => {

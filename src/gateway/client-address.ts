@@ -61,19 +61,49 @@ export function isTrustedProxy(ip: string, networks: readonly Cidr[]): boolean {
  *   meaningless" for `set_real_ip_from` too);
  * - an item that covers every address of a family (`0.0.0.0/0`, `::/0`, `::ffff:0:0/96`) trusts
  *   every peer of it, so any client can choose its own client IP with X-Forwarded-For and walk past
- *   `access` and `rate_limit`. nginx takes `set_real_ip_from 0.0.0.0/0` silently; we warn.
+ *   `access` and `rate_limit`. nginx takes `set_real_ip_from 0.0.0.0/0` silently; we warn. So do
+ *   items that cover a family only together (`0.0.0.0/1, 128.0.0.0/1`): one warning at the first
+ *   of them.
  */
 export function trustedProxyWarnings(server: ServerConfig): string[] {
   const warnings: string[] = [];
+  const risk = 'any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)';
   for (const network of server.trustedProxies) {
     const where = `${formatPlace(network.place)}: [server] trusted_proxies ${network.source}`;
     const hostBits = ignoredHostBits(network);
     if (hostBits !== undefined) warnings.push(`${where}: ${hostBits}`);
-    if (network.prefixLength === 0) {
-      warnings.push(`${where} trusts every IPv${network.family} peer: any client can then choose its own client IP with X-Forwarded-For, which defeats access and rate_limit (list only the proxies in front of this one)`);
-    }
+    if (network.prefixLength === 0) warnings.push(`${where} trusts every IPv${network.family} peer: ${risk}`);
+  }
+  for (const family of [4, 6] as const) {
+    const networks = server.trustedProxies.filter((network) => network.family === family);
+    if (networks.length < 2 || networks.some((network) => network.prefixLength === 0) || !coversFamily(networks, family === 4 ? 32 : 128)) continue;
+    const sources = networks.map((network) => network.source).join(', ');
+    warnings.push(`${formatPlace(networks[0]!.place)}: [server] trusted_proxies ${sources} together trust every IPv${family} peer: ${risk}`);
   }
   return warnings;
+}
+
+/** True when the union of `networks` (one family, `bits` long addresses) is every address. */
+function coversFamily(networks: readonly Cidr[], bits: number): boolean {
+  const ranges = networks
+    .map((network) => {
+      const start = bigIntOf(network.bytes) & ~((1n << BigInt(bits - network.prefixLength)) - 1n);
+      return { start, end: start + (1n << BigInt(bits - network.prefixLength)) - 1n };
+    })
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  let next = 0n; // the lowest address not covered yet
+  for (const range of ranges) {
+    if (range.start > next) return false;
+    if (range.end + 1n > next) next = range.end + 1n;
+  }
+  return next === 1n << BigInt(bits);
+}
+
+/** An address's bytes as one number, most significant byte first. */
+function bigIntOf(bytes: Uint8Array): bigint {
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  return value;
 }
 
 function hasPrefix(address: Uint8Array, network: Uint8Array, prefixLength: number): boolean {

@@ -72,7 +72,17 @@ test('trustedProxyWarnings: an item covering every address of a family is warned
     ['env.ini:2:20: [server] trusted_proxies 1.2.3.4/0: the bits below /0 are ignored, it means 0.0.0.0/0', `env.ini:2:20: [server] trusted_proxies 1.2.3.4/0 trusts every IPv4 peer: ${risk}`],
     'a quoted value: the column of the item inside the quotes',
   );
-  assert.deepEqual(trustedProxyWarnings(server('0.0.0.0/1, 128.0.0.0/1, ::/1')), [], 'only an item that covers a whole family by itself');
+  assert.deepEqual(
+    trustedProxyWarnings(server('0.0.0.0/1, 10.0.0.0/8, 128.0.0.0/2, ::/1, 192.0.0.0/2')),
+    [`env.ini:2:19: [server] trusted_proxies 0.0.0.0/1, 10.0.0.0/8, 128.0.0.0/2, 192.0.0.0/2 together trust every IPv4 peer: ${risk}`],
+    'items that cover a family only together: one warning at the first of them; ::/1 covers half of IPv6',
+  );
+  assert.deepEqual(
+    trustedProxyWarnings(server('::/1, 8000::/1')),
+    [`env.ini:2:19: [server] trusted_proxies ::/1, 8000::/1 together trust every IPv6 peer: ${risk}`],
+  );
+  assert.deepEqual(trustedProxyWarnings(server('0.0.0.0/1, 128.0.0.0/2, 224.0.0.0/3, ::/1')), [], 'a gap (192.0.0.0/3) is no warning');
+  assert.deepEqual(trustedProxyWarnings(server('0.0.0.0/0, 0.0.0.0/1')), [`env.ini:2:19: [server] trusted_proxies 0.0.0.0/0 trusts every IPv4 peer: ${risk}`], 'a whole family by one item is warned once');
 });
 
 test('trustedProxyWarnings: an item with host bits below its prefix gets the warning access gives, at its file:line:column (break test)', () => {

@@ -1,7 +1,8 @@
 /**
  * Reading a file a config line names (a `tls_cert` pair, `tls_ca`, `tls_client_cert`, `[acme]
  * directory_ca`), and the config file itself at a reload: at start-up, by `--check`, and by a SIGHUP
- * in the serving process, where a read that blocks or never ends would stop every listener. So only a regular file of at most {@link MAX_CONFIGURED_FILE_BYTES} is read:
+ * in the serving process, where a read that blocks or never ends would stop every listener. So only
+ * a regular file of at most {@link MAX_CONFIGURED_FILE_BYTES} is read (the config file: of any size):
  * a FIFO (opened without blocking), a device such as `/dev/zero`, or a file too large is refused
  * with an errno-like code, as a file that cannot be opened is.
  */

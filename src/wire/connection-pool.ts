@@ -207,10 +207,11 @@ const MAX_OWN_NAMES = 1024;
 /**
  * Size of each plain connection's read buffer, bytes: 256 KiB, four times node's own read size.
  * A large response body then crosses the proxy in a quarter of the reads and writes: 1 MiB
- * responses took 12–19% less CPU per response than with 64 KiB (four alternated pairs), 128 KiB did
- * worse and 512 KiB no better (docs/performance.md). Memory is claimed only as reads fill the buffer
- * (`allocUnsafe`, untouched pages are not resident): a connection that only ever carried small
- * responses holds a few KiB of it, one that carried a large body up to the whole 256 KiB.
+ * responses took 12–19% less CPU per response than with 64 KiB (four alternated pairs); 128 KiB
+ * did no better than 64, and 512 KiB or 1 MiB no better than 256 (docs/performance.md). Memory is
+ * claimed only as reads fill the buffer (`allocUnsafe`, untouched pages are not resident): a
+ * connection that only ever carried small responses holds a few KiB of it, one that carried a large
+ * body up to the whole 256 KiB.
  */
 export const READ_BUFFER_BYTES = 256 * 1024;
 

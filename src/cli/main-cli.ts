@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { runCheck } from './check-config.js';
 import { logLine, printOutput } from '../log/process-log.js';
-import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
+import { ConfigFileError, ConfigSyntaxError, ConfigValueError, NoUpstreamToSimulateError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import type { ProcessSignals } from '../process/process-signals.js';
@@ -83,7 +83,8 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       case 'demo':
         return await runDemo(command.configFile, command.user, command.listen, log, signals);
       case 'simulate': {
-        // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated).
+        // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated;
+        // none left is NoUpstreamToSimulateError, exit 1).
         const { config, messages } = await resolveDiscoveryLines(loadConfigFile(command.configFile), command.route);
         printOutput(
           messages.map((message) => `${message}\n`).join('') +
@@ -111,7 +112,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       log(`error: ${error.message}\n\n${USAGE}`);
       return 2;
     }
-    if (error instanceof ConfigSyntaxError || error instanceof ConfigValueError || error instanceof ConfigFileError) {
+    if (error instanceof ConfigSyntaxError || error instanceof ConfigValueError || error instanceof ConfigFileError || error instanceof NoUpstreamToSimulateError) {
       log(error.message);
       return 1;
     }

@@ -457,11 +457,6 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
 }
 
 /**
- * Which config key a worker's listener at the bound `port` serves, for the loop error's words: the
- * one configured with that port, else the one configured with port 0 (when both are 0 the event
- * does not tell them apart, and `listen` is named).
- */
-/**
  * The `[server]` settings a worker started after a reload runs: those of the start (the rest needs
  * a restart, see ProxyServer.reload), with the ones a reload applies taken from `reloaded`.
  */
@@ -478,6 +473,11 @@ function servedServerSettings(started: Config['server'], reloaded: Config['serve
   };
 }
 
+/**
+ * Which config key a worker's listener at the bound `port` serves, for the loop error's words: the
+ * one configured with that port, else the one configured with port 0 (when both are 0 the event
+ * does not tell them apart, and `listen` is named).
+ */
 function listenerKey(config: Config, port: number): 'listen' | 'tls_listen' {
   const { listen, tlsListen } = config.server;
   if (tlsListen?.port === port || listen === undefined) return 'tls_listen';

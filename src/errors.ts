@@ -81,6 +81,22 @@ export class UsageError extends ProxyError {
   readonly code = 'CLI_USAGE';
 }
 
+/**
+ * Thrown by `simulate ROUTE` when the route has no upstream to run its balancer on: each of its
+ * upstreams comes from a discovery line (`resolve`, `service=`) and none gave an address now.
+ * Message: `env.ini:7:8: route api has no upstream to simulate: …`, at the route's first discovery
+ * line. The CLI prints it alone (no table of `-` picks) with exit code 1, as a configuration error.
+ */
+export class NoUpstreamToSimulateError extends ProxyError {
+  readonly code = 'CLI_NO_UPSTREAM';
+  constructor(
+    readonly place: SourcePlace,
+    readonly reason: string,
+  ) {
+    super(`${formatPlace(place)}: ${reason}`);
+  }
+}
+
 // ---- request path -------------------------------------------------------------------------------
 
 /** Base class of errors that end a proxied request; `status` is what the client gets (if no bytes went out yet). */

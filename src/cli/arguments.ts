@@ -1,6 +1,7 @@
 /**
  * The command line (SPEC 2), parsed by hand: a command word or flag, `--config PATH`, and each
- * command's own options. Anything else is a UsageError (exit code 2).
+ * command's own options. Anything else is a UsageError (exit code 2) with a one-line reason, and
+ * "did you mean" for a mistyped option or command (git's and curl's `unknown option`).
  */
 import { isIP } from 'node:net';
 import { UsageError } from '../errors.js';
@@ -8,6 +9,7 @@ import { InvalidValueError, parseDuration, parseListenAddress } from '../config/
 import type { ListenAddress } from '../config/config.js';
 import type { HeartbeatOptions } from './heartbeat.js';
 import { parseSchedule, type Arrival } from './limit-simulate.js';
+import { suggest } from '../config/did-you-mean.js';
 
 export type Command =
   | { readonly kind: 'run'; readonly configFile: string }
@@ -75,10 +77,9 @@ export function parseArguments(argv: readonly string[]): Command {
       isConfigGiven = true;
       configFile = arg.startsWith('--config=') ? arg.slice('--config='.length) : takeValue(arg);
     }
-    else if (arg === '-n' || arg === '--client-ip' || arg === '--key' || arg === '--user' || arg === '--listen' || arg === '--requests') setOption(arg);
-    else if (HEARTBEAT_FLAGS.includes(arg)) setOption(arg);
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'`);
-    else if (word === undefined && positional.length === 0 && ['demo', 'simulate', 'limit-simulate', 'passwd', 'run', 'heartbeat'].includes(arg)) word = arg;
+    else if (COMMAND_OPTIONS.includes(arg) || HEARTBEAT_FLAGS.includes(arg)) setOption(arg);
+    else if (arg.startsWith('-')) throw new UsageError(`unknown option '${arg}'${didYouMean(arg.split('=')[0]!, LONG_OPTIONS)}`);
+    else if (word === undefined && positional.length === 0 && COMMANDS.includes(arg)) word = arg;
     else positional.push(arg);
   }
 
@@ -86,7 +87,9 @@ export function parseArguments(argv: readonly string[]): Command {
     for (const flag of options.keys()) if (!allowed.includes(flag)) throw new UsageError(`option '${flag}' does not apply here`);
   };
   const noPositional = (): void => {
-    if (positional.length > 0) throw new UsageError(`unexpected argument '${positional[0]}'`);
+    const [first] = positional;
+    // Without a command word, the first argument may be a mistyped one (`simulte a`).
+    if (first !== undefined) throw new UsageError(`unexpected argument '${first}'${word === undefined ? didYouMean(first, COMMANDS) : ''}`);
   };
 
   if (isCheck) {
@@ -158,6 +161,18 @@ function parseDemoListen(text: string): ListenAddress {
 }
 
 const HEARTBEAT_FLAGS = ['--admin', '--token', '--route', '--url', '--weight', '--every', '--ttl'];
+/** The options that take a value, other than `--config` and heartbeat's. */
+const COMMAND_OPTIONS = ['-n', '--client-ip', '--key', '--user', '--listen', '--requests'];
+/** The command words. */
+const COMMANDS = ['demo', 'simulate', 'limit-simulate', 'passwd', 'run', 'heartbeat'];
+/** Every long option, for "did you mean" (a short one is too short to guess from). */
+const LONG_OPTIONS = ['--help', '--version', '--check', '--config', ...COMMAND_OPTIONS, ...HEARTBEAT_FLAGS].filter((flag) => flag.startsWith('--'));
+
+/** ` (did you mean --config?)` when `word` is a likely typo of one of `candidates` (did-you-mean.ts), else empty. */
+function didYouMean(word: string, candidates: readonly string[]): string {
+  const match = word.startsWith('-') && !word.startsWith('--') ? undefined : suggest(word, candidates);
+  return match === undefined ? '' : ` (did you mean ${match}?)`;
+}
 
 /** `heartbeat` options; `--token` falls back to the PROXY_ADMIN_TOKEN environment variable. */
 function parseHeartbeat(options: ReadonlyMap<string, string>): Command {

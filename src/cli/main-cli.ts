@@ -1,6 +1,7 @@
 /**
  * The command dispatcher (SPEC 2): parse the arguments, run the command, map errors to exit codes —
- * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error.
+ * 0 success, 1 configuration error (printed as `file:line:column: reason`), 2 usage error (one
+ * line, `error: REASON; see 'node dist/main.js --help'`).
  * Logs go to stderr; `--check`, `simulate`, `limit-simulate` and `passwd` print their results to stdout. Neither
  * throws when its reader went away (`--check | head -1` exits 0): see src/log/process-log.ts.
  */
@@ -9,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { runCheck } from './check-config.js';
 import { logLine, printOutput } from '../log/process-log.js';
-import { ConfigFileError, ConfigSyntaxError, ConfigValueError, ProxyError, UsageError } from '../errors.js';
+import { ConfigFileError, ConfigSyntaxError, ConfigValueError, NoUpstreamToSimulateError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
 import type { ProcessSignals } from '../process/process-signals.js';
@@ -29,6 +30,9 @@ import type { Config } from '../config/config.js';
 import type { ReloadSummary } from '../gateway/proxy-server.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** What follows a usage error's reason (curl's `try 'curl --help'`, git's `See 'git --help'`). */
+const USAGE_POINTER = "see 'node dist/main.js --help'";
 
 /** The error log (stderr): it drops and counts lines it cannot write (src/log/process-log.ts). */
 const log = logLine;
@@ -83,7 +87,8 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
       case 'demo':
         return await runDemo(command.configFile, command.user, command.listen, log, signals);
       case 'simulate': {
-        // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated).
+        // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated;
+        // none left is NoUpstreamToSimulateError, exit 1).
         const { config, messages } = await resolveDiscoveryLines(loadConfigFile(command.configFile), command.route);
         printOutput(
           messages.map((message) => `${message}\n`).join('') +
@@ -108,10 +113,11 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      log(`error: ${error.message}\n\n${USAGE}`);
+      // One line and where the rest is, as git and curl do; the whole usage would bury the reason.
+      log(`error: ${error.message}; ${USAGE_POINTER}`);
       return 2;
     }
-    if (error instanceof ConfigSyntaxError || error instanceof ConfigValueError || error instanceof ConfigFileError) {
+    if (error instanceof ConfigSyntaxError || error instanceof ConfigValueError || error instanceof ConfigFileError || error instanceof NoUpstreamToSimulateError) {
       log(error.message);
       return 1;
     }

@@ -18,8 +18,6 @@ import { checkUserName, MAX_CREDENTIALS_BYTES } from '../auth/basic-auth.js';
 import { hashPassword } from '../auth/password-hash.js';
 import { UsageError } from '../errors.js';
 
-export const PASSWD_USAGE = 'usage: node dist/main.js passwd NAME';
-
 /** Where `runPasswd` gets the password; the CLI passes `readPasswordFromTerminal`, tests a fake. */
 export interface PasswdIo {
   /** Resolves to the password (without the line ending); rejects with UsageError when none can be read. */
@@ -38,7 +36,7 @@ export interface PasswdIo {
  */
 export async function runPasswd(name: string, io: PasswdIo): Promise<string> {
   const badName = checkUserName(name);
-  if (badName !== undefined) throw new UsageError(`${badName}\n${PASSWD_USAGE}`);
+  if (badName !== undefined) throw new UsageError(`passwd NAME: ${badName}`);
   const password = await io.readPassword();
   if (password === '') throw new UsageError('empty password');
   if (/[\u0000-\u001f\u007f]/.test(password)) throw new UsageError('password contains a control character');

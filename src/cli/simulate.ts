@@ -11,10 +11,12 @@
  * A route with discovery lines (`resolve`, `service=`, SPEC 7) is simulated on the addresses DNS
  * gives at that moment: `resolveDiscoveryLines` looks each line up once (the config's `resolver`
  * and `resolver_timeout`) and puts its addresses where the line is written; a line that cannot be
- * resolved is reported and left out, and the simulation goes on with the rest.
+ * resolved is reported and left out, and the simulation goes on with the rest. When nothing is
+ * left, there is nothing to simulate: that is the one outcome printed (which names did not resolve,
+ * and why), with exit code 1.
  */
 import type { Config, RouteConfig, UpstreamConfig } from '../config/config.js';
-import { UsageError } from '../errors.js';
+import { NoUpstreamToSimulateError, UsageError } from '../errors.js';
 import { plural } from '../log/plural.js';
 import { lookupLineOnce } from '../discovery/discovery.js';
 import { createBalancer } from '../upstream/balancer/strategies.js';
@@ -34,10 +36,12 @@ export interface SimulateOptions {
 /**
  * `config` with the discovery lines of route `routeName` replaced by the addresses one lookup
  * each gives now (in line order; an address already listed by an earlier line is not repeated),
- * and the lines to print first: `could not resolve NAME: REASON` for each line that failed, and a
- * last one when the route has no upstream left. A route without discovery lines comes back as it is.
+ * and the lines to print first: `could not resolve NAME: REASON` for each line that failed. A
+ * route without discovery lines comes back as it is.
  *
  * @throws UsageError when `routeName` is not a route of `config`
+ * @throws NoUpstreamToSimulateError when no upstream is left (every line is a discovery line and
+ *   none resolved), at the first discovery line, naming each name and why it did not resolve
  */
 export async function resolveDiscoveryLines(config: Config, routeName: string): Promise<{ readonly config: Config; readonly messages: readonly string[] }> {
   const route = findRoute(config, routeName);
@@ -45,16 +49,23 @@ export async function resolveDiscoveryLines(config: Config, routeName: string): 
   const answers = await Promise.all(
     route.upstreams.map(async (upstream) => (upstream.discovery === undefined ? { upstreams: [upstream] } : await lookupLineOnce(upstream, config.server))),
   );
-  const messages: string[] = [];
+  const failures: { readonly name: string; readonly error: string }[] = [];
   const upstreams = new Map<string, UpstreamConfig>();
   answers.forEach((answer, index) => {
     if ('error' in answer) {
-      messages.push(`could not resolve ${route.upstreams[index]!.discovery!.name}: ${answer.error}`);
+      failures.push({ name: route.upstreams[index]!.discovery!.name, error: answer.error });
       return;
     }
     for (const upstream of answer.upstreams) if (!upstreams.has(upstream.origin)) upstreams.set(upstream.origin, upstream);
   });
-  if (upstreams.size === 0) messages.push(`route ${route.name} has no upstream to simulate: no discovery line resolved`);
+  if (upstreams.size === 0) {
+    const unresolved = failures.map((failure) => `${failure.name} (${failure.error})`);
+    throw new NoUpstreamToSimulateError(
+      route.upstreams.find((upstream) => upstream.discovery !== undefined)!.place,
+      `route ${route.name} has no upstream to simulate: its upstreams are known only from DNS, and ${unresolved.length === 1 ? `${unresolved[0]} did not resolve` : `none of ${unresolved.join(', ')} resolved`}`,
+    );
+  }
+  const messages = failures.map((failure) => `could not resolve ${failure.name}: ${failure.error}`);
   const resolved: RouteConfig = { ...route, upstreams: [...upstreams.values()] };
   return { config: { ...config, routes: config.routes.map((candidate) => (candidate === route ? resolved : candidate)) }, messages };
 }

@@ -306,14 +306,26 @@ const CIDR_HINT = 'expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, :
  * @returns networks in written order, `source` keeping each item as written and `offset` where it
  *   starts in `text` (UTF-16 units, for the place of a message about it).
  * @throws InvalidValueError pointing at the bad item: not an IP, prefix out of range or with a
- *   leading zero (`/08`), a mapped prefix shorter than /96, empty item.
+ *   leading zero (`/08`), a mapped prefix shorter than /96, empty item; pointing at the space for
+ *   a space inside an item (`10.0.0.0 /8`, or two items without their comma).
  */
 export function parseCidrList(text: string): (Cidr & { readonly offset: number })[] {
   if (text.trim() === '') return [];
   return commaItems(text).map(({ item, offset }) => {
     if (item === '') throw new InvalidValueError('empty item in address list', CIDR_HINT, offset);
+    const space = item.search(/\s/);
+    if (space >= 0) {
+      // `10.0.0.0 /8` is one network mistyped; `10.0.0.1 10.0.0.2`, two items without their comma.
+      if (item[space - 1] === '/' || item.slice(space).trimStart().startsWith('/')) throw spaceInNetwork(item, offset + space);
+      throw new InvalidValueError(`space inside the item '${item}'`, CIDR_HINT, offset + space);
+    }
     return { ...parseCidr(item, offset), offset };
   });
+}
+
+/** `10.0.0.0 /8` (a network written with a space around its `/`), pointing at the space `offset`. */
+function spaceInNetwork(network: string, offset: number): InvalidValueError {
+  return new InvalidValueError(`space inside the network '${network}'`, 'an address/prefix is written without spaces, e.g. 10.0.0.0/8', offset);
 }
 
 /**
@@ -441,7 +453,8 @@ const ACCESS_HINT = 'expected allow CIDR, allow all, deny CIDR or deny all, e.g.
 /**
  * Parses one `access` line: `allow` or `deny`, then `all` or one IP / CIDR network (host bits cleared,
  * as `trusted_proxies`), nginx's `allow` / `deny` directives.
- * @throws InvalidValueError pointing at the bad word: not allow/deny, a missing or bad network, extra words.
+ * @throws InvalidValueError pointing at the bad word: not allow/deny, a missing or bad network, a
+ *   space around the network's `/` (`10.0.0.0 /8`, pointing at the space), extra words.
  */
 export function parseAccessRule(text: string): { readonly isAllowed: boolean; readonly network: Cidr | undefined } {
   const words = Array.from(text.matchAll(/\S+/g), (match) => ({ word: match[0], offset: match.index ?? 0 }));
@@ -450,6 +463,9 @@ export function parseAccessRule(text: string): { readonly isAllowed: boolean; re
     throw new InvalidValueError(`invalid access rule '${text}'`, ACCESS_HINT, action?.offset ?? 0);
   }
   if (target === undefined) throw new InvalidValueError(`'${action.word}' needs a network or 'all'`, ACCESS_HINT, text.length);
+  if (extra !== undefined && (extra.word.startsWith('/') || target.word.endsWith('/'))) {
+    throw spaceInNetwork(text.slice(target.offset, extra.offset + extra.word.length), target.offset + target.word.length);
+  }
   if (extra !== undefined) {
     throw new InvalidValueError(`one network per access line, '${extra.word}' is one too many`, 'write one line per network', extra.offset);
   }

@@ -4,6 +4,7 @@
  * node reports it as a `listen` error in one process, and as a `bind` error in a cluster worker
  * (the primary binds the shared socket).
  */
+import { formatListenAddress } from '../config/values.js';
 
 /** What the common listen(2) and bind(2) failures mean. */
 const LISTEN_FAILURES: Readonly<Record<string, string>> = {
@@ -18,8 +19,18 @@ export function isListenFailure(error: unknown): error is NodeJS.ErrnoException 
   return syscall === 'listen' || syscall === 'bind';
 }
 
-/** node's message, which names the address, and what its code means. */
-export function listenFailure(error: NodeJS.ErrnoException): string {
+/**
+ * The one line for the operator, the same in one process and in a cluster worker (whose node error
+ * says `bind EADDRINUSE 127.0.0.1:80` where one process's says `listen EADDRINUSE: address already
+ * in use 127.0.0.1:80`): `cannot listen on 127.0.0.1:80: EADDRINUSE, another process listens on
+ * that address and port (check listen, tls_listen and [admin] listen)`. An error without an address
+ * keeps node's message.
+ */
+export function listenFailure(error: NodeJS.ErrnoException & { address?: string; port?: number }): string {
   const meaning = LISTEN_FAILURES[error.code ?? ''];
-  return `${error.message}${meaning === undefined ? '' : `: ${meaning}`} (check listen, tls_listen and [admin] listen)`;
+  const what =
+    error.address === undefined || error.port === undefined || error.code === undefined
+      ? error.message
+      : `cannot listen on ${formatListenAddress({ host: error.address, port: error.port })}: ${error.code}`;
+  return `${what}${meaning === undefined ? '' : `, ${meaning}`} (check listen, tls_listen and [admin] listen)`;
 }

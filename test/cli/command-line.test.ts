@@ -77,16 +77,34 @@ test('a missing config file exits 1 with a clear message', () => {
   assert.match(result.stderr, /nope\.ini/);
 });
 
-test('--help and --version exit 0; an unknown option exits 2 with the usage', () => {
-  assert.equal(run(['--help']).status, 0);
-  assert.match(run(['--help']).stdout, /Usage:/);
+test('--help prints the whole usage to stdout and exits 0; --version exits 0', () => {
+  const help = run(['--help']);
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /^Usage:\n[^]*\n {2}node dist\/main\.js --help \| --version\n[^]*Exit codes: 0 success, 1 configuration error, 2 usage error\.\n/);
+  assert.equal(help.stderr, '');
   const version = run(['--version']);
   assert.equal(version.status, 0);
   assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
-  const bad = run(['--frobnicate']);
-  assert.equal(bad.status, 2);
-  assert.match(bad.stderr, /unknown option '--frobnicate'/);
-  assert.equal(run(['simulate']).status, 2);
+});
+
+test('a usage error is one line on stderr, the reason (with "did you mean" for a typo) and where the usage is, exit 2; not the whole usage (found by a break test)', () => {
+  const see = "; see 'node dist/main.js --help'\n";
+  const cases: [string[], string][] = [
+    [['--confg', 'env.ini'], "error: unknown option '--confg' (did you mean --config?)"],
+    [['--chek'], "error: unknown option '--chek' (did you mean --check?)"],
+    [['--confg=env.ini'], "error: unknown option '--confg=env.ini' (did you mean --config?)"],
+    [['simulate', 'a', '--clientip', '10.0.0.1'], "error: unknown option '--clientip' (did you mean --client-ip?)"],
+    [['--frobnicate'], "error: unknown option '--frobnicate'"],
+    [['-x'], "error: unknown option '-x'"],
+    [['simulte', 'a'], "error: unexpected argument 'simulte' (did you mean simulate?)"],
+    [['simulate'], 'error: simulate needs a ROUTE name'],
+  ];
+  for (const [args, reason] of cases) {
+    const result = run(args);
+    assert.equal(result.status, 2, `${args.join(' ')}: got exit ${result.status}, want 2`);
+    assert.equal(result.stderr, `${reason}${see}`, `${args.join(' ')}: got stderr ${JSON.stringify(result.stderr)}, want ${JSON.stringify(reason + see)}`);
+    assert.equal(result.stdout, '', `${args.join(' ')}: got stdout ${JSON.stringify(result.stdout)}, want nothing`);
+  }
 });
 
 test('demo --listen takes a listen address; a bad one is a usage error (exit 2)', () => {

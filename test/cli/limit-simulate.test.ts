@@ -186,6 +186,7 @@ test('the built CLI: prints the table and exits 0; no rate_limit, an unknown rou
     const result = run(...args);
     assert.equal(result.status, 2, `${args.join(' ')}: exit code got ${result.status}, want 2; stderr: ${result.stderr}`);
     assert.equal(result.stdout, '');
-    assert.ok(result.stderr.startsWith(`${message}\n`), `${args.join(' ')}: stderr got ${JSON.stringify(result.stderr.slice(0, 200))}, want it to start with ${message}`);
+    const want = `${message}; see 'node dist/main.js --help'\n`;
+    assert.equal(result.stderr, want, `${args.join(' ')}: stderr got ${JSON.stringify(result.stderr.slice(0, 200))}, want ${JSON.stringify(want)} (one line, not the whole usage)`);
   }
 });

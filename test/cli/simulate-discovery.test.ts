@@ -2,13 +2,14 @@
  * `simulate ROUTE` on a route with discovery lines (SPEC 7): each line is looked up once, now, at
  * the config's `resolver` (the test DNS responder on loopback), and the balancer runs on those
  * addresses; a line that cannot be resolved says so and the rest is simulated; a route left with
- * nothing says that too.
+ * nothing is one error that names what did not resolve, with no table.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load-config.js';
 import { resolveDiscoveryLines, runSimulate } from '../../src/cli/simulate.js';
 import { startDnsResponder } from '../helpers/dns-responder.js';
+import { NoUpstreamToSimulateError } from '../../src/errors.js';
 
 function configText(resolverPort: number, ...passLines: string[]): string {
   return ['[server]', `resolver = 127.0.0.1:${resolverPort}`, 'resolver_timeout = 1s', '[proxy.api]', 'path = /api', ...passLines.map((line) => `pass = ${line}`)].join('\n');
@@ -56,17 +57,23 @@ test('a line that cannot be resolved is reported as could not resolve NAME: REAS
   }
 });
 
-test('a route whose only line does not resolve says it has no upstream to simulate', async () => {
+test('a route whose lines all fail to resolve is one error at its first discovery line, naming each name and why, and no table (found by a break test: it printed both)', async () => {
   const dns = await startDnsResponder();
   try {
     dns.set('down.test', 'A', 'servfail');
     dns.set('down.test', 'AAAA', 'servfail');
-    const config = parseConfig(configText(dns.port, 'http://down.test:8080 resolve'), 'env.ini');
-    const { config: resolved, messages } = await resolveDiscoveryLines(config, 'api');
-    assert.equal(messages.length, 2, `got messages ${JSON.stringify(messages)}, want two`);
-    assert.match(messages[0]!, /^could not resolve down\.test: servfail/);
-    assert.equal(messages[1], 'route api has no upstream to simulate: no discovery line resolved');
-    assert.match(runSimulate(resolved, 'api', { n: 1 }), /^sequence: -$/m);
+    dns.set('_http._tcp.gone.test', 'SRV', 'nxdomain');
+    const one = parseConfig(configText(dns.port, 'http://down.test:8080 resolve'), 'env.ini');
+    await assert.rejects(resolveDiscoveryLines(one, 'api'), (error: Error) => {
+      assert.ok(error instanceof NoUpstreamToSimulateError, `got ${error.name}, want NoUpstreamToSimulateError`);
+      assert.match(error.message, /^env\.ini:6:8: route api has no upstream to simulate: its upstreams are known only from DNS, and down\.test \(servfail: [^)]*\) did not resolve$/);
+      return true;
+    });
+    const two = parseConfig(configText(dns.port, 'http://down.test:8080 resolve', 'http://gone.test service=http'), 'env.ini');
+    await assert.rejects(resolveDiscoveryLines(two, 'api'), (error: Error) => {
+      assert.match(error.message, /^env\.ini:6:8: route api has no upstream to simulate: its upstreams are known only from DNS, and none of down\.test \(servfail: [^)]*\), _http\._tcp\.gone\.test \(nxdomain: [^)]*\) resolved$/);
+      return true;
+    });
   } finally {
     await dns.close();
   }

@@ -212,6 +212,11 @@ describe('parseCidrList', () => {
     ['10.0.0.1,,10.0.0.2', 'empty item in address list (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)', 9],
     ['fe80::1%eth0', "invalid IP address 'fe80::1%eth0' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)", 0],
     ['10.0.0.0/', "invalid prefix length '/' (expected /0 to /32 for IPv4)", 8],
+    // A space inside a network is reported as that, at the space (found by a break test: it was "invalid IP address '10.0.0.0 '").
+    ['10.0.0.0 /8', "space inside the network '10.0.0.0 /8' (an address/prefix is written without spaces, e.g. 10.0.0.0/8)", 8],
+    ['::1, 10.0.0.0/ 8', "space inside the network '10.0.0.0/ 8' (an address/prefix is written without spaces, e.g. 10.0.0.0/8)", 14],
+    ['10.0.0.0\t/\t8', "space inside the network '10.0.0.0\t/\t8' (an address/prefix is written without spaces, e.g. 10.0.0.0/8)", 8],
+    ['10.0.0.1 10.0.0.2', "space inside the item '10.0.0.1 10.0.0.2' (expected IPs or CIDRs separated by commas, e.g. 10.0.0.0/8, ::1)", 8],
     ['10.0.0.0/08', "invalid prefix length '/08' (expected /0 to /32 for IPv4, without a leading zero)", 8],
     ['10.0.0.1, ::/00', "invalid prefix length '/00' (expected /0 to /128 for IPv6, without a leading zero)", 12],
     ['10.0.0.1, ::ffff:10.0.0.0/0104', "invalid prefix length '/0104' (expected /0 to /128 for IPv6, without a leading zero)", 25],

@@ -3,7 +3,8 @@
  * private build) with the test DNS responder on loopback: a name that does not resolve at start-up
  * is not fatal (503 until it resolves, then 200 from the address); SIGHUP with a second discovery
  * line and a new `resolver_timeout` starts its lookups without a restart warning; SIGTERM exits 0 at once (discovery keeps nothing alive). And `simulate`
- * on a discovery route prints the addresses of one lookup and exits.
+ * on a discovery route prints the addresses of one lookup and exits, or, when no name resolves,
+ * the one line saying so (exit 1).
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,6 +67,30 @@ test('one process: 503 while the name does not resolve, 200 once it does; SIGHUP
   }
 });
 
+/** `node dist/main.js simulate ...args`, asynchronously: the responder answers from this process's event loop. */
+function runSimulateCli(args: readonly string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [mainJs, 'simulate', ...args], { cwd: REPO, encoding: 'utf8', timeout: 10_000 }, (error, stdout, stderr) =>
+      resolve({ status: error === null ? 0 : (error.code as number | null), stdout, stderr }),
+    );
+  });
+}
+
+test('simulate on a discovery route whose name does not resolve: one line on stderr naming it, nothing on stdout, exit 1 (found by a break test: "no upstream" and a table of - picks, exit 0)', async () => {
+  const dns = await startDnsResponder();
+  try {
+    dns.set('gone.test', 'A', 'nxdomain');
+    dns.set('gone.test', 'AAAA', 'nxdomain');
+    const file = writeConfig(configText(8080, dns.port, ['http://gone.test:8080 resolve']));
+    const result = await runSimulateCli(['api', '-n', '2', '--config', file]);
+    assert.equal(result.status, 1, `got exit ${result.status}, want 1; stdout:\n${result.stdout}`);
+    assert.equal(result.stdout, '', `got stdout:\n${result.stdout}want nothing`);
+    assert.match(result.stderr, /^[^\n]*:8:8: route api has no upstream to simulate: its upstreams are known only from DNS, and gone\.test \(nxdomain: [^)\n]*\) did not resolve\n$/, `got stderr:\n${result.stderr}`);
+  } finally {
+    await dns.close();
+  }
+});
+
 test('simulate on a discovery route prints the looked-up addresses, and a name that fails as could not resolve', async () => {
   const dns = await startDnsResponder();
   try {
@@ -74,12 +99,7 @@ test('simulate on a discovery route prints the looked-up addresses, and a name t
     dns.set('gone.test', 'A', 'nxdomain');
     dns.set('gone.test', 'AAAA', 'nxdomain');
     const file = writeConfig(configText(8080, dns.port, ['http://api.test:8080 resolve', 'http://gone.test:8080 resolve']));
-    // Asynchronously: the responder answers from this process's event loop.
-    const result = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [mainJs, 'simulate', 'api', '-n', '2', '--config', file], { cwd: REPO, encoding: 'utf8', timeout: 10_000 }, (error, stdout, stderr) =>
-        resolve({ status: error === null ? 0 : (error.code as number | null), stdout, stderr }),
-      );
-    });
+    const result = await runSimulateCli(['api', '-n', '2', '--config', file]);
     assert.equal(result.status, 0, `got exit ${result.status}, want 0; stderr:\n${result.stderr}`);
     assert.match(result.stdout, /^could not resolve gone\.test: nxdomain/m);
     assert.match(result.stdout, /^ {2}a {2}http:\/\/127\.0\.0\.2:8080 {2}weight=1 from api\.test$/m);

@@ -23,8 +23,8 @@ test('a busy port and an address of no interface: exit 1 with one error line nam
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
   const busyPort = (holder.address() as AddressInfo).port;
   const cases: [string, RegExp][] = [
-    [`127.0.0.1:${busyPort}`, new RegExp(`^error: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${busyPort}: another process listens on that address and port \\(check listen, tls_listen and \\[admin\\] listen\\)$`, 'm')],
-    ['192.0.2.1:8080', /^error: listen EADDRNOTAVAIL: address not available 192\.0\.2\.1:8080: that address is none of this host's \(see `ip addr`\) \(check listen, tls_listen and \[admin\] listen\)$/m],
+    [`127.0.0.1:${busyPort}`, new RegExp(`^error: cannot listen on 127\\.0\\.0\\.1:${busyPort}: EADDRINUSE, another process listens on that address and port \\(check listen, tls_listen and \\[admin\\] listen\\)$`, 'm')],
+    ['192.0.2.1:8080', /^error: cannot listen on 192\.0\.2\.1:8080: EADDRNOTAVAIL, that address is none of this host's \(see `ip addr`\) \(check listen, tls_listen and \[admin\] listen\)$/m],
   ];
   try {
     for (const [listen, line] of cases) {
@@ -66,10 +66,34 @@ test('workers = 2: a tls_listen that cannot be opened while listen can is a star
     const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
     assert.ok(exit !== undefined, `the primary was still running after 20 s; stderr:\n${cli.stderr()}`);
     assert.equal(exit.code, 1, `got exit ${exit.code} (signal ${exit.signal}), want 1; stderr:\n${cli.stderr()}`);
-    assert.match(cli.stderr(), new RegExp(`error: worker \\d+ could not start: \\w+ EADDRINUSE 127\\.0\\.0\\.1:${busyPort}: another process listens on that address and port .*; stopping`));
+    assert.match(cli.stderr(), new RegExp(`^error: cannot listen on 127\\.0\\.0\\.1:${busyPort}: EADDRINUSE, another process listens on that address and port .*\\)$`, 'm'));
+    assert.doesNotMatch(cli.stderr(), /proxy on /, 'the start-up line says the proxy is on, but no worker started');
     assert.doesNotMatch(cli.stderr(), /starting a new one/, 'a worker that never had every listener is not a started worker to replace');
   } finally {
     killAll([cli.pid]);
+    await new Promise((resolve) => holder.close(resolve));
+  }
+});
+
+test('a busy port, with workers unset and with workers = 2: the same one line on stderr (the listen failure), exit 1, and no start-up line before it (found by a break test)', { timeout: 60_000 }, async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const busyPort = (holder.address() as AddressInfo).port;
+  const want = `error: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE, another process listens on that address and port (check listen, tls_listen and [admin] listen)\n`;
+  try {
+    for (const workers of [[], ['workers = 2']]) {
+      const file = writeConfig(['[server]', `listen = 127.0.0.1:${busyPort}`, ...workers, 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+      const cli = await spawnCli(file);
+      try {
+        const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
+        assert.ok(exit !== undefined, `${workers.join('') || 'one process'}: still running after 20 s; stderr:\n${cli.stderr()}`);
+        assert.equal(exit.code, 1, `${workers.join('') || 'one process'}: got exit ${exit.code} (signal ${exit.signal}), want 1`);
+        assert.equal(cli.stderr(), want, `${workers.join('') || 'one process'}: got stderr:\n${cli.stderr()}want:\n${want}`);
+      } finally {
+        killAll([cli.pid]);
+      }
+    }
+  } finally {
     await new Promise((resolve) => holder.close(resolve));
   }
 });

@@ -235,7 +235,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     );
 
   // The admin listener starts before any worker, so a port in use fails the start with nothing to clean up but the model.
+  // Its line is logged after the proxy's, once a worker listens, in the order of a single process.
   let admin: AdminServer | undefined;
+  let adminLine: string | undefined;
   if (config.admin !== undefined) {
     admin = new AdminServer({
       config: config.admin,
@@ -259,7 +261,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     });
     try {
       const port = await admin.listen();
-      log(`admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`);
+      adminLine = `admin listening on ${config.admin.listen.host}:${port} (totals across ${workerCount} workers)`;
     } catch (error) {
       acme?.stop();
       discovery.stop();
@@ -337,7 +339,9 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     });
   };
 
-  // The start-up line names the ports bound, as single-process mode does. A `listen` on port 0 is bound
+  // The start-up line names the ports bound, as single-process mode does, and comes only once the
+  // first worker has started (every listener listens): a listener that cannot be opened is reported
+  // alone (see onGone), never after a line saying the proxy is on. A `listen` on port 0 is bound
   // when the first worker listens (node:cluster shares one socket per address, so every worker
   // reports the same port); a worker listens on `listen` before `tls_listen`, so the first new port
   // reported belongs to the first listener still on port 0.
@@ -345,16 +349,15 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     ...(config.server.listen === undefined ? [] : [{ host: config.server.listen.host, port: config.server.listen.port, scheme: 'http' }]),
     ...(config.server.tlsListen === undefined ? [] : [{ host: config.server.tlsListen.host, port: config.server.tlsListen.port, scheme: 'https' }]),
   ];
-  const logListeners = (): void => {
+  const logStarted = (): void => {
     const bound = listeners.map((listener) => `${formatListenAddress(listener)} (${listener.scheme})`);
     log(`primary ${process.pid}: ${workerCount} workers, health checks${hasDiscoveryLines(config) ? ', DNS discovery' : ''} and registry here; proxy on ${bound.join(' and ')}`);
+    if (adminLine !== undefined) log(adminLine);
   };
   const noteBoundPort = (port: number): void => {
     if (listeners.some((listener) => listener.port === port)) return;
     const unbound = listeners.find((listener) => listener.port === 0);
-    if (unbound === undefined) return;
-    unbound.port = port;
-    if (listeners.every((listener) => listener.port !== 0)) logListeners();
+    if (unbound !== undefined) unbound.port = port;
   };
 
   const startWorker = (slot: WorkerSlot): void => {
@@ -400,8 +403,11 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       slot.isStarted = true;
       slot.failedStarts = 0;
       slot.failure = undefined;
-      // The first worker listening: the challenges can be answered now, so ACME may order.
-      if (!hasAnyStarted) acme?.start();
+      // The first worker listening: the proxy is on, and the challenges can be answered now, so ACME may order.
+      if (!hasAnyStarted) {
+        logStarted();
+        acme?.start();
+      }
       hasAnyStarted = true;
     });
     // Gone = exited and its IPC channel read to the end, so its last report and its start failure are
@@ -420,9 +426,11 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       const reason = startFailure ?? `exited (${how}) before it was listening`;
       // Before any worker ever listened, a worker that could not start means the next one cannot
       // either (a port taken, a config the worker refuses): stop. Not one ended by a signal (a SIGHUP
-      // to the process group that reached it while node was booting): that one is retried.
+      // to the process group that reached it while node was booting): that one is retried. The
+      // worker's own reason is the one line a single process prints for it (a listener that cannot
+      // be opened: listen-failure.ts), so the two modes fail with the same words.
       if (!hasAnyStarted && signal === null) {
-        log(`error: worker ${worker.process.pid} could not start: ${reason}; stopping`);
+        log(startFailure === undefined ? `error: worker ${worker.process.pid} could not start: ${reason}; stopping` : `error: ${startFailure}`);
         return shutDown(1);
       }
       slot.failedStarts++;
@@ -433,7 +441,6 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     };
   };
   for (const slot of slots) startWorker(slot);
-  if (listeners.every((listener) => listener.port !== 0)) logListeners();
 
   const onSignal = (signal: string): void => {
     if (isStopping) {
@@ -449,11 +456,6 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
   return await finished;
 }
 
-/**
- * Which config key a worker's listener at the bound `port` serves, for the loop error's words: the
- * one configured with that port, else the one configured with port 0 (when both are 0 the event
- * does not tell them apart, and `listen` is named).
- */
 /**
  * The `[server]` settings a worker started after a reload runs: those of the start (the rest needs
  * a restart, see ProxyServer.reload), with the ones a reload applies taken from `reloaded`.
@@ -471,6 +473,11 @@ function servedServerSettings(started: Config['server'], reloaded: Config['serve
   };
 }
 
+/**
+ * Which config key a worker's listener at the bound `port` serves, for the loop error's words: the
+ * one configured with that port, else the one configured with port 0 (when both are 0 the event
+ * does not tell them apart, and `listen` is named).
+ */
 function listenerKey(config: Config, port: number): 'listen' | 'tls_listen' {
   const { listen, tlsListen } = config.server;
   if (tlsListen?.port === port || listen === undefined) return 'tls_listen';

@@ -263,7 +263,7 @@ export class UpstreamExchange implements ConnectionHandler {
       });
     } catch (error) {
       this.#isDone = true;
-      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(String(error))));
+      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(`failed: ${String(error)}`, upstream.origin)));
       return;
     }
     if (this.#isDone) {
@@ -414,7 +414,8 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 
   onClose(): void {
-    this.#fail(new UpstreamResetError(`${this.#options.upstream.origin} closed the connection`));
+    // Without an `end` or an `error` first (those fail the exchange before the socket closes).
+    this.#fail(new UpstreamResetError('closed the connection', this.#options.upstream.origin));
   }
 
   onTimeout(): void {
@@ -599,7 +600,10 @@ export class UpstreamExchange implements ConnectionHandler {
     // An alert on an established TLS connection: with TLS 1.3 a server that wants a client
     // certificate refuses a missing one only now, after our handshake was done.
     if (isTlsAlert(error)) return new UpstreamTlsError(tlsFailureReason(error), 'after-handshake', this.#options.upstream.origin);
-    return new UpstreamResetError(`${this.#options.upstream.origin} closed the connection (${error.code === 'ECONNRESET' ? 'reset' : (error.code ?? error.message)})`);
+    // A reset (RST) is named as one; a close (FIN) comes as `end` and the parser says how far the
+    // response got. Any other socket error (EPIPE, ETIMEDOUT…) is named by its code.
+    const reason = error.code === 'ECONNRESET' ? 'reset the connection (ECONNRESET)' : `dropped the connection (${error.code ?? error.message})`;
+    return new UpstreamResetError(reason, this.#options.upstream.origin);
   }
 }
 

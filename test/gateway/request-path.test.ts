@@ -327,8 +327,8 @@ test('a reset after the request was sent: a GET is retried on the other upstream
   assert.deepEqual(
     logs.map((r) => [r.status, r.attempts.map((a) => `${a.upstream} ${a.status ?? a.error}`)]),
     [
-      [200, ['a.test:8001 PRX_UPSTREAM_RESET', 'b.test:8002 200']],
-      [502, ['b.test:8002 PRX_UPSTREAM_RESET']],
+      [200, ['a.test:8001 PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)', 'b.test:8002 200']],
+      [502, ['b.test:8002 PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)']],
     ],
   );
 });
@@ -366,7 +366,7 @@ test('a failure after the commit point destroys the client response instead of e
   assert.deepEqual(res.events, ['head 200', 'body first part', 'destroy'], `got ${JSON.stringify(res.events)}, want the response cut, never ended`);
   assert.deepEqual(transport.acquired.length, 1, 'no retry once response bytes went to the client');
   assert.equal(logs[0]?.status, 200, 'the log keeps the status that was sent');
-  assert.equal(logs[0]?.attempts[0]?.error, 'PRX_UPSTREAM_RESET');
+  assert.equal(logs[0]?.attempts[0]?.error, 'PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)');
 });
 
 test('a client that goes away aborts its upstream connection at once', async () => {

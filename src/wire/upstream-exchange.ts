@@ -601,8 +601,17 @@ export class UpstreamExchange implements ConnectionHandler {
     // certificate refuses a missing one only now, after our handshake was done.
     if (isTlsAlert(error)) return new UpstreamTlsError(tlsFailureReason(error), 'after-handshake', this.#options.upstream.origin);
     // A reset (RST) is named as one; a close (FIN) comes as `end` and the parser says how far the
-    // response got. Any other socket error (EPIPE, ETIMEDOUT…) is named by its code.
-    const reason = error.code === 'ECONNRESET' ? 'reset the connection (ECONNRESET)' : `dropped the connection (${error.code ?? error.message})`;
+    // response got. Any other socket error (EPIPE, ETIMEDOUT…) is named by its code. A reset met by
+    // a write says so: the upstream stopped reading the request. What it sent before its reset is
+    // lost with the socket (node destroys a socket whose write fails), an alert included: a TLS
+    // upstream that refuses our client certificate with an alert while a body is still being sent
+    // is logged so, not as a TLS failure, since the alert was never read.
+    const reason =
+      error.code !== 'ECONNRESET'
+        ? `dropped the connection (${error.code ?? error.message})`
+        : error.syscall === 'write'
+          ? 'reset the connection while the request was being sent (ECONNRESET)'
+          : 'reset the connection (ECONNRESET)';
     return new UpstreamResetError(reason, this.#options.upstream.origin);
   }
 }

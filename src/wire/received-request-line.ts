@@ -27,23 +27,15 @@ const LAST_PRINTABLE = 0x7e;
  * @returns the line, or undefined when it is empty or holds a byte that is not printable ASCII.
  */
 export function receivedRequestLine(pieces: readonly Buffer[]): string | undefined {
-  const line: number[] = [];
-  let isLeading = true;
-  for (const piece of pieces) {
-    for (const byte of piece) {
-      if (byte === CR || byte === LF) {
-        if (isLeading) continue;
-        return decode(line);
-      }
-      isLeading = false;
-      if (byte < FIRST_PRINTABLE || byte > LAST_PRINTABLE) return undefined;
-      line.push(byte);
-      if (line.length === MAX_RECEIVED_LINE_BYTES) return decode(line);
-    }
+  const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+  let start = 0;
+  while (start < bytes.length && (bytes[start] === CR || bytes[start] === LF)) start++;
+  const limit = Math.min(bytes.length, start + MAX_RECEIVED_LINE_BYTES);
+  let end = start;
+  for (; end < limit; end++) {
+    const byte = bytes[end]!;
+    if (byte === CR || byte === LF) break;
+    if (byte < FIRST_PRINTABLE || byte > LAST_PRINTABLE) return undefined;
   }
-  return line.length === 0 ? undefined : decode(line);
-}
-
-function decode(line: readonly number[]): string {
-  return Buffer.from(line).toString('latin1');
+  return end === start ? undefined : bytes.toString('latin1', start, end);
 }

@@ -145,6 +145,8 @@ describe('https upstreams', () => {
     await waitFor(() => withoutCert.logs.length === 1, 2000, 'the log record');
     // TLS 1.3: the server refuses the missing certificate with an alert after our handshake.
     assert.equal(withoutCert.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_TLS: tlsv13 alert certificate required');
+    const failures = withoutCert.proxy.routes[0]!.upstreams[0]!.failuresTotal;
+    assert.equal(failures, 1, `got ${failures} failures, want the alert counted for passive health`);
   });
 
   it('reports a TLS 1.2 upstream refusing a missing client certificate during the handshake', async (t) => {

@@ -179,10 +179,26 @@ export class UpstreamTimeoutError extends RequestError {
   }
 }
 
-/** The upstream closed or reset the connection before the response was complete. Becomes 502. */
+/**
+ * The upstream connection ended before the response was complete: a close (FIN) or a reset (RST).
+ * Becomes 502 before the response head; after it the client connection is cut. `reason` says which
+ * and how far the response got, logged as `PRX_UPSTREAM_RESET: closed the connection before the
+ * response was complete (10 of 100 body bytes)` or `PRX_UPSTREAM_RESET: reset the connection
+ * (ECONNRESET)` (nginx: "upstream prematurely closed connection" and "Connection reset by peer";
+ * Go's httputil: "unexpected EOF" and "connection reset by peer"). One code for both: retries and
+ * passive health treat them alike, as nginx's `proxy_next_upstream error` does.
+ */
 export class UpstreamResetError extends RequestError {
   readonly code = 'PRX_UPSTREAM_RESET';
   readonly status = 502;
+  constructor(
+    /** What the upstream did, one line, the upstream its subject: `closed the connection before sending a response`. */
+    readonly reason: string,
+    /** Who did it, for the message: the upstream's origin `http://127.0.0.1:9001`, or `upstream`. */
+    subject: string,
+  ) {
+    super(`${subject} ${reason}`);
+  }
 }
 
 /**

@@ -12,7 +12,12 @@
  * `refused=access|rate_limit|conn_limit`, so its 403 or 429 cannot be taken for the upstream's; the
  * 400 to a plain HTTP request on the TLS port with `refused=plain_http`.
  *
- * `json` writes the same facts as one JSON object per line (`"refused"` only on such requests).
+ * An answer written before any request head was read (a head refused or cut short, the 400 on the
+ * TLS port) logs the first line the client sent as its request line, when it is printable ASCII,
+ * else `-`; no method, target or version is made up for it.
+ *
+ * `json` writes the same facts as one JSON object per line (`"refused"` only on such requests;
+ * `"request_line"` only on an answer without a request head, with method, target and protocol `-`).
  */
 import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
@@ -39,9 +44,18 @@ export interface AccessLogRecord {
   readonly clientIp: string;
   /** Basic-auth user name when the client sent one, else undefined. */
   readonly user: string | undefined;
+  /** `-` when no request head was read (an answer the server wrote before one). */
   readonly method: string;
+  /** `-` when no request head was read. */
   readonly target: string;
-  readonly httpVersion: string;
+  /** `1.1`, `1.0`; undefined when no request head was read: no version is logged then, and none made up. */
+  readonly httpVersion: string | undefined;
+  /**
+   * Only when no request head was read: the first line the client sent, as it sent it, if
+   * printable ASCII (src/wire/received-request-line.ts). Logged in place of method, target and
+   * version, as nginx's `$request`; without it the request line is `-`.
+   */
+  readonly receivedLine?: string | undefined;
   readonly status: number;
   /** Response body bytes sent to the client. */
   readonly bytesSent: number;
@@ -80,17 +94,19 @@ export interface ExchangeOutcome {
 
 /**
  * The one builder of access-log records, for every line: a proxied request, a tunnel, an answer the
- * server wrote before any request could be read (`request` undefined: method and target `-`).
+ * server wrote before any request head could be read (`request` undefined: method and target `-`,
+ * no version, and the line received, `receivedLine`, when there is one to show).
  * The user is the Basic-auth user name the client sent, never the password.
  */
-export function buildAccessLogRecord(request: LoggedRequest | undefined, outcome: ExchangeOutcome): AccessLogRecord {
+export function buildAccessLogRecord(request: LoggedRequest | undefined, outcome: ExchangeOutcome, receivedLine?: string): AccessLogRecord {
   return {
     time: new Date(),
     clientIp: outcome.clientIp,
     user: basicUserName(request?.headers.authorization),
     method: request?.method ?? '-',
     target: request?.url ?? '-',
-    httpVersion: request?.httpVersion ?? '1.1',
+    httpVersion: request?.httpVersion,
+    receivedLine: request === undefined ? receivedLine : undefined,
     status: outcome.status,
     bytesSent: outcome.bytesSent,
     referer: request?.headers.referer,
@@ -192,7 +208,7 @@ export function formatCombined(r: AccessLogRecord): string {
   const refusal = r.refusal === undefined ? '' : ` refused=${r.refusal}`;
   return (
     `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
-    `"${escapeField(`${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
+    `"${escapeField(r.httpVersion === undefined ? r.receivedLine : `${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
     `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
     `upstream_status="${escapeField(statuses)}" duration_ms=${r.durationMs.toFixed(2)}${refusal}${tunnel}`
   );
@@ -205,7 +221,8 @@ export function formatJson(r: AccessLogRecord): string {
     user: r.user ?? null,
     method: r.method,
     target: r.target,
-    protocol: `HTTP/${r.httpVersion}`,
+    protocol: r.httpVersion === undefined ? '-' : `HTTP/${r.httpVersion}`,
+    ...(r.receivedLine === undefined ? {} : { request_line: r.receivedLine }),
     status: r.status,
     bytes_sent: r.bytesSent,
     referer: r.referer ?? null,

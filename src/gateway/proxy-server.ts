@@ -212,9 +212,9 @@ export class ProxyServer implements DiscoveryTarget {
               this.#trackClientSocket(socket);
               this.#http1.accept(socket);
             },
-            refusePlainRequest: (socket, reason) => {
+            refusePlainRequest: (socket, reason, received) => {
               this.#trackClientSocket(socket);
-              this.#http1.refuse(socket, 400, reason);
+              this.#http1.refuse(socket, 400, reason, received);
             },
             log: this.#deps.log,
             now: this.#deps.now,
@@ -555,15 +555,16 @@ function strictTransportSecurity(server: ServerConfig): string | undefined {
 }
 
 /**
- * An access-log line for an answer the server wrote itself (no request object exists). The 400 to a
- * plain HTTP request on the TLS port is `refused=plain_http`; its bytes are not logged as a request
- * line, since they were never read as one (`"- - HTTP/1.1"`, as every answer before a request head).
+ * An access-log line for an answer the server wrote itself (no request object exists). Without a
+ * request head (a head refused or cut short, the 400 to a plain HTTP request on the TLS port,
+ * which is `refused=plain_http`) the request line is the first line received, as nginx logs it,
+ * or `-` when that is not printable ASCII; no method, target or version is made up for it.
  */
 function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
-  const request = answer.method === '-' ? undefined : { method: answer.method, url: answer.target, httpVersion: '1.1', headers: {} };
+  const request = answer.httpVersion === undefined ? undefined : { method: answer.method, url: answer.target, httpVersion: answer.httpVersion, headers: {} };
   const refusal = answer.isRefusedUnread ? ('plain_http' as const) : undefined;
   const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, refusal, attempts: [], durationMs: 0 };
-  context.accessLog.write(buildAccessLogRecord(request, outcome));
+  context.accessLog.write(buildAccessLogRecord(request, outcome, answer.receivedLine));
 }
 
 /**

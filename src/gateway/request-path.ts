@@ -349,7 +349,7 @@ async function proxyRequest(
       });
     } catch (error) {
       endActiveRequest();
-      const failure = error instanceof RequestError ? error : new UpstreamResetError(String(error));
+      const failure = error instanceof RequestError ? error : new UpstreamResetError(`failed: ${String(error)}`, upstream.config.origin);
       attemptLog.error = loggedError(failure);
       if (isClientGone) return;
       if (failure instanceof BodyTooLargeError) {
@@ -581,12 +581,14 @@ function openTunnel(
 }
 
 /**
- * How an attempt's error is logged: its code, and for a TLS failure or a response the proxy refused
- * the reason too (`PRX_UPSTREAM_TLS: certificate has expired`, `PRX_UPSTREAM_PROTOCOL: 101 without
- * Connection: upgrade`): the code alone would leave the operator guessing which of a dozen checks failed.
+ * How an attempt's error is logged: its code, and for a TLS failure, a connection that ended early
+ * or a response the proxy refused the reason too (`PRX_UPSTREAM_TLS: certificate has expired`,
+ * `PRX_UPSTREAM_RESET: closed the connection before the response was complete (10 of 100 body
+ * bytes)`, `PRX_UPSTREAM_PROTOCOL: 101 without Connection: upgrade`): the code alone would leave
+ * the operator guessing which of a dozen checks failed, or whether a close was a reset.
  */
 function loggedError(error: RequestError): string {
-  if (error instanceof UpstreamTlsError) return `${error.code}: ${error.reason}`;
+  if (error instanceof UpstreamTlsError || error instanceof UpstreamResetError) return `${error.code}: ${error.reason}`;
   return error instanceof UpstreamProtocolError ? `${error.code}: ${error.message}` : error.code;
 }
 

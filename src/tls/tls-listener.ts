@@ -78,9 +78,10 @@ export interface TlsListenerOptions {
   readonly onConnection: (socket: TLSSocket) => void;
   /**
    * A connection whose client sent a plain HTTP request: write the server's own 400 with the
-   * one-line `reason` and close it (src/wire/http1-server.ts `refuse`). Its first bytes are dropped.
+   * one-line `reason` and close it (src/wire/http1-server.ts `refuse`). `received` is its first
+   * read, never parsed as a request: only its first line is logged, then it is dropped.
    */
-  readonly refusePlainRequest: (socket: Socket, reason: string) => void;
+  readonly refusePlainRequest: (socket: Socket, reason: string, received: Buffer) => void;
   readonly log: (line: string) => void;
   /** Clock for the log's rate limit, ms. Default `performance.now`. */
   readonly now?: () => number;
@@ -96,7 +97,7 @@ export class TlsListener {
   readonly #ticketKeys: Buffer;
   /** `header_timeout` (node's 120 s when 0), ms: the wait for the first byte, then for the handshake. */
   readonly #handshakeTimeoutMs: number;
-  readonly #refusePlainRequest: (socket: Socket, reason: string) => void;
+  readonly #refusePlainRequest: (socket: Socket, reason: string, received: Buffer) => void;
   readonly #log: (line: string) => void;
   readonly #now: () => number;
   /**
@@ -206,7 +207,7 @@ export class TlsListener {
       // A method's first character, or the empty line a client may send before a request line (RFC 9112 section 2.2).
       if (IS_TOKEN[firstByte] === 1 || firstByte === CR || firstByte === LF) {
         this.#logFailure(clientAddress, 'ERR_SSL_HTTP_REQUEST', 'ERR_SSL_HTTP_REQUEST: a plain HTTP request was sent to the HTTPS port');
-        this.#refusePlainRequest(socket, PLAIN_REQUEST_REASON);
+        this.#refusePlainRequest(socket, PLAIN_REQUEST_REASON, chunk);
       } else {
         const hex = firstByte.toString(16).padStart(2, '0');
         this.#logFailure(clientAddress, 'not TLS', `not TLS: the first byte 0x${hex} starts neither a TLS handshake nor an HTTP request`);

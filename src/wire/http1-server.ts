@@ -62,6 +62,7 @@ import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
 import { writeTextAnswer } from './text-answer.js';
 import { CR, LF } from './field-bytes.js';
+import { receivedRequestLine } from './received-request-line.js';
 import { parseRequestHead, type RequestHead, type RequestLimits } from './request-parser.js';
 
 /**
@@ -146,6 +147,13 @@ export interface ServerAnswer {
   /** The request's method and target when its head was read (CONNECT), else `-`. */
   readonly method: string;
   readonly target: string;
+  /** The request's version (`1.1`) when its head was read; undefined when none was (none is made up). */
+  readonly httpVersion: string | undefined;
+  /**
+   * When no head was read: the first line of the bytes that came, as the client sent them, if it
+   * is printable ASCII (src/wire/received-request-line.ts); undefined otherwise.
+   */
+  readonly receivedLine: string | undefined;
   /** Body bytes written. */
   readonly bytesSent: number;
   /**
@@ -225,12 +233,13 @@ export class Http1Server {
    * Answers `socket` with the server's own `status` and one-line `reason` before reading anything
    * from it — the same answer as a refused head: `Connection: close`, a Date, logged through
    * `onAnswer` — and closes it, lingering. The HTTPS listener's answer to a plain HTTP request
-   * (src/tls/tls-listener.ts); whatever the client sent so far is dropped.
+   * (src/tls/tls-listener.ts); `received`, what the client sent so far, is never parsed: only its
+   * first line is reported (`receivedLine`), then it is dropped.
    */
-  refuse(socket: Socket, status: number, reason: string): void {
+  refuse(socket: Socket, status: number, reason: string, received: Buffer): void {
     const connection = new Http1Connection(socket, this);
     this.#connections.add(connection);
-    connection.refuse(status, reason);
+    connection.refuse(status, reason, received);
   }
 
   /** Connections still served (not closed, not handed over by an upgrade). */
@@ -457,7 +466,8 @@ export class Http1Connection implements ResponseConnection {
   // ---- the server's side -------------------------------------------------------------------------
 
   /** Answers `status` with `reason` before any request was read, then closes (Http1Server `refuse`). */
-  refuse(status: number, reason: string): void {
+  refuse(status: number, reason: string, received: Buffer): void {
+    this.#unread = received; // reported (its first line), never parsed; dropped by the lingering close
     this.#answer(status, reason, undefined, undefined, true);
   }
 
@@ -554,6 +564,7 @@ export class Http1Connection implements ResponseConnection {
       return;
     }
     if (parse.kind === 'invalid') {
+      this.#unread = bytes; // for the answer's report of the line received
       this.#answer(parse.status, parse.reason);
       return;
     }
@@ -678,15 +689,26 @@ export class Http1Connection implements ResponseConnection {
 
   /**
    * Writes the server's own answer — `status` with its one-line `reason`, `Connection: close`, a
-   * Date — then closes (lingering). `head`: the request it answers, when one was read.
+   * Date — then closes (lingering). `head`: the request it answers, when one was read; without
+   * one, the first line of the bytes still unread is reported as received.
    */
   #answer(status: number, reason: string, head?: RequestHead, extraHeaders?: readonly string[], isRefusedUnread = false): void {
+    const receivedLine = head === undefined ? receivedRequestLine(this.#trickle ?? (this.#unread === undefined ? [] : [this.#unread])) : undefined;
     // Written through the same writer and answer shape as every other answer; `end` hands it to
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
     this.#linger();
-    this.#server.options.onAnswer({ status, clientAddress: this.#clientAddress, method: head?.method ?? '-', target: head?.target ?? '-', bytesSent, isRefusedUnread });
+    this.#server.options.onAnswer({
+      status,
+      clientAddress: this.#clientAddress,
+      method: head?.method ?? '-',
+      target: head?.target ?? '-',
+      httpVersion: head?.httpVersion,
+      receivedLine,
+      bytesSent,
+      isRefusedUnread,
+    });
   }
 
   /** nginx's lingering close (see the file comment): FIN now, read and drop until the client closes, LINGER_MS or LINGER_MAX_BYTES. */

@@ -117,7 +117,8 @@ const DIGIT_9 = 0x39;
  * `finish()` when the socket ends. Errors are thrown, not returned:
  * - `UpstreamProtocolError` from `execute`: malformed or ambiguous framing. The parser is then dead
  *   (later calls throw the same error); the caller answers 502 and closes the connection.
- * - `UpstreamResetError` from `finish`: the connection closed before the response was complete.
+ * - `UpstreamResetError` from `finish`: the connection closed before the response was complete;
+ *   its reason says how far it got (`… (10 of 100 body bytes)`).
  * Exceptions thrown by the callbacks propagate out of `execute` unchanged.
  *
  * Bytes after the end of the response are not consumed: `execute` returns how many bytes of `data`
@@ -219,14 +220,27 @@ export class ResponseParser {
       this.complete();
       return;
     }
-    const error = new UpstreamResetError(
-      this.receivedBytes === 0
-        ? 'upstream closed the connection before sending a response'
-        : 'upstream closed the connection before the response was complete',
-    );
+    const error = new UpstreamResetError(this.closedReason(), 'upstream');
     this.state = 'failed';
     this.error = error;
     throw error;
+  }
+
+  /**
+   * How far an incomplete response got when the connection closed, as the reason of the
+   * `UpstreamResetError`: nothing, part of the head, or `n of m` body bytes (a Content-Length body;
+   * a chunked body says how many data bytes came).
+   */
+  private closedReason(): string {
+    if (this.receivedBytes === 0) return 'closed the connection before sending a response';
+    if (this.state === 'body-length') {
+      const length = this.contentLength as number;
+      return `closed the connection before the response was complete (${length - this.remaining} of ${length} body bytes)`;
+    }
+    if (this.state === 'body-chunked') {
+      return `closed the connection before the response was complete (${(this.chunked as ChunkedDecoder).bytesRead} body bytes of a chunked body)`;
+    }
+    return 'closed the connection before the response head was complete';
   }
 
   /** The state machine: each state consumes what it can and says where to go next. */

@@ -263,7 +263,7 @@ export class UpstreamExchange implements ConnectionHandler {
       });
     } catch (error) {
       this.#isDone = true;
-      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(String(error))));
+      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(`failed: ${String(error)}`, upstream.origin)));
       return;
     }
     if (this.#isDone) {
@@ -414,7 +414,8 @@ export class UpstreamExchange implements ConnectionHandler {
   }
 
   onClose(): void {
-    this.#fail(new UpstreamResetError(`${this.#options.upstream.origin} closed the connection`));
+    // Without an `end` or an `error` first (those fail the exchange before the socket closes).
+    this.#fail(new UpstreamResetError('closed the connection', this.#options.upstream.origin));
   }
 
   onTimeout(): void {
@@ -599,7 +600,19 @@ export class UpstreamExchange implements ConnectionHandler {
     // An alert on an established TLS connection: with TLS 1.3 a server that wants a client
     // certificate refuses a missing one only now, after our handshake was done.
     if (isTlsAlert(error)) return new UpstreamTlsError(tlsFailureReason(error), 'after-handshake', this.#options.upstream.origin);
-    return new UpstreamResetError(`${this.#options.upstream.origin} closed the connection (${error.code === 'ECONNRESET' ? 'reset' : (error.code ?? error.message)})`);
+    // A reset (RST) is named as one; a close (FIN) comes as `end` and the parser says how far the
+    // response got. Any other socket error (EPIPE, ETIMEDOUT…) is named by its code. A reset met by
+    // a write says so: the upstream stopped reading the request. What it sent before its reset is
+    // lost with the socket (node destroys a socket whose write fails), an alert included: a TLS
+    // upstream that refuses our client certificate with an alert while a body is still being sent
+    // is logged so, not as a TLS failure, since the alert was never read.
+    const reason =
+      error.code !== 'ECONNRESET'
+        ? `dropped the connection (${error.code ?? error.message})`
+        : error.syscall === 'write'
+          ? 'reset the connection while the request was being sent (ECONNRESET)'
+          : 'reset the connection (ECONNRESET)';
+    return new UpstreamResetError(reason, this.#options.upstream.origin);
   }
 }
 

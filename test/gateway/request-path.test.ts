@@ -109,14 +109,15 @@ function settled(): Promise<void> {
 }
 
 /** The upstream side of a fake connection, as the test scripts it. */
-async function upstreamOf(transport: FakeTransport, index: number): Promise<{ socket: FakeSocket; send(text: string): void; reset(): void }> {
+async function upstreamOf(transport: FakeTransport, index: number): Promise<{ socket: FakeSocket; send(text: string): void; reset(syscall?: 'read' | 'write'): void }> {
   const connection = await transport.connection(index);
   const socket = connection.socket as unknown as FakeSocket;
   await socket.until('\r\n\r\n'); // the request head was written
   return {
     socket,
     send: (text) => connection.handler!.onData(Buffer.from(text, 'latin1')),
-    reset: () => connection.handler!.onError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })),
+    /** The RST as node reports it: met by a read (the default) or by a write of the request. */
+    reset: (syscall = 'read') => connection.handler!.onError(Object.assign(new Error(`${syscall} ECONNRESET`), { code: 'ECONNRESET', syscall })),
   };
 }
 
@@ -327,10 +328,22 @@ test('a reset after the request was sent: a GET is retried on the other upstream
   assert.deepEqual(
     logs.map((r) => [r.status, r.attempts.map((a) => `${a.upstream} ${a.status ?? a.error}`)]),
     [
-      [200, ['a.test:8001 PRX_UPSTREAM_RESET', 'b.test:8002 200']],
-      [502, ['b.test:8002 PRX_UPSTREAM_RESET']],
+      [200, ['a.test:8001 PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)', 'b.test:8002 200']],
+      [502, ['b.test:8002 PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)']],
     ],
   );
+});
+
+test('a reset met while the request body is being written is logged as such, apart from a reset met by a read', async () => {
+  // What the upstream sent before its reset (a TLS alert refusing our client certificate, say) is
+  // lost with a socket whose write failed: the log says only what is known.
+  const { context, transport, logs } = fakeProxy();
+  const post = send(context, 'POST', '/open/x', ['Content-Length', '5'], 'hello');
+  const upstream = await upstreamOf(transport, 0);
+  upstream.reset('write');
+  await post.done;
+  assert.deepEqual(post.events, ['head 502', 'end'], `got ${JSON.stringify(post.events)}, want one 502`);
+  assert.deepEqual(logs[0]?.attempts.map((a) => a.error), ['PRX_UPSTREAM_RESET: reset the connection while the request was being sent (ECONNRESET)']);
 });
 
 test('no upstream available: 503 with Retry-After', async () => {
@@ -366,7 +379,7 @@ test('a failure after the commit point destroys the client response instead of e
   assert.deepEqual(res.events, ['head 200', 'body first part', 'destroy'], `got ${JSON.stringify(res.events)}, want the response cut, never ended`);
   assert.deepEqual(transport.acquired.length, 1, 'no retry once response bytes went to the client');
   assert.equal(logs[0]?.status, 200, 'the log keeps the status that was sent');
-  assert.equal(logs[0]?.attempts[0]?.error, 'PRX_UPSTREAM_RESET');
+  assert.equal(logs[0]?.attempts[0]?.error, 'PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)');
 });
 
 test('a client that goes away aborts its upstream connection at once', async () => {

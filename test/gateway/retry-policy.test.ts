@@ -73,7 +73,7 @@ describe('retryErrorKind', () => {
       [new UpstreamConnectError('refused'), 'connect'],
       [new UpstreamTimeoutError('slow', 'connect'), 'connect-timeout'],
       [new UpstreamTimeoutError('slow', 'read'), 'read-timeout'],
-      [new UpstreamResetError('reset'), 'reset'],
+      [new UpstreamResetError('reset the connection (ECONNRESET)', 'upstream'), 'reset'],
       [new UpstreamProtocolError('bad'), 'protocol'],
       // A handshake that failed sent nothing; an alert on an established connection is a reset.
       [new UpstreamTlsError('certificate has expired', 'handshake', '127.0.0.1:8443'), 'connect'],

@@ -73,6 +73,44 @@ test('upstream that dies mid-body → the client connection is closed, not a cle
   }
 });
 
+test('an upstream that closes (FIN) early is logged as a close with how far the response got; one that resets (RST) as a reset; the client sees the same either way', async (t) => {
+  const HEAD = 'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n';
+  // Each answers its first request as its name says, the body part 10 of 100 bytes.
+  const behaviours: Record<string, (socket: net.Socket) => void> = {
+    'fin-in-body': (socket) => socket.end(`${HEAD}${'x'.repeat(10)}`),
+    'rst-in-body': (socket) => socket.write(`${HEAD}${'x'.repeat(10)}`, () => setTimeout(() => socket.resetAndDestroy(), 20)),
+    'fin-in-head': (socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Le'),
+    'fin-before-answer': (socket) => socket.end(),
+    'rst-before-answer': (socket) => socket.resetAndDestroy(),
+  };
+  const names = Object.keys(behaviours);
+  const backends = await Promise.all(names.map((name) => startRawBackend((socket) => socket.once('data', () => behaviours[name]!(socket)))));
+  const ini = names.map((name, i) => `[proxy.${name}]\npath = /${name}\npass = ${backends[i]!.url}\nmax_fails = 0\n`).join('');
+  const proxy = await startTestProxy(ini);
+  t.after(async () => {
+    await proxy.close();
+    for (const backend of backends) await backend.close();
+  });
+  const want: Record<string, { readonly status: number; readonly error: string }> = {
+    'fin-in-body': { status: 200, error: 'PRX_UPSTREAM_RESET: closed the connection before the response was complete (10 of 100 body bytes)' },
+    'rst-in-body': { status: 200, error: 'PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)' },
+    'fin-in-head': { status: 502, error: 'PRX_UPSTREAM_RESET: closed the connection before the response head was complete' },
+    'fin-before-answer': { status: 502, error: 'PRX_UPSTREAM_RESET: closed the connection before sending a response' },
+    'rst-before-answer': { status: 502, error: 'PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)' },
+  };
+  for (const name of names) {
+    const res = await rawRequest(proxy.port, `GET /${name} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`, 3000);
+    const { status, error } = want[name]!;
+    // The client side does not depend on how the upstream ended: a 502 before the head, a cut connection after it.
+    assert.match(res.text, new RegExp(`^HTTP/1\\.1 ${status} `), `${name}: got ${JSON.stringify(res.text.slice(0, 40))}, want ${status}`);
+    assert.ok(res.closedByServer, `${name}: got an open connection, want it closed by the proxy`);
+    if (status === 200) assert.equal(res.data.length - res.text.indexOf('\r\n\r\n') - 4, 10, `${name}: want the 10 body bytes and no more`);
+    await waitFor(() => proxy.logs.some((r) => r.target === `/${name}`), 2000, `the log record of /${name}`);
+    const attempts = proxy.logs.find((r) => r.target === `/${name}`)!.attempts;
+    assert.deepEqual(attempts.map((a) => [a.status, a.error]), [[status === 200 ? 200 : undefined, error]], `${name}: got ${JSON.stringify(attempts)}, want ${error}`);
+  }
+});
+
 test('upstream that dies mid-body, to an HTTP/1.0 client (a body delimited by the close) → the connection is reset, not ended as if complete', async (t) => {
   const chunkedDying = await startRawBackend((socket) => {
     socket.once('data', () => {

@@ -213,21 +213,39 @@ test('a plain HTTP request on the TLS port gets 400 naming https://, Connection:
   assert.equal(response.status, 200, 'the listener still serves TLS');
 });
 
-test('a plain HTTP request on the TLS port is logged as the 400 it got, refused=plain_http, never as the request line it carried (its bytes were never read as a request)', async (t) => {
+test('an answer before any request head logs the line received, as nginx logs $request: a plain HTTP request on the TLS port (refused=plain_http) and a head the plain port refused alike; no header, no made-up version', async (t) => {
   const backend = await backendFor(t);
   const { proxy, port, tlsPort } = await startHttpsProxy(t, THREE_PAIRS, backend);
   const records: AccessLogRecord[] = [];
   proxy.observe((record) => records.push(record));
-  await exchange(tlsPort, 'GET /admin/delete?all HTTP/1.1\r\nHost: exact.test\r\nUser-Agent: forged\r\n\r\n', '127.0.0.7');
-  // The same 400 from the plain listener, to a head it could not parse: no refused= there.
-  await exchange(port!, 'GET /x HTTP/1.1\r\nHost: a b\r\nBad Name: x\r\n\r\n', '127.0.0.8');
-  await waitFor(() => records.length === 2, 2000, 'both log records');
-  const [plain, broken] = records.map(formatCombined);
-  assert.match(plain!, /^127\.0\.0\.7 - - \[[^\]]+\] "- - HTTP\/1\.1" 400 \d+ "-" "-" route=- upstream="-" upstream_status="-" duration_ms=0\.00 refused=plain_http$/, `got ${plain}`);
-  assert.equal(JSON.parse(formatJson(records[0]!)).refused, 'plain_http', 'the JSON format says it too');
-  assert.ok(!plain!.includes('/admin') && !plain!.includes('forged'), `got ${plain}: nothing of the unread bytes is logged as a request`);
-  assert.match(broken!, /" 400 \d+ /, `got ${broken}, want the plain listener's own 400`);
-  assert.doesNotMatch(broken!, /refused=/, `got ${broken}: a head the plain listener refused is not plain HTTP on the TLS port`);
+  const cases: { readonly port: number; readonly bytes: string | Buffer; readonly line: string; readonly refused: boolean }[] = [
+    { port: tlsPort, bytes: 'GET /admin/delete?all HTTP/1.1\r\nHost: exact.test\r\nUser-Agent: forged\r\n\r\n', line: '"GET /admin/delete?all HTTP/1.1"', refused: true },
+    // Escaped as every field is; an empty line before the request line is skipped (RFC 9112 section 2.2).
+    { port: tlsPort, bytes: '\r\nGET /"x\\ HTTP/1.1\r\n\r\n', line: '"GET /\\x22x\\x5C HTTP/1.1"', refused: true },
+    // Not printable ASCII: no line is shown, and no version made up.
+    { port: tlsPort, bytes: Buffer.from('GET /\x01 HTTP/1.1\r\n\r\n', 'latin1'), line: '"-"', refused: true },
+    // The same on the plain listener, for heads its parser refused: a bad field, a garbage request line, a TLS record.
+    { port: port!, bytes: 'GET /x HTTP/1.1\r\nHost: a b\r\nBad Name: x\r\n\r\n', line: '"GET /x HTTP/1.1"', refused: false },
+    { port: port!, bytes: 'HELLO THERE\r\n\r\n', line: '"HELLO THERE"', refused: false },
+    { port: port!, bytes: await clientHello(), line: '"-"', refused: false },
+  ];
+  for (const [i, { port: to, bytes }] of cases.entries()) {
+    await exchange(to, bytes, '127.0.0.7');
+    await waitFor(() => records.length === i + 1, 2000, `the log record of case ${i}`);
+  }
+  for (const [i, { line, refused }] of cases.entries()) {
+    const combined = formatCombined(records[i]!);
+    const want = `127.0.0.7 - - [${combined.slice(combined.indexOf('[') + 1, combined.indexOf(']'))}] ${line} 400 ${records[i]!.bytesSent} "-" "-" route=- upstream="-" upstream_status="-" duration_ms=0.00${refused ? ' refused=plain_http' : ''}`;
+    assert.equal(combined, want, `case ${i}: got ${combined}, want ${want}`);
+  }
+  const json = JSON.parse(formatJson(records[0]!)) as Record<string, unknown>;
+  assert.deepEqual(
+    [json.method, json.target, json.protocol, json.request_line, json.user_agent, json.refused],
+    ['-', '-', '-', 'GET /admin/delete?all HTTP/1.1', null, 'plain_http'],
+    `got ${JSON.stringify(json)}: the JSON line shows the line received apart from method, target and protocol, which were never parsed`,
+  );
+  assert.equal('request_line' in (JSON.parse(formatJson(records[2]!)) as object), false, 'no request_line when none can be shown');
+  assert.deepEqual(backend.requests, [], 'nothing reached the upstream');
 });
 
 test('garbage and a broken TLS record on the TLS port are closed without an answer; a silent client is closed after header_timeout, not logged', async (t) => {

@@ -3,7 +3,8 @@
  * are `https.createServer` servers with the private test CA's certificates (test/fixtures/tls/), the
  * proxy trusts `ca.pem` through `tls_ca`. Verified OK; 502 with the reason in the log record for an
  * unknown CA, a name mismatch and an expired certificate; mutual TLS with and without the client
- * certificate; one TLS connection for 20 sequential requests; a new connection resuming the session;
+ * certificate, and a node upstream refusing an untrusted one (a close, no alert); one TLS
+ * connection for 20 sequential requests; a new connection resuming the session;
  * SNI from `tls_server_name`, none for an IP; two routes with different settings never sharing a
  * connection; a failed verification retried on another upstream and counted by passive health; the
  * active probe over TLS marking the expired-certificate upstream DOWN; a WebSocket-style upgrade
@@ -144,6 +145,8 @@ describe('https upstreams', () => {
     await waitFor(() => withoutCert.logs.length === 1, 2000, 'the log record');
     // TLS 1.3: the server refuses the missing certificate with an alert after our handshake.
     assert.equal(withoutCert.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_TLS: tlsv13 alert certificate required');
+    const failures = withoutCert.proxy.routes[0]!.upstreams[0]!.failuresTotal;
+    assert.equal(failures, 1, `got ${failures} failures, want the alert counted for passive health`);
   });
 
   it('reports a TLS 1.2 upstream refusing a missing client certificate during the handshake', async (t) => {
@@ -152,6 +155,26 @@ describe('https upstreams', () => {
     assert.equal((await request(proxy.port)).status, 502);
     await waitFor(() => proxy.logs.length === 1, 2000, 'the log record');
     assert.equal(proxy.logs[0]!.attempts[0]!.error, 'PRX_UPSTREAM_TLS: sslv3 alert handshake failure');
+  });
+
+  it('logs a node mutual-TLS upstream refusing an untrusted client certificate as the close it is (node sends no alert), counted for passive health', async (t) => {
+    // Node's TLS server accepts any client certificate in OpenSSL's verify callback and, with
+    // rejectUnauthorized, destroys the socket after the handshake (lib/_tls_wrap.js
+    // onServerSocketSecure): a plain TCP close with no alert, so nothing says TLS. An upstream on
+    // OpenSSL or Go sends the alert (`tlsv1 alert unknown ca`), logged PRX_UPSTREAM_TLS as the
+    // missing certificate's alert above is.
+    const backend = await startHttpsBackend(t, 'localhost', { requestCert: true, rejectUnauthorized: true, ca: pem('ca.pem') });
+    const proxy = await proxyFor(
+      t,
+      oneRoute(`https://localhost:${backend.port}`, `tls_ca = ${CA}\ntls_client_cert = ${FIXTURES}unknown-ca.pem ${FIXTURES}unknown-ca.key`),
+    );
+    const res = await request(proxy.port);
+    assert.equal(res.status, 502, `got ${res.status}, want 502`);
+    await waitFor(() => proxy.logs.length === 1, 2000, 'the log record');
+    assert.equal(backend.connections.length, 0, `got ${backend.connections.length} accepted connections, want 0: the upstream refused the certificate`);
+    assert.deepEqual(proxy.logs[0]!.attempts, [{ upstream: `localhost:${backend.port}`, error: 'PRX_UPSTREAM_RESET: closed the connection before sending a response' }]);
+    const failures = proxy.proxy.routes[0]!.upstreams[0]!.failuresTotal;
+    assert.equal(failures, 1, `got ${failures} failures, want the refusal counted for passive health`);
   });
 
   it('carries 20 sequential requests on one TLS connection', async (t) => {

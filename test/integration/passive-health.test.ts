@@ -54,7 +54,7 @@ test('passive ejection counts failures within fail_timeout, not consecutive ones
   assert.deepEqual(retried, ['/5', '/10', '/15'], `got retried requests ${retried.join(' ')}`);
   for (const record of proxy.logs.filter((r) => r.attempts.length === 2)) {
     assert.deepEqual(record.attempts.map((x) => [x.upstream, x.error ?? x.status]), [
-      [`127.0.0.1:${a.port}`, 'PRX_UPSTREAM_RESET'],
+      [`127.0.0.1:${a.port}`, 'PRX_UPSTREAM_RESET: closed the connection before sending a response'],
       [`127.0.0.1:${b.port}`, 200],
     ]);
   }

@@ -48,7 +48,7 @@ test('a POST whose body reached an upstream that then resets is not retried: one
   assert.equal(resetting.seen[0]!.body.length, body.length, `got ${resetting.seen[0]!.body.length} body bytes there, want ${body.length}`);
   assert.equal(spare.requests.length, 0, `got ${spare.requests.length} requests at the second upstream, want 0 (no retry)`);
   const attempts = proxy.logs[0]!.attempts;
-  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET'], `got attempts ${JSON.stringify(attempts)}`);
+  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)'], `got attempts ${JSON.stringify(attempts)}`);
 });
 
 test('a POST that failed at connect is retried and its whole body arrives at the second upstream', async (t) => {
@@ -98,7 +98,7 @@ test('a GET reset before any response byte is retried on the next upstream and s
   assert.match(resetting.seen[0]!.head, /^GET \/items HTTP\/1\.1/);
   assert.equal(second.requests.length, 1, `got ${second.requests.length} requests at the second upstream, want 1`);
   const attempts = proxy.logs[0]!.attempts;
-  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET', 200]);
+  assert.deepEqual(attempts.map((a) => a.error ?? a.status), ['PRX_UPSTREAM_RESET: reset the connection (ECONNRESET)', 200]);
 });
 
 test('a bodiless POST reset on a reused keep-alive connection after the upstream read it is not sent again', async (t) => {

@@ -135,6 +135,7 @@ describe('Http1Server timeouts (fake clock, checkTimeouts called by hand)', () =
     h.now += 1000;
     h.http1.checkTimeouts();
     assert.deepEqual(h.answers.map((bad) => bad.status), [408], `got ${JSON.stringify(h.answers.map((bad) => bad.status))} at 1000 ms, want one 408`);
+    assert.deepEqual([h.answers[0]!.receivedLine, h.answers[0]!.httpVersion], ['GET /a HTTP/1.1', undefined], 'the line received is reported; no version was parsed');
     await until(() => client.isClosed(), 'the close after the 408');
     assert.match(client.text(), /^HTTP\/1\.1 408 Request Timeout\r\n[^]*\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\nrequest timeout/);
     h.now += 10_000;
@@ -712,13 +713,13 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
 
   test('refuse: a socket from another listener gets the server own answer before anything is read, the client bytes are dropped, and it lingers until LINGER_MS', async () => {
     const h = await startServer({});
-    const other = net.createServer({ allowHalfOpen: true }, (socket) => h.http1.refuse(socket, 400, 'bad request: refused here'));
+    const other = net.createServer({ allowHalfOpen: true }, (socket) => h.http1.refuse(socket, 400, 'bad request: refused here', Buffer.from('GET /a HTTP/1.1\r\nHost: h\r\n')));
     servers.push(other);
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     const client = await connect((other.address() as AddressInfo).port, true);
     await until(() => client.text().endsWith('\r\n\r\nbad request: refused here\n'), 'the answer');
     assert.match(client.text(), /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: text\/plain; charset=utf-8\r\nContent-Length: 26\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\n/, `got ${JSON.stringify(client.text())}`);
-    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', bytesSent: 26, isRefusedUnread: true }]);
+    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', httpVersion: undefined, receivedLine: 'GET /a HTTP/1.1', bytesSent: 26, isRefusedUnread: true }]);
     client.socket.write(GET); // read and dropped while lingering: never a request
     await settle();
     assert.equal(h.requests.length, 0, 'nothing reaches the handler');

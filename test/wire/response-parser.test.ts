@@ -439,19 +439,22 @@ describe('ResponseParser finish()', () => {
     );
   });
 
-  const truncated: [string, string][] = [
-    ['in the status line', 'HTTP/1.1 20'],
-    ['in the head', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n'],
-    ['in a Content-Length body', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel'],
-    ['in a chunk', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel'],
-    ['before the last chunk', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n'],
-    ['in the trailers', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n'],
-    ['after an informational response', 'HTTP/1.1 100 Continue\r\n\r\n'],
+  // How far the response got, in the reason: a close (FIN) is told apart from a reset, and from
+  // the other closes (nginx: "upstream prematurely closed connection while reading upstream").
+  const HEAD_CUT = 'upstream closed the connection before the response head was complete';
+  const truncated: [string, string, string][] = [
+    ['in the status line', 'HTTP/1.1 20', HEAD_CUT],
+    ['in the head', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n', HEAD_CUT],
+    ['in a Content-Length body', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel', 'upstream closed the connection before the response was complete (3 of 5 body bytes)'],
+    ['in a chunk', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel', 'upstream closed the connection before the response was complete (3 body bytes of a chunked body)'],
+    ['before the last chunk', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n', 'upstream closed the connection before the response was complete (5 body bytes of a chunked body)'],
+    ['in the trailers', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n', 'upstream closed the connection before the response was complete (0 body bytes of a chunked body)'],
+    ['after an informational response', 'HTTP/1.1 100 Continue\r\n\r\n', HEAD_CUT],
   ];
-  for (const [name, text] of truncated) {
-    it(`reports a close ${name} as a reset`, () => {
+  for (const [name, text, want] of truncated) {
+    it(`reports a close ${name} as a close and how far the response got`, () => {
       const got = collectResponse([latin1(text)]);
-      assert.equal(got.error, `${RESET}: upstream closed the connection before the response was complete`);
+      assert.equal(got.error, `${RESET}: ${want}`, `got ${got.error}, want ${RESET}: ${want}`);
       assert.equal(got.isComplete, false);
     });
   }

@@ -531,13 +531,15 @@ export class UpstreamExchange implements ConnectionHandler {
   /**
    * Writes a body chunk to the sink. The chunk is a view of the connection's read buffer: while the
    * sink holds it (write returned false, until `drain`) the socket reads nothing, and the
-   * connection is not given back to the pool.
+   * connection is not given back to the pool. A copy parsed before the sink came may be written
+   * after the response completed and the connection went back to the pool (`#isDone`): that
+   * connection is another exchange's by then, and is left alone.
    */
   #deliver(chunk: Buffer): void {
     const sink = this.#sink!;
     const hasRoom = sink.write(chunk);
     this.#events!.onChunk?.(chunk);
-    if (!hasRoom && !this.#isWaitingForDrain) {
+    if (!hasRoom && !this.#isWaitingForDrain && !this.#isDone) {
       this.#isWaitingForDrain = true;
       this.#connection?.socket.pause();
       sink.once('drain', this.#onSinkDrain);

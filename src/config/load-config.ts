@@ -10,8 +10,7 @@
  * column that names the key, e.g. `env.ini:4:17: invalid duration '5x' for 'connect_timeout'
  * (expected e.g. 500ms, 3s, 1m)`. Nothing is read lazily later: a config that loads is complete.
  */
-import { readFileSync } from 'node:fs';
-import { readRegularFile } from './regular-file.js';
+import { MAX_CONFIGURED_FILE_BYTES, readBoundedFile, readRegularFile } from './regular-file.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, type SourcePlace } from '../errors.js';
 import {
@@ -68,9 +67,10 @@ export interface LoadConfigOptions {
   /** Checks the name of an `auth_user` line likewise (src/auth's `checkUserName`). */
   readonly validateAuthUserName?: (name: string) => string | undefined;
   /**
-   * Reads the file only when it is a regular file, of any size (src/config/regular-file.ts): a
-   * reload in the serving process, where a FIFO or a device would block every listener. At start-up
-   * any readable file does (`--config <(generate-config)`). Default false.
+   * Reads the file only when it is a regular file (src/config/regular-file.ts): a reload in the
+   * serving process, where a FIFO or a device would block every listener. At start-up any
+   * readable file does (`--config <(generate-config)`). Either way at most 4 MiB
+   * (MAX_CONFIGURED_FILE_BYTES). Default false.
    */
   readonly isRegularFileRequired?: boolean;
 }
@@ -153,15 +153,15 @@ const MAX_RESOLVER_TIMEOUT_MS = 60_000;
  *
  * @param file path as given on the command line (default `./env.ini` is the CLI's business); used
  *   as-is in error places.
- * @throws ConfigFileError when the file cannot be read (missing, a directory, no permission, or not a
- *   regular file when `options.isRegularFileRequired`).
+ * @throws ConfigFileError when the file cannot be read (missing, a directory, no permission, over
+ *   4 MiB, or not a regular file when `options.isRegularFileRequired`).
  * @throws ConfigSyntaxError for invalid UTF-8 (at the first bad byte) or bad INI syntax.
  * @throws ConfigValueError for unknown sections or keys, bad values, missing or conflicting settings.
  */
 export function loadConfig(file: string, options: LoadConfigOptions = {}): Config {
   let bytes: Buffer;
   try {
-    bytes = options.isRegularFileRequired === true ? readRegularFile(file, Number.POSITIVE_INFINITY) : readFileSync(file);
+    bytes = options.isRegularFileRequired === true ? readRegularFile(file) : readBoundedFile(file);
   } catch (error) {
     throw new ConfigFileError(describeReadError(file, error));
   }
@@ -837,6 +837,7 @@ function describeReadError(file: string, error: unknown): string {
   if (code === 'ENOENT') return `config file '${file}' not found (use --config PATH to name another)`;
   if (code === 'EISDIR') return `config file '${file}' is a directory`;
   if (code === 'ENOTREG') return `config file '${file}' is not a regular file (a FIFO or a device is read at start-up only)`;
+  if (code === 'EFBIG') return `config file '${file}' is over ${MAX_CONFIGURED_FILE_BYTES} bytes (4 MiB), the largest config file read`;
   if (code === 'EACCES' || code === 'EPERM') return `cannot read config file '${file}': permission denied`;
   return `cannot read config file '${file}': ${(error as Error).message}`;
 }

@@ -8,11 +8,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../src/config/config.js';
 import { reloadOnHangup } from '../../src/cli/run-proxy.js';
+import { MAX_CONFIGURED_FILE_BYTES } from '../../src/config/regular-file.js';
 import type { SignalSource } from '../../src/process/process-signals.js';
 
 test('SIGHUP with a FIFO at the config path is rejected at once, without reading it; a regular file after it is applied', (t) => {
@@ -35,4 +36,10 @@ test('SIGHUP with a FIFO at the config path is rejected at once, without reading
   signals.emit('SIGHUP');
   assert.equal(applied.length, 1, `got ${JSON.stringify(log)}`);
   assert.equal(log[1], `reloaded ${configFile}: 1 route(s); upstreams kept 0, added 1, removed 0`);
+
+  // Over 4 MiB: refused before it is read (a break test's 200 MB config held every listener 5.5 s).
+  truncateSync(configFile, MAX_CONFIGURED_FILE_BYTES + 1);
+  signals.emit('SIGHUP');
+  assert.equal(log[2], `reload rejected, still serving the previous config: config file '${configFile}' is over ${MAX_CONFIGURED_FILE_BYTES} bytes (4 MiB), the largest config file read`);
+  assert.equal(applied.length, 1);
 });

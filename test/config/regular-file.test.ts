@@ -6,11 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_CONFIGURED_FILE_BYTES, readRegularFile } from '../../src/config/regular-file.js';
+import { MAX_CONFIGURED_FILE_BYTES, readBoundedFile, readRegularFile } from '../../src/config/regular-file.js';
 
 const codeOf = (file: string): string | undefined => {
   try {
@@ -36,4 +36,28 @@ test('readRegularFile: a regular file is read whole; a FIFO (without blocking), 
     [codeOf(fifo), codeOf('/dev/zero'), codeOf(dir), codeOf(big), codeOf(join(dir, 'missing.pem'))],
     ['ENOTREG', 'ENOTREG', 'EISDIR', 'EFBIG', 'ENOENT'],
   );
+});
+
+test('readBoundedFile: a FIFO is read as its writer writes, up to the limit; a larger file or stream is refused with EFBIG', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bounded-file-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const fifo = join(dir, 'env.ini');
+  execFileSync('mkfifo', [fifo]);
+  const writer = spawn('sh', ['-c', `printf '[proxy.a]\\n' > '${fifo}'`]);
+  t.after(() => writer.kill());
+  assert.equal(readBoundedFile(fifo).toString('latin1'), '[proxy.a]\n');
+  const big = join(dir, 'big.ini');
+  writeFileSync(big, '');
+  truncateSync(big, MAX_CONFIGURED_FILE_BYTES + 1);
+  const codeOfBounded = (file: string): string | undefined => {
+    try {
+      readBoundedFile(file);
+      return undefined;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code;
+    }
+  };
+  assert.deepEqual([codeOfBounded(big), codeOfBounded('/dev/zero'), codeOfBounded(dir), codeOfBounded(join(dir, 'missing.ini'))], ['EFBIG', 'EFBIG', 'EISDIR', 'ENOENT']);
+  truncateSync(big, MAX_CONFIGURED_FILE_BYTES);
+  assert.equal(readBoundedFile(big).length, MAX_CONFIGURED_FILE_BYTES, 'a file of exactly the limit is read');
 });

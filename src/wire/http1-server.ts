@@ -157,6 +157,13 @@ export interface ServerAnswer {
   /** Body bytes written. */
   readonly bytesSent: number;
   /**
+   * From the first byte of the head answered (or of the request whose head was read) to the
+   * answer, ms; from the connection's accept when no byte was read (`refuse`). nginx's
+   * `$request_time`, "time elapsed since the first bytes were read from the client": a 408 after
+   * `header_timeout` logs about that long.
+   */
+  readonly durationMs: number;
+  /**
    * True for the answer of `refuse`: nothing of the connection was read as HTTP (the HTTPS
    * listener's 400 to a plain HTTP request, whose bytes were never parsed as a request).
    */
@@ -337,6 +344,8 @@ export class Http1Connection implements ResponseConnection {
   #idleSince: number;
   /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
   #headStartedAt: number | undefined;
+  /** When the first byte of the head being read (or of the request in flight) came, ms; undefined until then. */
+  #headFirstByteAt: number | undefined;
   /** When the request in flight began (its head's start), ms, for `request_timeout`. */
   #requestStartedAt = 0;
   /** Since when the body is waited for, ms; undefined while the server is not reading (paused for the handler). */
@@ -424,6 +433,7 @@ export class Http1Connection implements ResponseConnection {
   #nextRequest(): void {
     this.#state = State.Head;
     this.#idleSince = this.#server.now();
+    this.#headFirstByteAt = undefined;
     const unread = this.#unread;
     this.#unread = undefined;
     if (this.socket.isPaused()) this.socket.resume();
@@ -551,7 +561,10 @@ export class Http1Connection implements ResponseConnection {
     }
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
-    this.#headStartedAt ??= this.#server.now();
+    if (this.#headFirstByteAt === undefined) {
+      this.#headFirstByteAt = this.#server.now();
+      this.#headStartedAt ??= this.#headFirstByteAt; // a later request's head begins with its first byte
+    }
     const parse = parseRequestHead(bytes, 0, this.#server.limits);
     if (parse.kind === 'incomplete') {
       if (++this.#headPieces < MAX_HEAD_PIECES) {
@@ -698,6 +711,7 @@ export class Http1Connection implements ResponseConnection {
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
+    const durationMs = this.#server.now() - (this.#headFirstByteAt ?? this.#idleSince); // no byte read (refuse): since the accept
     this.#linger();
     this.#server.options.onAnswer({
       status,
@@ -707,6 +721,7 @@ export class Http1Connection implements ResponseConnection {
       httpVersion: head?.httpVersion,
       receivedLine,
       bytesSent,
+      durationMs,
       isRefusedUnread,
     });
   }

@@ -208,9 +208,9 @@ export class ProxyServer implements DiscoveryTarget {
             minVersion: s.tlsMinVersion,
             handshakeTimeoutMs: s.headerTimeoutMs,
             ticketKeys: options.ticketKeys,
-            onConnection: (socket) => {
+            onConnection: (socket, tcpSocket) => {
               this.#trackClientSocket(socket);
-              this.#http1.accept(socket);
+              this.#http1.accept(socket, tcpSocket);
             },
             refusePlainRequest: (socket, reason, received) => {
               this.#trackClientSocket(socket);

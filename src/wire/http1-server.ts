@@ -231,9 +231,11 @@ export class Http1Server {
    * Serves `socket`: a plain TCP socket from this server's listener, or an established TLS socket
    * (a `tls.TLSSocket` from the HTTPS listener, src/tls/tls-listener.ts), which the same loop reads
    * and writes; its requests say `isTls`. Tests may call it with any connected socket.
+   * `tcpSocket`: the TCP connection a TLS socket wraps (reset to cut a close-delimited body, see
+   * Http1Response `destroy`); default `socket` itself.
    */
-  accept(socket: Socket): void {
-    this.#connections.add(new Http1Connection(socket, this));
+  accept(socket: Socket, tcpSocket: Socket = socket): void {
+    this.#connections.add(new Http1Connection(socket, this, tcpSocket));
   }
 
   /**
@@ -317,6 +319,7 @@ const enum State {
 /** One client connection and its requests, one at a time. */
 export class Http1Connection implements ResponseConnection {
   readonly socket: Socket;
+  readonly tcpSocket: Socket;
   /** The connection came over TLS (the HTTPS listener). */
   readonly isTls: boolean;
   readonly #server: Http1Server;
@@ -363,8 +366,9 @@ export class Http1Connection implements ResponseConnection {
   readonly #onDrain = (): void => this.#response?.onSocketDrain();
   readonly #onBodyData = (chunk: Buffer): void => this.#pushBody(chunk);
 
-  constructor(socket: Socket, server: Http1Server) {
+  constructor(socket: Socket, server: Http1Server, tcpSocket: Socket = socket) {
     this.socket = socket;
+    this.tcpSocket = tcpSocket;
     this.isTls = socket instanceof TLSSocket;
     this.#clientAddress = socket.remoteAddress;
     this.#server = server;

@@ -487,3 +487,28 @@ test('session tickets: two proxies given the same ticketKeys resume each other t
   assert.equal((await connect(b, ticket)).isReused, true, 'a ticket from A resumes on B (same key)');
   assert.equal((await connect(own, ticket)).isReused, false, 'a proxy with its own key does a full handshake');
 });
+
+test('an upstream that dies mid-body, to an HTTP/1.0 client over TLS (a body delimited by the close): the TCP connection under TLS is reset as on plain HTTP, not closed with a FIN that reads as the end (found by a break test)', async (t) => {
+  const backend = await backendFor(t, (req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write(req.url === '/cut' ? 'hello' : 'whole');
+    if (req.url === '/cut') setTimeout(() => res.socket?.destroy(), 50);
+    else res.end();
+  });
+  const { tlsPort } = await startHttpsProxy(t, tlsCertLine('default'), backend);
+  const http10 = (path: string): Promise<{ text: string; ending: string }> =>
+    new Promise((resolve) => {
+      const socket = tls.connect({ port: tlsPort, host: '127.0.0.1', ca: readFileSync(join(TLS_FIXTURES, 'ca.pem')), servername: 'default.test' });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('end', () => resolve({ text, ending: 'end' }));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve({ text, ending: error.code ?? error.message }));
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: default.test\r\n\r\n`);
+    });
+  const cut = await http10('/cut');
+  assert.equal(cut.ending, 'ECONNRESET', `got the cut body ended by ${cut.ending} after ${JSON.stringify(cut.text)}, want a reset`);
+  assert.match(cut.text, /\r\n\r\nhello$/, 'the bytes before the cut still arrive');
+  const complete = await http10('/whole');
+  assert.equal(complete.ending, 'end', 'a whole body delimited by the close still ends (close_notify, FIN)');
+  assert.match(complete.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nwhole$/);
+});

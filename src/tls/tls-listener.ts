@@ -76,8 +76,8 @@ export interface TlsListenerOptions {
   readonly ticketKeys?: Buffer | undefined;
   /**
    * Every established TLS connection (handed to the HTTP/1.1 loop), with the TCP socket it wraps
-   * (undefined when shutdown forgot it already), which alone can reset the connection
-   * (`resetAndDestroy`: TLSSocket has none of its own).
+   * (undefined when shutdown forgot it already), which alone can reset the connection: a
+   * TLSSocket's own `resetAndDestroy` throws ERR_INVALID_HANDLE_TYPE (its handle is not TCP).
    */
   readonly onConnection: (socket: TLSSocket, tcpSocket: Socket | undefined) => void;
   /**

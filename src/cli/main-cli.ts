@@ -67,12 +67,14 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
         // The admin listener opens before the start-up line: a busy [admin] listen is reported alone, and
-        // startProxy closes the proxy (do not keep serving after reporting a fatal error).
+        // startProxy closes the proxy (do not keep serving after reporting a fatal error). Its line
+        // follows the proxy's, as the cluster primary orders them.
         let admin: LocalAdmin | undefined;
         const adminConfig = config.admin;
         const running = await startProxy(config, log, adminConfig === undefined ? undefined : async (proxy, discovery) => {
           admin = await startLocalAdmin(proxy, adminConfig, log, { discovery });
         });
+        if (admin !== undefined) log(admin.listeningLine);
         const reload = (next: Config): ReloadSummary => {
           const summary = running.reload(next);
           admin?.registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go

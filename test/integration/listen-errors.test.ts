@@ -120,3 +120,15 @@ test('a busy [admin] listen, with workers unset and with workers = 2: the same o
     await new Promise((resolve) => holder.close(resolve));
   }
 });
+
+test('with [admin], a single process logs the start-up line first and then the admin listener, in the cluster primary order', { timeout: 30_000 }, async () => {
+  const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', 'access_log = off', '[admin]', 'listen = 127.0.0.1:0', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+  const cli = await spawnCli(file);
+  try {
+    await cli.line(/admin listening on/);
+    const lines = cli.stderr().split('\n').filter((line) => /listening on/.test(line)).map((line) => line.split(' ')[0]);
+    assert.deepEqual(lines, ['proxy', 'admin'], `got stderr:\n${cli.stderr()}want the proxy line, then the admin line`);
+  } finally {
+    killAll([cli.pid]);
+  }
+});

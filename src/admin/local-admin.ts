@@ -16,6 +16,8 @@ export interface LocalAdmin {
   readonly registry: UpstreamRegistry;
   readonly metrics: MetricsCollector;
   readonly port: number;
+  /** `admin listening on HOST:PORT (…)`, for the caller to log after the proxy's own start-up line. */
+  readonly listeningLine: string;
   /** Closes the listener, clears registry timers and detaches the collector. */
   stop(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export interface LocalAdminOptions {
   readonly discovery?: DiscoveryView;
 }
 
-/** Starts the admin listener for `proxy` on `config.listen`; logs where it listens. */
+/** Starts the admin listener for `proxy` on `config.listen`; its `listeningLine` says where it listens. */
 export async function startLocalAdmin(proxy: ProxyServer, config: AdminConfig, log: (line: string) => void, options: LocalAdminOptions = {}): Promise<LocalAdmin> {
   const metrics = new MetricsCollector();
   const detach = metrics.attach(proxy);
@@ -56,12 +58,12 @@ export async function startLocalAdmin(proxy: ProxyServer, config: AdminConfig, l
   });
   const port = await admin.listen(options.port ?? config.listen.port);
   const { host } = config.listen;
-  log(`admin listening on ${host.includes(':') ? `[${host}]` : host}:${port} (/status, /status.json, /metrics${config.token === undefined ? '; no token: state-changing calls refused' : ''})`);
   return {
     admin,
     registry,
     metrics,
     port,
+    listeningLine: `admin listening on ${host.includes(':') ? `[${host}]` : host}:${port} (/status, /status.json, /metrics${config.token === undefined ? '; no token: state-changing calls refused' : ''})`,
     async stop() {
       registry.close();
       detach();

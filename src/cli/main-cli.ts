@@ -19,7 +19,7 @@ import { resolveDiscoveryLines, runSimulate } from './simulate.js';
 import { runLimitSimulate } from './limit-simulate.js';
 import { runPasswd, readPasswordFromTerminal } from './passwd.js';
 import { runHeartbeat } from './heartbeat.js';
-import { startLocalAdmin } from '../admin/local-admin.js';
+import { startLocalAdmin, type LocalAdmin } from '../admin/local-admin.js';
 import { resolveWorkerCount, runClusterPrimary } from '../process/cluster/cluster-primary.js';
 import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
@@ -66,14 +66,15 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
         const workerCount = resolveWorkerCount(config.server.workers);
         if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
-        const running = await startProxy(config, log);
-        let admin: Awaited<ReturnType<typeof startLocalAdmin>> | undefined;
-        try {
-          admin = config.admin === undefined ? undefined : await startLocalAdmin(running.proxy, config.admin, log, { discovery: running.discovery });
-        } catch (error) {
-          await running.stop(); // do not keep serving after reporting a fatal error
-          throw error;
-        }
+        // The admin listener opens before the start-up line: a busy [admin] listen is reported alone, and
+        // startProxy closes the proxy (do not keep serving after reporting a fatal error). Its line
+        // follows the proxy's, as the cluster primary orders them.
+        let admin: LocalAdmin | undefined;
+        const adminConfig = config.admin;
+        const running = await startProxy(config, log, adminConfig === undefined ? undefined : async (proxy, discovery) => {
+          admin = await startLocalAdmin(proxy, adminConfig, log, { discovery });
+        });
+        if (admin !== undefined) log(admin.listeningLine);
         const reload = (next: Config): ReloadSummary => {
           const summary = running.reload(next);
           admin?.registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go

@@ -63,11 +63,18 @@ export function reloadOnHangup(
 }
 
 /**
- * Starts the proxy for `config` on its listeners (`listen` unless off, `tls_listen` when set) and
- * logs where it listens.
- * @throws ConfigValueError for a broken `tls_cert` pair; node's listen errors
+ * Starts the proxy for `config` on its listeners (`listen` unless off, `tls_listen` when set), then
+ * `startBeside` (the single process's admin listener) once they listen, and logs where it listens
+ * only when all of them do: a listener that cannot be opened is reported alone, never after a line
+ * saying the proxy is on (as the cluster primary orders it). When `startBeside` throws, the proxy
+ * is closed and the error rethrown.
+ * @throws ConfigValueError for a broken `tls_cert` pair; node's listen errors; what `startBeside` throws
  */
-export async function startProxy(config: Config, log: (line: string) => void): Promise<RunningProxy> {
+export async function startProxy(
+  config: Config,
+  log: (line: string) => void,
+  startBeside?: (proxy: ProxyServer, discovery: DiscoveryRunner) => Promise<void>,
+): Promise<RunningProxy> {
   keepYoungGenerationSmall();
   const proxy = new ProxyServer(config);
   const { listen, tlsListen } = config.server;
@@ -80,6 +87,7 @@ export async function startProxy(config: Config, log: (line: string) => void): P
     acme = config.acme === undefined ? undefined : await loadAcme(config.acme, proxy, log);
     const port = listen === undefined ? undefined : await proxy.listen();
     const tlsPort = tlsListen === undefined ? undefined : await proxy.listenTls();
+    await startBeside?.(proxy, discovery);
     const addresses = [
       ...(listen === undefined ? [] : [`${formatListenAddress({ host: listen.host, port: port! })} (http)`]),
       ...(tlsListen === undefined ? [] : [`${formatListenAddress({ host: tlsListen.host, port: tlsPort! })} (https)`]),

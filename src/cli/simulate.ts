@@ -21,11 +21,16 @@ import { plural } from '../log/plural.js';
 import { lookupLineOnce } from '../discovery/discovery.js';
 import { createBalancer } from '../upstream/balancer/strategies.js';
 import { Upstream } from '../upstream/upstream.js';
+import { normalizeClientIp, parseForwardedAddress } from '../gateway/client-address.js';
 
 export interface SimulateOptions {
   /** Number of picks. */
   readonly n: number;
-  /** Client IP for ip-hash (and the default key). Default `127.0.0.1`. */
+  /**
+   * Client IP for ip-hash (and the default key). Default `127.0.0.1`. Read as the proxy reads a
+   * client address: IPv6 in canonical form, an IPv4-mapped one as IPv4 (`::FFFF:0606:0606` is
+   * `6.6.6.6`), so the pick is the proxy's.
+   */
   readonly clientIp?: string;
   /** Hash key for consistent-hash. Default: `/` for `hash_key = uri`, else the client IP. */
   readonly key?: string;
@@ -87,7 +92,7 @@ function findRoute(config: Config, routeName: string): RouteConfig {
 export function runSimulate(config: Config, routeName: string, options: SimulateOptions): string {
   const route = findRoute(config, routeName);
   if (!Number.isInteger(options.n) || options.n < 0) throw new UsageError(`-n must be a whole number >= 0, got ${options.n}`);
-  const clientIp = options.clientIp ?? '127.0.0.1';
+  const clientIp = asProxyReadsIt(options.clientIp ?? '127.0.0.1');
   const upstreams = route.upstreams.map((upstreamConfig) => new Upstream(upstreamConfig, route.name));
   const balancer = createBalancer(route, upstreams, { random: options.random ?? Math.random, now: () => 0 });
   const labels = upstreams.map((_, i) => labelFor(i, upstreams.length));
@@ -130,6 +135,16 @@ export function runSimulate(config: Config, routeName: string, options: Simulate
     ).map((line) => `  ${line}`),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * `ip` as the proxy keys a client by it (src/gateway/client-address.ts): canonical IPv6 (RFC 5952,
+ * `2001:DB8:0::1` is `2001:db8::1`) and IPv4-mapped addresses unmapped, as parseForwardedAddress
+ * reads an X-Forwarded-For entry and normalizeClientIp a socket's peer. An address with a zone id
+ * (`fe80::1%eth0`), which a forwarded entry never carries, is only unmapped, as a socket's peer is.
+ */
+function asProxyReadsIt(ip: string): string {
+  return parseForwardedAddress(ip) ?? normalizeClientIp(ip);
 }
 
 /** a, b, …, z for up to 26 upstreams; u1, u2, … beyond. */

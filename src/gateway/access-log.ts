@@ -17,7 +17,8 @@
  * else `-`; no method, target or version is made up for it.
  *
  * `json` writes the same facts as one JSON object per line (`"refused"` only on such requests;
- * `"request_line"` only on an answer without a request head, with method, target and protocol `-`).
+ * `"request_line"` on every answer without a request head, with method, target and protocol `-`:
+ * the line received, or `-` when it is not printable, as combined logs it).
  */
 import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
@@ -222,7 +223,8 @@ export function formatJson(r: AccessLogRecord): string {
     method: r.method,
     target: r.target,
     protocol: r.httpVersion === undefined ? '-' : `HTTP/${r.httpVersion}`,
-    ...(r.receivedLine === undefined ? {} : { request_line: r.receivedLine }),
+    // Every record without a request head has the key, `-` when the line is not printable, as in combined.
+    ...(r.httpVersion === undefined ? { request_line: r.receivedLine === undefined || r.receivedLine === '' ? '-' : r.receivedLine } : {}),
     status: r.status,
     bytes_sent: r.bytesSent,
     referer: r.referer ?? null,

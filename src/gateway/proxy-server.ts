@@ -208,9 +208,9 @@ export class ProxyServer implements DiscoveryTarget {
             minVersion: s.tlsMinVersion,
             handshakeTimeoutMs: s.headerTimeoutMs,
             ticketKeys: options.ticketKeys,
-            onConnection: (socket) => {
+            onConnection: (socket, tcpSocket) => {
               this.#trackClientSocket(socket);
-              this.#http1.accept(socket);
+              this.#http1.accept(socket, tcpSocket);
             },
             refusePlainRequest: (socket, reason, received) => {
               this.#trackClientSocket(socket);
@@ -563,7 +563,7 @@ function strictTransportSecurity(server: ServerConfig): string | undefined {
 function logServerAnswer(context: ProxyContext, answer: ServerAnswer): void {
   const request = answer.httpVersion === undefined ? undefined : { method: answer.method, url: answer.target, httpVersion: answer.httpVersion, headers: {} };
   const refusal = answer.isRefusedUnread ? ('plain_http' as const) : undefined;
-  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, refusal, attempts: [], durationMs: 0 };
+  const outcome = { clientIp: normalizeClientIp(answer.clientAddress), status: answer.status, bytesSent: answer.bytesSent, refusal, attempts: [], durationMs: answer.durationMs };
   context.accessLog.write(buildAccessLogRecord(request, outcome, answer.receivedLine));
 }
 

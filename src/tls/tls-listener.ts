@@ -74,8 +74,12 @@ export interface TlsListenerOptions {
   readonly handshakeTimeoutMs: number;
   /** TICKET_KEY_BYTES bytes shared by every worker; default: random, this process's own. */
   readonly ticketKeys?: Buffer | undefined;
-  /** Every established TLS connection (handed to the HTTP/1.1 loop). */
-  readonly onConnection: (socket: TLSSocket) => void;
+  /**
+   * Every established TLS connection (handed to the HTTP/1.1 loop), with the TCP socket it wraps
+   * (undefined when shutdown forgot it already), which alone can reset the connection: a
+   * TLSSocket's own `resetAndDestroy` throws ERR_INVALID_HANDLE_TYPE (its handle is not TCP).
+   */
+  readonly onConnection: (socket: TLSSocket, tcpSocket: Socket | undefined) => void;
   /**
    * A connection whose client sent a plain HTTP request: write the server's own 400 with the
    * one-line `reason` and close it (src/wire/http1-server.ts `refuse`). `received` is its first
@@ -130,14 +134,16 @@ export class TlsListener {
       SNICallback: (serverName, callback) => callback(null, this.#contextFor(serverName)),
     });
     this.#tlsServer.on('secureConnection', (socket: TLSSocket) => {
-      this.#handshaking.delete(connectionKey(socket));
+      const key = connectionKey(socket);
+      const tcpSocket = this.#handshaking.get(key);
+      this.#handshaking.delete(key);
       // Client-initiated renegotiation (TLS 1.2) is refused, as nginx and HAProxy refuse it: each one
       // is a full handshake the client can make the server pay for, again and again, on one
       // connection. Node reports the attempt (and its own "session attack" limit) as an 'error' on
       // the socket without closing it, so the socket is closed here on any error.
       socket.disableRenegotiation();
       socket.on('error', () => socket.destroy());
-      options.onConnection(socket);
+      options.onConnection(socket, tcpSocket);
     });
     this.#tlsServer.on('tlsClientError', (error: NodeJS.ErrnoException, socket: TLSSocket) => this.#onClientError(error, socket));
   }

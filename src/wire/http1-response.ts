@@ -23,7 +23,6 @@
  * a body byte. `switchProtocols` writes a 101 and gives the raw socket to the caller (RFC 9110 §7.8).
  */
 import type { Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
 import type { ClientResponse } from './client-side.js';
 import { STATUS_CODES } from 'node:http';
 import { hasInvalidFieldChar, isToken } from './field-bytes.js';
@@ -32,6 +31,8 @@ import { httpDate } from './http-date.js';
 /** What a response needs from the connection it is written to. */
 export interface ResponseConnection {
   readonly socket: Socket;
+  /** The TCP connection under `socket`: `socket` itself on plain HTTP, the one its TLS socket wraps on HTTPS. */
+  readonly tcpSocket: Socket;
   /** Announced as `Keep-Alive: timeout=<s>` (whole seconds), ms; 0: no Keep-Alive header. */
   readonly keepAliveTimeoutMs: number;
   /** Added as `Strict-Transport-Security` when the caller gave none (HTTPS with `hsts`); undefined: never. */
@@ -230,15 +231,17 @@ export class Http1Response implements ClientResponse {
    * Cuts the connection; output written so far and still queued leaves first, as it would with node.
    * A body delimited by the close, cut after its head left, is cut with a TCP reset instead of a
    * FIN: a FIN would end it as a complete response, and the reset is the connection's error that
-   * makes it incomplete (RFC 9112 §8). On TLS the missing close_notify says so already (§9.8).
+   * makes it incomplete (RFC 9112 §8). On TLS the TCP connection under it is reset the same way:
+   * the missing close_notify (§9.8) alone goes unnoticed by clients that read a TCP FIN without
+   * close_notify as the end (curl 7.88 exits 0 with the partial body).
    */
   destroy(): this {
     if (!this.#isDestroyed) {
       if (this.#output.length > 0) this.#flush(undefined);
       this.#isDestroyed = true;
-      const socket = this.#connection.socket;
-      if (this.#isCloseDelimited && this.#isHeadQueued && !this.#isFinished && !socket.destroyed && !(socket instanceof TLSSocket)) socket.resetAndDestroy();
-      else socket.destroy();
+      const { socket, tcpSocket } = this.#connection;
+      if (this.#isCloseDelimited && this.#isHeadQueued && !this.#isFinished && !socket.destroyed && !tcpSocket.destroyed) tcpSocket.resetAndDestroy();
+      socket.destroy();
     }
     return this;
   }

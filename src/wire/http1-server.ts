@@ -157,6 +157,13 @@ export interface ServerAnswer {
   /** Body bytes written. */
   readonly bytesSent: number;
   /**
+   * From the first byte of the head answered (or of the request whose head was read) to the
+   * answer, ms; from the connection's accept when no byte was read (`refuse`). nginx's
+   * `$request_time`, "time elapsed since the first bytes were read from the client": a 408 after
+   * `header_timeout` logs about that long.
+   */
+  readonly durationMs: number;
+  /**
    * True for the answer of `refuse`: nothing of the connection was read as HTTP (the HTTPS
    * listener's 400 to a plain HTTP request, whose bytes were never parsed as a request).
    */
@@ -224,9 +231,11 @@ export class Http1Server {
    * Serves `socket`: a plain TCP socket from this server's listener, or an established TLS socket
    * (a `tls.TLSSocket` from the HTTPS listener, src/tls/tls-listener.ts), which the same loop reads
    * and writes; its requests say `isTls`. Tests may call it with any connected socket.
+   * `tcpSocket`: the TCP connection a TLS socket wraps (reset to cut a close-delimited body, see
+   * Http1Response `destroy`); default `socket` itself.
    */
-  accept(socket: Socket): void {
-    this.#connections.add(new Http1Connection(socket, this));
+  accept(socket: Socket, tcpSocket: Socket = socket): void {
+    this.#connections.add(new Http1Connection(socket, this, tcpSocket));
   }
 
   /**
@@ -310,6 +319,7 @@ const enum State {
 /** One client connection and its requests, one at a time. */
 export class Http1Connection implements ResponseConnection {
   readonly socket: Socket;
+  readonly tcpSocket: Socket;
   /** The connection came over TLS (the HTTPS listener). */
   readonly isTls: boolean;
   readonly #server: Http1Server;
@@ -337,6 +347,8 @@ export class Http1Connection implements ResponseConnection {
   #idleSince: number;
   /** When the head being read began, ms (the connection's start for the first one); undefined between requests. */
   #headStartedAt: number | undefined;
+  /** When the first byte of the head being read (or of the request in flight) came, ms; undefined until then. */
+  #headFirstByteAt: number | undefined;
   /** When the request in flight began (its head's start), ms, for `request_timeout`. */
   #requestStartedAt = 0;
   /** Since when the body is waited for, ms; undefined while the server is not reading (paused for the handler). */
@@ -354,8 +366,9 @@ export class Http1Connection implements ResponseConnection {
   readonly #onDrain = (): void => this.#response?.onSocketDrain();
   readonly #onBodyData = (chunk: Buffer): void => this.#pushBody(chunk);
 
-  constructor(socket: Socket, server: Http1Server) {
+  constructor(socket: Socket, server: Http1Server, tcpSocket: Socket = socket) {
     this.socket = socket;
+    this.tcpSocket = tcpSocket;
     this.isTls = socket instanceof TLSSocket;
     this.#clientAddress = socket.remoteAddress;
     this.#server = server;
@@ -424,6 +437,7 @@ export class Http1Connection implements ResponseConnection {
   #nextRequest(): void {
     this.#state = State.Head;
     this.#idleSince = this.#server.now();
+    this.#headFirstByteAt = undefined;
     const unread = this.#unread;
     this.#unread = undefined;
     if (this.socket.isPaused()) this.socket.resume();
@@ -551,7 +565,10 @@ export class Http1Connection implements ResponseConnection {
     }
     const bytes = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
     this.#unread = undefined;
-    this.#headStartedAt ??= this.#server.now();
+    if (this.#headFirstByteAt === undefined) {
+      this.#headFirstByteAt = this.#server.now();
+      this.#headStartedAt ??= this.#headFirstByteAt; // a later request's head begins with its first byte
+    }
     const parse = parseRequestHead(bytes, 0, this.#server.limits);
     if (parse.kind === 'incomplete') {
       if (++this.#headPieces < MAX_HEAD_PIECES) {
@@ -698,6 +715,7 @@ export class Http1Connection implements ResponseConnection {
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
     const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
+    const durationMs = this.#server.now() - (this.#headFirstByteAt ?? this.#idleSince); // no byte read (refuse): since the accept
     this.#linger();
     this.#server.options.onAnswer({
       status,
@@ -707,6 +725,7 @@ export class Http1Connection implements ResponseConnection {
       httpVersion: head?.httpVersion,
       receivedLine,
       bytesSent,
+      durationMs,
       isRefusedUnread,
     });
   }

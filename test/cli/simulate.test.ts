@@ -87,3 +87,21 @@ test('an unknown route is a UsageError listing the route names', () => {
   });
   assert.throws(() => runSimulate(config, 'a', { n: -1 }), UsageError);
 });
+
+test('--client-ip is read as the proxy reads a client address: IPv4-mapped unmapped, IPv6 canonical, so ip-hash and consistent-hash pick what the proxy would (found by a break test)', () => {
+  const cases: [written: string, proxyReads: string][] = [
+    ['::FFFF:0606:0606', '6.6.6.6'],
+    ['::ffff:6.6.6.6', '6.6.6.6'],
+    ['2001:DB8:0::1', '2001:db8::1'],
+    ['6.6.6.6', '6.6.6.6'],
+  ];
+  for (const strategy of ['ip-hash', 'consistent-hash'] as const) {
+    const route = routeConfig({ name: 'h', strategy, upstreams: weights(1, 1, 1, 1, 1) });
+    for (const [written, proxyReads] of cases) {
+      const got = runSimulate(configOf(route), 'h', { n: 2, clientIp: written });
+      const want = runSimulate(configOf(route), 'h', { n: 2, clientIp: proxyReads });
+      assert.equal(got.split('\n')[0], `route h: ${strategy}, 2 picks, client IP ${proxyReads}, key ${proxyReads}`, `${strategy}, --client-ip ${written}`);
+      assert.equal(got, want, `${strategy}, --client-ip ${written}: got\n${got}want the output for ${proxyReads}:\n${want}`);
+    }
+  }
+});

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatCombined, type AccessLogRecord } from '../../src/gateway/access-log.js';
+import { formatCombined, formatJson, type AccessLogRecord } from '../../src/gateway/access-log.js';
 
 const record = (attempts: AccessLogRecord['attempts']): AccessLogRecord => ({
   time: new Date(Date.UTC(2026, 10, 30, 12, 0, 0)),
@@ -53,8 +53,7 @@ test('upstream_status keeps a TLS reason on the line and inside its quotes, what
   );
 });
 
-test('a request refused by access or a limit ends its line with refused=…, its JSON with "refused"', async () => {
-  const { formatJson } = await import('../../src/gateway/access-log.js');
+test('a request refused by access or a limit ends its line with refused=…, its JSON with "refused"', () => {
   const limited: AccessLogRecord = { ...record([]), clientIp: '127.0.0.2', status: 429, bytesSent: 66, refusal: 'rate_limit' };
   assert.equal(
     formatCombined(limited),
@@ -62,4 +61,19 @@ test('a request refused by access or a limit ends its line with refused=…, its
   );
   assert.equal(JSON.parse(formatJson({ ...limited, status: 403, refusal: 'access' })).refused, 'access');
   assert.equal('refused' in JSON.parse(formatJson(record([]))), false, 'got "refused" on a line that was not refused');
+});
+
+test('json: every record without a request head has request_line, "-" when the line received is not printable, as combined logs it; a request with a head has none (found by a break test)', () => {
+  const noHead = (receivedLine: string | undefined): AccessLogRecord => ({ ...record([]), method: '-', target: '-', httpVersion: undefined, receivedLine, status: 400 });
+  const cases: [receivedLine: string | undefined, want: string][] = [
+    ['GET /a HTTP/1.1', 'GET /a HTTP/1.1'],
+    [undefined, '-'],
+  ];
+  for (const [receivedLine, want] of cases) {
+    const json = JSON.parse(formatJson(noHead(receivedLine))) as Record<string, unknown>;
+    assert.equal(json.request_line, want, `received ${JSON.stringify(receivedLine)}: got request_line ${JSON.stringify(json.request_line)}, want ${JSON.stringify(want)}`);
+    assert.match(formatCombined(noHead(receivedLine)), new RegExp(` "${want}" 400 `), 'combined logs the same');
+  }
+  const headed = JSON.parse(formatJson(record([]))) as Record<string, unknown>;
+  assert.equal('request_line' in headed, false, `got ${JSON.stringify(headed)}: a request with a head has method, target and protocol, no request_line`);
 });

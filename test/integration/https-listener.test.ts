@@ -235,7 +235,7 @@ test('an answer before any request head logs the line received, as nginx logs $r
   }
   for (const [i, { line, refused }] of cases.entries()) {
     const combined = formatCombined(records[i]!);
-    const want = `127.0.0.7 - - [${combined.slice(combined.indexOf('[') + 1, combined.indexOf(']'))}] ${line} 400 ${records[i]!.bytesSent} "-" "-" route=- upstream="-" upstream_status="-" duration_ms=0.00${refused ? ' refused=plain_http' : ''}`;
+    const want = `127.0.0.7 - - [${combined.slice(combined.indexOf('[') + 1, combined.indexOf(']'))}] ${line} 400 ${records[i]!.bytesSent} "-" "-" route=- upstream="-" upstream_status="-" duration_ms=${records[i]!.durationMs.toFixed(2)}${refused ? ' refused=plain_http' : ''}`;
     assert.equal(combined, want, `case ${i}: got ${combined}, want ${want}`);
   }
   const json = JSON.parse(formatJson(records[0]!)) as Record<string, unknown>;
@@ -244,7 +244,10 @@ test('an answer before any request head logs the line received, as nginx logs $r
     ['-', '-', '-', 'GET /admin/delete?all HTTP/1.1', null, 'plain_http'],
     `got ${JSON.stringify(json)}: the JSON line shows the line received apart from method, target and protocol, which were never parsed`,
   );
-  assert.equal('request_line' in (JSON.parse(formatJson(records[2]!)) as object), false, 'no request_line when none can be shown');
+  for (const i of [2, 5]) {
+    const unprintable = JSON.parse(formatJson(records[i]!)) as Record<string, unknown>;
+    assert.equal(unprintable.request_line, '-', `case ${i}: got request_line ${JSON.stringify(unprintable.request_line)}, want "-" as combined logs it: every record without a head has the key (found by a break test)`);
+  }
   assert.deepEqual(backend.requests, [], 'nothing reached the upstream');
 });
 
@@ -483,4 +486,29 @@ test('session tickets: two proxies given the same ticketKeys resume each other t
   assert.ok(ticket !== undefined, 'the first connection got a ticket');
   assert.equal((await connect(b, ticket)).isReused, true, 'a ticket from A resumes on B (same key)');
   assert.equal((await connect(own, ticket)).isReused, false, 'a proxy with its own key does a full handshake');
+});
+
+test('an upstream that dies mid-body, to an HTTP/1.0 client over TLS (a body delimited by the close): the TCP connection under TLS is reset as on plain HTTP, not closed with a FIN that reads as the end (found by a break test)', async (t) => {
+  const backend = await backendFor(t, (req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write(req.url === '/cut' ? 'hello' : 'whole');
+    if (req.url === '/cut') setTimeout(() => res.socket?.destroy(), 50);
+    else res.end();
+  });
+  const { tlsPort } = await startHttpsProxy(t, tlsCertLine('default'), backend);
+  const http10 = (path: string): Promise<{ text: string; ending: string }> =>
+    new Promise((resolve) => {
+      const socket = tls.connect({ port: tlsPort, host: '127.0.0.1', ca: readFileSync(join(TLS_FIXTURES, 'ca.pem')), servername: 'default.test' });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('end', () => resolve({ text, ending: 'end' }));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve({ text, ending: error.code ?? error.message }));
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: default.test\r\n\r\n`);
+    });
+  const cut = await http10('/cut');
+  assert.equal(cut.ending, 'ECONNRESET', `got the cut body ended by ${cut.ending} after ${JSON.stringify(cut.text)}, want a reset`);
+  assert.match(cut.text, /\r\n\r\nhello$/, 'the bytes before the cut still arrive');
+  const complete = await http10('/whole');
+  assert.equal(complete.ending, 'end', 'a whole body delimited by the close still ends (close_notify, FIN)');
+  assert.match(complete.text, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nwhole$/);
 });

@@ -97,3 +97,38 @@ test('a busy port, with workers unset and with workers = 2: the same one line on
     await new Promise((resolve) => holder.close(resolve));
   }
 });
+
+test('a busy [admin] listen, with workers unset and with workers = 2: the same one line on stderr (the listen failure), exit 1, and no start-up line before it (found by a break test)', { timeout: 60_000 }, async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const busyPort = (holder.address() as AddressInfo).port;
+  const want = `error: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE, another process listens on that address and port (check listen, tls_listen and [admin] listen)\n`;
+  try {
+    for (const workers of [[], ['workers = 2']]) {
+      const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', ...workers, 'access_log = off', '[admin]', `listen = 127.0.0.1:${busyPort}`, '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+      const cli = await spawnCli(file);
+      try {
+        const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
+        assert.ok(exit !== undefined, `${workers.join('') || 'one process'}: still running after 20 s; stderr:\n${cli.stderr()}`);
+        assert.equal(exit.code, 1, `${workers.join('') || 'one process'}: got exit ${exit.code} (signal ${exit.signal}), want 1`);
+        assert.equal(cli.stderr(), want, `${workers.join('') || 'one process'}: got stderr:\n${cli.stderr()}want:\n${want}`);
+      } finally {
+        killAll([cli.pid]);
+      }
+    }
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+  }
+});
+
+test('with [admin], a single process logs the start-up line first and then the admin listener, in the cluster primary order', { timeout: 30_000 }, async () => {
+  const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', 'access_log = off', '[admin]', 'listen = 127.0.0.1:0', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+  const cli = await spawnCli(file);
+  try {
+    await cli.line(/admin listening on/);
+    const lines = cli.stderr().split('\n').filter((line) => /listening on/.test(line)).map((line) => line.split(' ')[0]);
+    assert.deepEqual(lines, ['proxy', 'admin'], `got stderr:\n${cli.stderr()}want the proxy line, then the admin line`);
+  } finally {
+    killAll([cli.pid]);
+  }
+});

@@ -143,6 +143,29 @@ describe('Http1Server timeouts (fake clock, checkTimeouts called by hand)', () =
     assert.equal(h.answers.length, 1, 'one answer only');
   });
 
+  test("a 408's durationMs runs from the head's first byte to the answer, as nginx's $request_time: not 0 (found by a break test)", async () => {
+    const h = await startServer({ headTimeoutMs: 1000, keepAliveTimeoutMs: 5000 });
+    const client = await connect(h.port);
+    await until(() => h.http1.size === 1, 'the server to hold the connection');
+    // The first head: its first byte 600 ms after the accept, its 408 at 1000 ms from the accept (header_timeout's start).
+    h.now += 600;
+    client.socket.write('GET /a HTTP/1.1\r\nHo');
+    await settle();
+    h.now += 400;
+    h.http1.checkTimeouts();
+    assert.deepEqual(h.answers.map((answer) => [answer.status, answer.durationMs]), [[408, 400]], 'got [status, durationMs], want the 408 400 ms after the first byte');
+    // A later head on a kept connection: header_timeout and the duration both start at its first byte.
+    const kept = await connect(h.port);
+    kept.socket.write(GET);
+    await until(() => kept.text().endsWith('ok'), 'the first response');
+    h.now += 3000;
+    kept.socket.write('GET /b HTTP/1.1\r\n');
+    await settle();
+    h.now += 1000;
+    h.http1.checkTimeouts();
+    assert.deepEqual(h.answers.map((answer) => [answer.status, answer.durationMs]), [[408, 400], [408, 1000]], 'got [status, durationMs], want the second 408 1000 ms after its head began');
+  });
+
   test('bytes arriving after the head timeout fired are not read as a request', async () => {
     const h = await startServer({ headTimeoutMs: 1000 });
     const http1 = h.http1;
@@ -719,7 +742,7 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     const client = await connect((other.address() as AddressInfo).port, true);
     await until(() => client.text().endsWith('\r\n\r\nbad request: refused here\n'), 'the answer');
     assert.match(client.text(), /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: text\/plain; charset=utf-8\r\nContent-Length: 26\r\nConnection: close\r\nDate: [^\r\n]+ GMT\r\n\r\n/, `got ${JSON.stringify(client.text())}`);
-    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', httpVersion: undefined, receivedLine: 'GET /a HTTP/1.1', bytesSent: 26, isRefusedUnread: true }]);
+    assert.deepEqual(h.answers, [{ status: 400, clientAddress: '127.0.0.1', method: '-', target: '-', httpVersion: undefined, receivedLine: 'GET /a HTTP/1.1', bytesSent: 26, durationMs: 0, isRefusedUnread: true }]);
     client.socket.write(GET); // read and dropped while lingering: never a request
     await settle();
     assert.equal(h.requests.length, 0, 'nothing reaches the handler');

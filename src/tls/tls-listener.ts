@@ -75,11 +75,11 @@ export interface TlsListenerOptions {
   /** TICKET_KEY_BYTES bytes shared by every worker; default: random, this process's own. */
   readonly ticketKeys?: Buffer | undefined;
   /**
-   * Every established TLS connection (handed to the HTTP/1.1 loop), with the TCP socket it wraps
-   * (undefined when shutdown forgot it already), which alone can reset the connection: a
-   * TLSSocket's own `resetAndDestroy` throws ERR_INVALID_HANDLE_TYPE (its handle is not TCP).
+   * Every established TLS connection (handed to the HTTP/1.1 loop), with the TCP socket it wraps,
+   * which alone can reset the connection: a TLSSocket's own `resetAndDestroy` throws
+   * ERR_INVALID_HANDLE_TYPE (its handle is not TCP).
    */
-  readonly onConnection: (socket: TLSSocket, tcpSocket: Socket | undefined) => void;
+  readonly onConnection: (socket: TLSSocket, tcpSocket: Socket) => void;
   /**
    * A connection whose client sent a plain HTTP request: write the server's own 400 with the
    * one-line `reason` and close it (src/wire/http1-server.ts `refuse`). `received` is its first
@@ -136,6 +136,10 @@ export class TlsListener {
     this.#tlsServer.on('secureConnection', (socket: TLSSocket) => {
       const key = connectionKey(socket);
       const tcpSocket = this.#handshaking.get(key);
+      if (tcpSocket === undefined) {
+        socket.destroy(); // its TCP connection was closed already (closeHandshakes, at shutdown)
+        return;
+      }
       this.#handshaking.delete(key);
       // Client-initiated renegotiation (TLS 1.2) is refused, as nginx and HAProxy refuse it: each one
       // is a full handshake the client can make the server pay for, again and again, on one

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AcmeConfig } from '../../src/config/config.js';
@@ -200,7 +200,11 @@ test('an unusable storage or an unreadable directory_ca stops load() with an Acm
     return true;
   });
   const missingCa = { ...config, storageDir: join(directory, 'storage'), directoryCaFile: join(directory, 'missing.pem') };
-  await assert.rejects(new AcmeManager({ ...options, config: missingCa }).load(), /^AcmeError: env\.ini:7:11: \[acme\] directory_ca '.*missing\.pem' cannot be read: ENOENT/);
+  await assert.rejects(new AcmeManager({ ...options, config: missingCa }).load(), /^AcmeError: env\.ini:7:11: \[acme\] directory_ca '.*missing\.pem' cannot be read: ENOENT$/);
+  // A directory as directory_ca: the code as --check gives it, and the storage not made yet (final break test).
+  const directoryCa = { ...config, storageDir: join(directory, 'untouched-storage'), directoryCaFile: directory };
+  await assert.rejects(new AcmeManager({ ...options, config: directoryCa }).load(), /^AcmeError: env\.ini:7:11: \[acme\] directory_ca '.*' cannot be read: EISDIR$/);
+  assert.equal(existsSync(directoryCa.storageDir), false, 'got the storage made (an account key written) before the directory_ca failed the start');
 });
 
 test('a chain from the CA is stored only once it would serve: a broken block fails the attempt with nothing stored; other blocks and text are dropped', { skip }, async (t) => {

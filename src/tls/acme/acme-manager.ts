@@ -110,6 +110,18 @@ export class AcmeManager {
     const { config } = this.#options;
     const failAt = (place: SourcePlace | undefined, what: string, error: unknown): AcmeError =>
       new AcmeError(`${formatPlace(place ?? config.place)}: [acme] ${what}: ${(error as Error)?.message ?? String(error)}`);
+    // directory_ca first: a start that fails on it leaves the storage as it was (no account key made).
+    let transport = this.#options.transport;
+    if (transport === undefined) {
+      let ca: string | undefined;
+      try {
+        ca = config.directoryCaFile === undefined ? undefined : readRegularFile(config.directoryCaFile).toString('utf8');
+      } catch (error) {
+        // The code, as --check words it (checkAcmeFiles): `cannot be read: ENOTREG`.
+        throw new AcmeError(`${formatPlace(config.directoryCaPlace ?? config.place)}: [acme] directory_ca '${config.directoryCaFile}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      }
+      transport = httpsTransport(ca);
+    }
     let accountKey: KeyObject;
     let stored: StoredCertificateFiles | undefined;
     try {
@@ -117,16 +129,6 @@ export class AcmeManager {
       stored = await this.#storage.readCertificate();
     } catch (error) {
       throw failAt(config.storagePlace, `storage '${config.storageDir}' is not usable`, error);
-    }
-    let transport = this.#options.transport;
-    if (transport === undefined) {
-      let ca: string | undefined;
-      try {
-        ca = config.directoryCaFile === undefined ? undefined : readRegularFile(config.directoryCaFile).toString('utf8');
-      } catch (error) {
-        throw failAt(config.directoryCaPlace, `directory_ca '${config.directoryCaFile}' cannot be read`, error);
-      }
-      transport = httpsTransport(ca);
     }
     this.#client = new AcmeClient({ directoryUrl: config.directoryUrl, accountKey, email: config.email, transport, timers: this.#timers, now: this.#now });
     if (stored !== undefined && stored.directoryUrl !== config.directoryUrl) {

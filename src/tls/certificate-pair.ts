@@ -60,8 +60,17 @@ export const TLS_SERVER_CIPHERS = [
 /** A certificate expiring within this many days gets a warning (`--check`, start-up, reload). */
 export const EXPIRY_WARNING_DAYS = 14;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** A PEM private key under a passphrase: PKCS #8 `ENCRYPTED PRIVATE KEY` or the traditional `Proc-Type: 4,ENCRYPTED` header. */
-export const ENCRYPTED_PEM_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *ENCRYPTED/m;
+/** The start of a PEM private key: its label's words before `PRIVATE KEY`, and a traditional key's `Proc-Type` header. */
+const PEM_KEY_START = /-----BEGIN ((?:[A-Z]+ )*)PRIVATE KEY-----\r?\n(Proc-Type:[^\r\n]*)?/;
+
+/**
+ * True when the first PEM private key of `pem`, the one node reads, is under a passphrase: PKCS #8
+ * `ENCRYPTED PRIVATE KEY`, or a traditional key with a `Proc-Type: 4,ENCRYPTED` header.
+ */
+export function isEncryptedPemKey(pem: string): boolean {
+  const first = PEM_KEY_START.exec(pem);
+  return first !== null && (first[1] === 'ENCRYPTED ' || /ENCRYPTED/.test(first[2] ?? ''));
+}
 
 /**
  * What is wrong with such a key, after its file's name. A passphrase would have to sit in the
@@ -167,7 +176,7 @@ function buildPair(certPem: string, keyPem: string, source: 'tls_cert' | 'acme',
   } catch {
     throw new TlsCertificateError('cert', 'holds no PEM certificate');
   }
-  if (ENCRYPTED_PEM_KEY.test(keyPem)) throw new TlsCertificateError('key', ENCRYPTED_KEY_PROBLEM);
+  if (isEncryptedPemKey(keyPem)) throw new TlsCertificateError('key', ENCRYPTED_KEY_PROBLEM);
   let key: KeyObject;
   try {
     if (!/-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/.test(keyPem)) throw new Error('no PEM key');

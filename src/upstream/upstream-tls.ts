@@ -29,7 +29,7 @@ import { readRegularFile } from '../config/regular-file.js';
 import tls from 'node:tls';
 import type { Config, RouteConfig, UpstreamTlsConfig } from '../config/config.js';
 import { ConfigValueError, formatPlace, type SourcePlace } from '../errors.js';
-import { ENCRYPTED_KEY_PROBLEM, ENCRYPTED_PEM_KEY, expiresSoon, validityOf, validityProblem } from '../tls/certificate-pair.js';
+import { ENCRYPTED_KEY_PROBLEM, isEncryptedPemKey, expiresSoon, validityOf, validityProblem } from '../tls/certificate-pair.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
 
 /** What the routes' TLS files are judged against (see the file comment). */
@@ -291,7 +291,7 @@ function certificatesIn(text: string, file: string, place: SourcePlace, keyName:
 
 /** @throws ConfigValueError at `place` when the text is no (unencrypted) PEM private key. */
 function parsePrivateKey(text: string, file: string, place: SourcePlace): KeyObject {
-  if (ENCRYPTED_PEM_KEY.test(text)) throw new ConfigValueError(place, `tls_client_cert key '${file}' ${ENCRYPTED_KEY_PROBLEM}`);
+  if (isEncryptedPemKey(text)) throw new ConfigValueError(place, `tls_client_cert key '${file}' ${ENCRYPTED_KEY_PROBLEM}`);
   try {
     return createPrivateKey(text);
   } catch (error) {

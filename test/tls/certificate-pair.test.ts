@@ -75,6 +75,11 @@ test('a key under a passphrase is reported as encrypted at the key path column, 
     check.errors.map((error) => error.message),
     [want],
   );
+  // Only the first key counts, the one node reads: a plain key followed by an encrypted one serves.
+  writeFileSync(keyPath, `${plain.export({ type: 'pkcs8', format: 'pem' })}${readFileSync(keyPath, 'utf8')}`);
+  const plainFirst = checkCertificateFiles(config.server.tlsCertificates[0]!, { minVersion: 'TLSv1.2', nowMs: LATER });
+  assert.deepEqual(plainFirst.errors.map((error) => error.message), [], 'a plain first key');
+  assert.deepEqual(plainFirst.pair?.dnsNames, ['exact.test']);
 });
 
 test('a certificate expiring within 14 days is served with a warning; 15 days left is quiet', () => {

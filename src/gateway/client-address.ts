@@ -15,8 +15,10 @@
  *      trusted hop to its right, or the peer). nginx stops the same way; an attacker can only land
  *      on a trusted proxy's address, never choose one.
  *   4. Several `X-Forwarded-For` lines are one list, in order (nginx since 1.23.0). Entries are
- *      separated by commas, spaces or tabs, as nginx splits them (`6.6.6.6 198.51.100.7` is two
- *      entries, not one that is no address); empty entries are skipped.
+ *      separated by commas or spaces, as nginx splits them (`6.6.6.6 198.51.100.7` is two
+ *      entries, not one that is no address), and by tabs too, which nginx takes as part of an
+ *      entry: RFC 9110 lets a tab stand wherever a space does around list items. Empty entries
+ *      are skipped (nginx stops at one that is only a tab).
  *   5. An entry is an IPv4 or IPv6 literal, `IPv4:port` or `[IPv6]:port` (port 1..65535, dropped),
  *      as nginx's ngx_parse_addr_port takes it; `[IPv6]` without a port, zone ids (`fe80::1%eth0`)
  *      and anything else are not addresses. IPv6 is written in its canonical form (RFC 5952), so one

@@ -75,20 +75,27 @@ test('workers = 2: a tls_listen that cannot be opened while listen can is a star
   }
 });
 
-test('a busy port, with workers unset and with workers = 2: the same one line on stderr (the listen failure), exit 1, and no start-up line before it (found by a break test)', { timeout: 60_000 }, async () => {
+/**
+ * Starts the proxy with `busyPort` held by another socket, in a single process and with
+ * `workers = 2` (`lines(busyPort)` is the config for one), and asserts the one listen-failure line
+ * on stderr and exit 1 in both.
+ */
+async function assertBusyPortAlone(lines: (busyPort: number) => string[]): Promise<void> {
   const holder = net.createServer();
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
   const busyPort = (holder.address() as AddressInfo).port;
   const want = `error: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE, another process listens on that address and port (check listen, tls_listen and [admin] listen)\n`;
   try {
     for (const workers of [[], ['workers = 2']]) {
-      const file = writeConfig(['[server]', `listen = 127.0.0.1:${busyPort}`, ...workers, 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
+      const [server, ...rest] = lines(busyPort);
+      const file = writeConfig([server!, ...workers, ...rest, ''].join('\n'));
       const cli = await spawnCli(file);
+      const mode = workers.join('') || 'one process';
       try {
         const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
-        assert.ok(exit !== undefined, `${workers.join('') || 'one process'}: still running after 20 s; stderr:\n${cli.stderr()}`);
-        assert.equal(exit.code, 1, `${workers.join('') || 'one process'}: got exit ${exit.code} (signal ${exit.signal}), want 1`);
-        assert.equal(cli.stderr(), want, `${workers.join('') || 'one process'}: got stderr:\n${cli.stderr()}want:\n${want}`);
+        assert.ok(exit !== undefined, `${mode}: still running after 20 s; stderr:\n${cli.stderr()}`);
+        assert.equal(exit.code, 1, `${mode}: got exit ${exit.code} (signal ${exit.signal}), want 1`);
+        assert.equal(cli.stderr(), want, `${mode}: got stderr:\n${cli.stderr()}want:\n${want}`);
       } finally {
         killAll([cli.pid]);
       }
@@ -96,29 +103,14 @@ test('a busy port, with workers unset and with workers = 2: the same one line on
   } finally {
     await new Promise((resolve) => holder.close(resolve));
   }
+}
+
+test('a busy port, with workers unset and with workers = 2: the same one line on stderr (the listen failure), exit 1, and no start-up line before it (found by a break test)', { timeout: 60_000 }, async () => {
+  await assertBusyPortAlone((busyPort) => ['[server]', `listen = 127.0.0.1:${busyPort}`, 'access_log = off', '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9']);
 });
 
 test('a busy [admin] listen, with workers unset and with workers = 2: the same one line on stderr (the listen failure), exit 1, and no start-up line before it (found by a break test)', { timeout: 60_000 }, async () => {
-  const holder = net.createServer();
-  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
-  const busyPort = (holder.address() as AddressInfo).port;
-  const want = `error: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE, another process listens on that address and port (check listen, tls_listen and [admin] listen)\n`;
-  try {
-    for (const workers of [[], ['workers = 2']]) {
-      const file = writeConfig(['[server]', 'listen = 127.0.0.1:0', ...workers, 'access_log = off', '[admin]', `listen = 127.0.0.1:${busyPort}`, '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9', ''].join('\n'));
-      const cli = await spawnCli(file);
-      try {
-        const exit = await Promise.race([cli.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000))]);
-        assert.ok(exit !== undefined, `${workers.join('') || 'one process'}: still running after 20 s; stderr:\n${cli.stderr()}`);
-        assert.equal(exit.code, 1, `${workers.join('') || 'one process'}: got exit ${exit.code} (signal ${exit.signal}), want 1`);
-        assert.equal(cli.stderr(), want, `${workers.join('') || 'one process'}: got stderr:\n${cli.stderr()}want:\n${want}`);
-      } finally {
-        killAll([cli.pid]);
-      }
-    }
-  } finally {
-    await new Promise((resolve) => holder.close(resolve));
-  }
+  await assertBusyPortAlone((busyPort) => ['[server]', 'listen = 127.0.0.1:0', 'access_log = off', '[admin]', `listen = 127.0.0.1:${busyPort}`, '[proxy.a]', 'path = /', 'pass = http://127.0.0.1:9']);
 });
 
 test('with [admin], a single process logs the start-up line first and then the admin listener, in the cluster primary order', { timeout: 30_000 }, async () => {

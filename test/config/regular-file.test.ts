@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_CONFIGURED_FILE_BYTES, readBoundedFile, readRegularFile } from '../../src/config/regular-file.js';
 
-const codeOf = (file: string): string | undefined => {
+/** The error code `read` throws for `file` (default readRegularFile), or undefined when it reads it. */
+const codeOf = (file: string, read: (file: string) => Buffer = readRegularFile): string | undefined => {
   try {
-    readRegularFile(file);
+    read(file);
     return undefined;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code;
@@ -49,15 +50,10 @@ test('readBoundedFile: a FIFO is read as its writer writes, up to the limit; a l
   const big = join(dir, 'big.ini');
   writeFileSync(big, '');
   truncateSync(big, MAX_CONFIGURED_FILE_BYTES + 1);
-  const codeOfBounded = (file: string): string | undefined => {
-    try {
-      readBoundedFile(file);
-      return undefined;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code;
-    }
-  };
-  assert.deepEqual([codeOfBounded(big), codeOfBounded('/dev/zero'), codeOfBounded(dir), codeOfBounded(join(dir, 'missing.ini'))], ['EFBIG', 'EFBIG', 'EISDIR', 'ENOENT']);
+  assert.deepEqual(
+    [big, '/dev/zero', dir, join(dir, 'missing.ini')].map((file) => codeOf(file, readBoundedFile)),
+    ['EFBIG', 'EFBIG', 'EISDIR', 'ENOENT'],
+  );
   truncateSync(big, MAX_CONFIGURED_FILE_BYTES);
   assert.equal(readBoundedFile(big).length, MAX_CONFIGURED_FILE_BYTES, 'a file of exactly the limit is read');
 });

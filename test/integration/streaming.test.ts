@@ -95,19 +95,24 @@ async function withProxy(t: { after(fn: () => Promise<void>): void }, ini: strin
   return proxy;
 }
 
-test('a flushed-then-slow response: the head reaches the client within 500 ms, the body 2 s later, for every request shape', async (t) => {
-  const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 2000);
-  t.after(() => upstream.close());
-  const proxy = await withProxy(t, routeIni(upstream.url));
-  const outcomes = await Promise.all(
+/** Sends every request shape on its own connection to `port`, each read until `late` arrived (within `withinMs`), then closed. */
+async function sendEveryShapeUntilLate(port: number, withinMs: number): Promise<{ shape: (typeof REQUEST_SHAPES)[number]; client: TimedClient }[]> {
+  return Promise.all(
     REQUEST_SHAPES.map(async (shape) => {
-      const client = await TimedClient.connect(proxy.port);
+      const client = await TimedClient.connect(port);
       client.send(shape.request);
-      await waitFor(() => client.arrivalOf('late') !== undefined, 4000, `the body (${shape.name})`);
+      await waitFor(() => client.arrivalOf('late') !== undefined, withinMs, `the body (${shape.name})`);
       client.socket.destroy();
       return { shape, client };
     }),
   );
+}
+
+test('a flushed-then-slow response: the head reaches the client within 500 ms, the body 2 s later, for every request shape', async (t) => {
+  const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 2000);
+  t.after(() => upstream.close());
+  const proxy = await withProxy(t, routeIni(upstream.url));
+  const outcomes = await sendEveryShapeUntilLate(proxy.port, 4000);
   for (const { shape, client } of outcomes) {
     const headAt = client.arrivalOf('\r\n\r\n')!;
     const bodyAt = client.arrivalOf('late')!;
@@ -123,15 +128,7 @@ test('a head sent before its body keeps its non-ASCII header bytes as they were,
   const upstream = await startFlushThenSlowUpstream('HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nTransfer-Encoding: chunked\r\n\r\n', '4\r\nlate\r\n0\r\n\r\n', 300);
   t.after(() => upstream.close());
   const proxy = await withProxy(t, routeIni(upstream.url));
-  const outcomes = await Promise.all(
-    REQUEST_SHAPES.map(async (shape) => {
-      const client = await TimedClient.connect(proxy.port);
-      client.send(shape.request);
-      await waitFor(() => client.arrivalOf('late') !== undefined, 3000, `the body (${shape.name})`);
-      client.socket.destroy();
-      return { shape, client };
-    }),
-  );
+  const outcomes = await sendEveryShapeUntilLate(proxy.port, 3000);
   for (const { shape, client } of outcomes) {
     assert.ok(client.arrivalOf('\r\n\r\n')! < 250, `${shape.name}: got the head with the body, want it before`);
     assert.match(client.text, /\r\nX-Name: caf\xe9\r\n/, `${shape.name}: got ${JSON.stringify(client.text.split('\r\n\r\n')[0])}, want the byte 0xE9 unchanged`);

@@ -145,6 +145,12 @@ const MAX_COUNT = 1_000_000;
 const MAX_ACME_DOMAINS = 100;
 /** `hsts` up to 10 years (browsers cap max-age lower; preload lists ask for at least one year). */
 const MAX_HSTS_MS = 3650 * 86_400_000;
+/**
+ * `max_header_size` up to 1 MiB: every connection may buffer that much of a head before the 431, so
+ * `99g` would let one client grow the process by gigabytes (a break test: 1.29 GB from one
+ * connection). nginx's default `large_client_header_buffers` is 4 × 8 KiB.
+ */
+const MAX_HEADER_SIZE_BYTES = 1024 * 1024;
 /** `resolver_timeout` up to one minute: a lookup slower than that is a dead resolver. */
 const MAX_RESOLVER_TIMEOUT_MS = 60_000;
 
@@ -229,7 +235,7 @@ const SERVER_KEYS: Readonly<Record<string, KeyReader<Mutable<ServerConfig>>>> = 
   body_timeout: (s, e) => (s.bodyTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit
   request_timeout: (s, e) => (s.requestTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no limit
   keepalive_timeout: (s, e) => (s.keepaliveTimeoutMs = read(e, (t) => parseDuration(t, 0))), // 0 = no keep-alive
-  max_header_size: (s, e) => (s.maxHeaderSize = read(e, (t) => parseSize(t, 1024))),
+  max_header_size: (s, e) => (s.maxHeaderSize = read(e, (t) => parseSize(t, 1024, MAX_HEADER_SIZE_BYTES))),
   max_body_size: (s, e) => (s.maxBodySize = read(e, (t) => parseSize(t, 0))), // 0 = no limit
   shutdown_timeout: (s, e) => (s.shutdownTimeoutMs = read(e, (t) => parseDuration(t, 0))),
   workers: (s, e) => (s.workers = read(e, (t) => (t === 'auto' ? 'auto' : parseInteger(t, 1, MAX_WORKERS)))),

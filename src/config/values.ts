@@ -69,15 +69,17 @@ const BYTES_PER_UNIT: Readonly<Record<string, number>> = { k: 1024, m: 1024 ** 2
  * as nginx).
  *
  * @param minBytes the smallest acceptable result, default 0.
+ * @param maxBytes the largest acceptable result, default 2^53 − 1.
  * @returns bytes. `parseSize('16k')` = 16384.
- * @throws InvalidValueError for other spellings (`1.5k`, `1t`, `1kb`), below minBytes or above 2^53 − 1.
+ * @throws InvalidValueError for other spellings (`1.5k`, `1t`, `1kb`), below minBytes or above maxBytes.
  */
-export function parseSize(text: string, minBytes = 0): number {
+export function parseSize(text: string, minBytes = 0, maxBytes = Number.MAX_SAFE_INTEGER): number {
   const match = SIZE.exec(text);
   if (match === null) throw new InvalidValueError(`invalid size '${text}'`, 'expected e.g. 512, 16k, 1m, 1g');
   const bytes = Number(match[1]) * (BYTES_PER_UNIT[(match[2] ?? '').toLowerCase()] ?? 1);
   if (!Number.isSafeInteger(bytes)) throw new InvalidValueError(`invalid size '${text}'`, 'too large');
   if (bytes < minBytes) throw new InvalidValueError(`invalid size '${text}'`, `expected at least ${formatSize(minBytes)}`);
+  if (bytes > maxBytes) throw new InvalidValueError(`invalid size '${text}'`, `expected at most ${formatSize(maxBytes)}`);
   return bytes;
 }
 

@@ -123,8 +123,9 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
  * exceptions: a 426 keeps `Upgrade` (it must say which protocol to upgrade to, RFC 9110
  * §15.5.22), and a 101 keeps `Upgrade` and gets `Connection: upgrade` (RFC 9110 §7.8: the two
  * headers that make the switch; nginx writes its 101 the same way), so `Connection: upgrade,
- * X-Internal` does not let `X-Internal` through; a 101's `Content-Length` is dropped too (a 1xx
- * has no content and must not carry one, RFC 9110 §8.6).
+ * X-Internal` does not let `X-Internal` through; the `Content-Length` of a 101 or a 204 is dropped
+ * (RFC 9110 §8.6: a server must not send one with a 1xx or 204; a client that believed it would
+ * read the next response's bytes as this one's body; nginx and Go drop it too).
  */
 export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
   const named = connectionTokens(upstreamRawHeaders);
@@ -134,7 +135,7 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
     const name = upstreamRawHeaders[i]!;
     const lower = name.toLowerCase();
     if (isHopByHop(lower, named) && !(isUpgradeKept && lower === 'upgrade')) continue;
-    if (statusCode === 101 && lower === 'content-length') continue;
+    if ((statusCode === 101 || statusCode === 204) && lower === 'content-length') continue;
     out.push(name, upstreamRawHeaders[i + 1]!);
   }
   if (statusCode === 101) out.push('Connection', 'upgrade');

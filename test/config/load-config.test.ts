@@ -754,6 +754,7 @@ describe('value errors name the key, the value column and what is expected', () 
     ['[server]\nbody_timeout = 2 minutes\n', "env.ini:2:16: invalid duration '2 minutes' for 'body_timeout' (expected e.g. 500ms, 3s, 1m)"],
     ['[server]\nworkers = 0\n', "env.ini:2:11: invalid number '0' for 'workers' (expected a whole number from 1 to 1024)"],
     ['[server]\nmax_header_size = 100\n', "env.ini:2:19: invalid size '100' for 'max_header_size' (expected at least 1k)"],
+    ['[server]\nmax_header_size = 99g\n', "env.ini:2:19: invalid size '99g' for 'max_header_size' (expected at most 1m)"],
     ['[server]\nmax_body_size = 1t\n', "env.ini:2:17: invalid size '1t' for 'max_body_size' (expected e.g. 512, 16k, 1m, 1g)"],
     ['[server]\naccess_log_format = jsonl\n', "env.ini:2:21: unknown access log format 'jsonl' for 'access_log_format' (did you mean 'json'?)"],
     ['[server]\naccess_log =\n', "env.ini:2:13: empty access log for 'access_log' (expected stdout, stderr, off or a file path)"],

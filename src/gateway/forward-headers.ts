@@ -19,7 +19,8 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { connectionTokens, HOP_BY_HOP_HEADERS, isHopByHop } from './hop-by-hop.js';
+import { equalsIgnoringCase, FieldNameSet } from '../wire/field-bytes.js';
+import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
 export interface ForwardingFacts {
@@ -68,7 +69,7 @@ function isUnderscoreFramingHeader(lowerName: string): boolean {
  * body is re-framed on the upstream connection.
  */
 export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[], facts: ForwardingFacts): string[] {
-  const named = connectionTokens(clientRawHeaders);
+  const named = namedHopByHopHeaders(clientRawHeaders);
   const out: string[] = [];
   let host: string | undefined;
   let priorForwardedFor: string | undefined;
@@ -128,14 +129,13 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
  * read the next response's bytes as this one's body; nginx and Go drop it too).
  */
 export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
-  const named = connectionTokens(upstreamRawHeaders);
+  const named = namedHopByHopHeaders(upstreamRawHeaders);
   const isUpgradeKept = statusCode === 426 || statusCode === 101;
   const out: string[] = [];
   for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
     const name = upstreamRawHeaders[i]!;
-    const lower = name.toLowerCase();
-    if (isHopByHop(lower, named) && !(isUpgradeKept && lower === 'upgrade')) continue;
-    if ((statusCode === 101 || statusCode === 204) && lower === 'content-length') continue;
+    if (isHopByHop(name, named) && !(isUpgradeKept && equalsIgnoringCase(name, 'upgrade'))) continue;
+    if ((statusCode === 101 || statusCode === 204) && equalsIgnoringCase(name, 'content-length')) continue;
     out.push(name, upstreamRawHeaders[i + 1]!);
   }
   if (statusCode === 101) out.push('Connection', 'upgrade');
@@ -145,7 +145,7 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /** The first value of header `lowerName` in a raw list, or undefined. */
 export function headerValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) return rawHeaders[i + 1];
+    if (equalsIgnoringCase(rawHeaders[i]!, lowerName)) return rawHeaders[i + 1];
   }
   return undefined;
 }
@@ -159,7 +159,7 @@ function hasTrailersToken(value: string): boolean {
  * authentication, response control and how to process the content), lower-cased: Go's
  * `badTrailer` list. A trailer `Content-Length: 99` must not reach a client that may read it.
  */
-const FORBIDDEN_TRAILERS: ReadonlySet<string> = new Set([
+const FORBIDDEN_TRAILERS = new FieldNameSet([
   'authorization', 'cache-control', 'connection', 'content-encoding', 'content-length', 'content-range',
   'content-type', 'expect', 'host', 'keep-alive', 'max-forwards', 'pragma', 'proxy-authenticate',
   'proxy-authorization', 'proxy-connection', 'range', 'realm', 'te', 'trailer', 'transfer-encoding',
@@ -175,7 +175,7 @@ export function forwardableTrailers(rawTrailers: readonly string[]): [string, st
   const out: [string, string][] = [];
   for (let i = 0; i < rawTrailers.length; i += 2) {
     const name = rawTrailers[i]!;
-    if (!FORBIDDEN_TRAILERS.has(name.toLowerCase())) out.push([name, rawTrailers[i + 1]!]);
+    if (!FORBIDDEN_TRAILERS.has(name)) out.push([name, rawTrailers[i + 1]!]);
   }
   return out;
 }

@@ -9,8 +9,10 @@
  * it adds its own headers, so a client cannot make it drop `X-Forwarded-For` that way.
  */
 
-/** Lowercase names of the hop-by-hop headers (SPEC 5). `TE: trailers` and upgrade headers are handled by callers. */
-export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+import { equalsIgnoringCase, FieldNameSet } from '../wire/field-bytes.js';
+
+/** The hop-by-hop headers (SPEC 5), matched in any case. `TE: trailers` and upgrade headers are handled by callers. */
+export const HOP_BY_HOP_HEADERS = new FieldNameSet([
   'connection',
   'keep-alive',
   'proxy-connection', // non-standard, still sent by old clients
@@ -24,32 +26,32 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The lowercase tokens listed in every `Connection` header of a raw header list
- * (`[name, value, name, value, …]` as node:http gives `rawHeaders`).
- * `Connection: close, X-Custom` → {'close', 'x-custom'}.
- */
-export function connectionTokens(rawHeaders: readonly string[]): Set<string> {
-  const tokens = new Set<string>();
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === 10 && rawHeaders[i]!.toLowerCase() === 'connection') {
-      for (const token of rawHeaders[i + 1]!.split(',')) {
-        const name = token.trim().toLowerCase();
-        if (name !== '') tokens.add(name);
-      }
-    }
-  }
-  return tokens;
-}
-
-/**
  * Headers a `Connection` header may not remove: `Content-Length` frames the message the proxy
  * forwards byte for byte, so dropping it because the sender listed it (`Connection: Content-Length`)
  * would turn the body into the start of another request on the upstream connection — request
  * smuggling. `Host` is rebuilt by the proxy anyway.
  */
-const FRAMING_HEADERS: ReadonlySet<string> = new Set(['content-length', 'host']);
+const FRAMING_HEADERS = new FieldNameSet(['content-length', 'host']);
 
-/** True when `name` (any case) is hop-by-hop for a message whose Connection header listed `named`. */
-export function isHopByHop(lowerName: string, named: ReadonlySet<string>): boolean {
-  return HOP_BY_HOP_HEADERS.has(lowerName) || (named.has(lowerName) && !FRAMING_HEADERS.has(lowerName));
+/**
+ * The headers that the `Connection` headers of a raw header list (`[name, value, name, value, …]`)
+ * make hop-by-hop beyond the fixed list, framing headers excepted: `Connection: close, X-Custom`
+ * → {x-custom}. Undefined when there are none, as with the usual `Connection: keep-alive` or `close`.
+ */
+export function namedHopByHopHeaders(rawHeaders: readonly string[]): FieldNameSet | undefined {
+  let named: string[] | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (!equalsIgnoringCase(rawHeaders[i]!, 'connection')) continue;
+    for (const token of rawHeaders[i + 1]!.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name === '' || name === 'close' || HOP_BY_HOP_HEADERS.has(name) || FRAMING_HEADERS.has(name)) continue;
+      (named ??= []).push(name);
+    }
+  }
+  return named === undefined ? undefined : new FieldNameSet(named);
+}
+
+/** True when `name` (any case) is hop-by-hop for a message whose Connection headers named `named` ({@link namedHopByHopHeaders}). */
+export function isHopByHop(name: string, named: FieldNameSet | undefined): boolean {
+  return HOP_BY_HOP_HEADERS.has(name) || (named !== undefined && named.has(name));
 }

@@ -11,6 +11,7 @@
  * - `Expect` may only be `100-continue` (RFC 9110 §10.1.1: anything else → 417).
  */
 import type { ClientRequest } from '../wire/client-side.js';
+import { equalsIgnoringCase } from '../wire/field-bytes.js';
 
 /** A request the proxy refuses: the status and its one-line reason. */
 export interface RequestProblem {
@@ -22,19 +23,21 @@ export interface RequestProblem {
 export function findRequestProblem(clientReq: ClientRequest): RequestProblem | undefined {
   let hostCount = 0;
   let authorizationCount = 0;
+  let expect: string | undefined; // several Expect fields are one list (RFC 9110 §5.3), as node's `headers` joins them
   const raw = clientReq.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') {
+    if (equalsIgnoringCase(name, 'host')) {
       hostCount++;
-    } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
+    } else if (equalsIgnoringCase(name, 'authorization')) {
       authorizationCount++;
+    } else if (equalsIgnoringCase(name, 'expect')) {
+      expect = expect === undefined ? raw[i + 1]! : `${expect}, ${raw[i + 1]!}`;
     }
   }
   if (hostCount > 1) return { status: 400, text: 'bad request: more than one Host header' };
   if (authorizationCount > 1) return { status: 400, text: 'bad request: more than one Authorization header' };
   if (hostCount === 0 && clientReq.httpVersion === '1.1') return { status: 400, text: 'bad request: missing Host header' };
-  const expect = clientReq.headers.expect;
   if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
     return { status: 417, text: `expectation failed: only 100-continue is supported, got '${expect}'` };
   }

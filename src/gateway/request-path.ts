@@ -313,7 +313,8 @@ async function proxyRequest(
   const tried = new Set<Upstream>();
   const pickContext = {
     clientIp: facts.clientIp,
-    hashKey: hashKeyFor(route.config, facts.clientIp, target.path.literal + target.query, clientReq.headers),
+    // read by `consistent-hash` alone: the other strategies do not pay for it (nor for `clientReq.headers`)
+    hashKey: route.config.strategy === 'consistent-hash' ? hashKeyFor(route.config, facts.clientIp, target.path.literal + target.query, clientReq.headers) : '',
     tried,
   };
   const method = clientReq.method ?? 'GET';

@@ -46,6 +46,7 @@
  */
 import type { ClientRequest } from '../wire/client-side.js';
 import { parseHostName } from './authority.js';
+import { headerValue } from './forward-headers.js';
 import type { RequestProblem } from './request-checks.js';
 
 /** One path, read two ways. When nothing in it needs normalising, every reading is the same string. */
@@ -147,7 +148,7 @@ const BAD_QUERY: RequestProblem = { status: 400, text: "bad request: a '#' or a 
  */
 export function readRequestTarget(clientReq: ClientRequest): RequestTarget | RequestProblem {
   const url = clientReq.url ?? '/';
-  const hostHeader = clientReq.headers.host;
+  const hostHeader = headerValue(clientReq.rawHeaders, 'host'); // the only one: findRequestProblem refuses two
   const headerHostName = hostHeader === undefined ? undefined : parseHostName(hostHeader);
   if (hostHeader !== undefined && headerHostName === undefined) return BAD_HOST;
   let hostName = headerHostName;

@@ -25,7 +25,7 @@
 import type { Socket } from 'node:net';
 import type { ClientResponse } from './client-side.js';
 import { STATUS_CODES } from 'node:http';
-import { hasInvalidFieldChar, isToken } from './field-bytes.js';
+import { equalsIgnoringCase, hasInvalidFieldChar, isToken } from './field-bytes.js';
 import { httpDate } from './http-date.js';
 
 /** What a response needs from the connection it is written to. */
@@ -140,29 +140,23 @@ export class Http1Response implements ClientResponse {
       const name = headers[i]!;
       const value = headers[i + 1]!;
       head += fieldLine(name, value, 'Header');
-      if (name.length === STRICT_TRANSPORT_SECURITY.length && name.toLowerCase() === STRICT_TRANSPORT_SECURITY) needsStrictTransportSecurity = false;
-      if (name.length < 4 || name.length > 17) continue;
-      switch (name.toLowerCase()) {
-        case 'connection':
-          hasConnection = true;
-          this.#isLast = CONNECTION_CLOSE.test(value);
-          break;
-        case 'transfer-encoding':
-          hasTransferEncoding = true;
-          if (CHUNKED.test(value)) this.#isChunked = true;
-          break;
-        case 'content-length':
-          hasContentLength = true;
-          break;
-        case 'date':
-          hasDate = true;
-          break;
-        case 'trailer':
-          hasTrailer = true;
-          break;
-        case 'keep-alive':
-          hasKeepAlive = true;
-          break;
+      // the names this writer acts on, compared without allocating (by length first)
+      if (equalsIgnoringCase(name, 'connection')) {
+        hasConnection = true;
+        this.#isLast = CONNECTION_CLOSE.test(value);
+      } else if (equalsIgnoringCase(name, 'transfer-encoding')) {
+        hasTransferEncoding = true;
+        if (CHUNKED.test(value)) this.#isChunked = true;
+      } else if (equalsIgnoringCase(name, 'content-length')) {
+        hasContentLength = true;
+      } else if (equalsIgnoringCase(name, 'date')) {
+        hasDate = true;
+      } else if (equalsIgnoringCase(name, 'trailer')) {
+        hasTrailer = true;
+      } else if (equalsIgnoringCase(name, 'keep-alive')) {
+        hasKeepAlive = true;
+      } else if (equalsIgnoringCase(name, STRICT_TRANSPORT_SECURITY)) {
+        needsStrictTransportSecurity = false;
       }
     }
     if (!hasDate) head += `Date: ${httpDate()}\r\n`;

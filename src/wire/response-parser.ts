@@ -32,7 +32,7 @@
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
 import { ChunkedDecoder } from './chunked-decoder.js';
-import { COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
+import { COLON, CR, CRLF_CRLF, equalsIgnoringCase, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
 
 /** How the body of a response is delimited (RFC 9112 6.3). */
 export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
@@ -468,17 +468,17 @@ export class ResponseParser {
    * names are ignored. `onHeadEnd` decides from what is read here.
    */
   private readFramingField(name: string, value: string): void {
-    // only three names matter for framing; compare lengths first, they rarely match
-    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+    // only three names matter for framing (equalsIgnoringCase compares lengths first: they rarely match)
+    if (equalsIgnoringCase(name, 'content-length')) {
       if (this.contentLength !== undefined) throw protocolError('repeated Content-Length');
       this.contentLength = parseContentLength(value);
-    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+    } else if (equalsIgnoringCase(name, 'transfer-encoding')) {
       this.transferEncoding = this.transferEncoding === undefined ? value : `${this.transferEncoding}, ${value}`;
-    } else if (name.length === 10 && name.toLowerCase() === 'connection') {
+    } else if (equalsIgnoringCase(name, 'connection')) {
       for (const option of value.split(',')) {
-        const token = option.trim().toLowerCase();
-        if (token === 'close') this.hasConnectionClose = true;
-        else if (token === 'keep-alive') this.hasConnectionKeepAlive = true;
+        const token = option.trim();
+        if (equalsIgnoringCase(token, 'close')) this.hasConnectionClose = true;
+        else if (equalsIgnoringCase(token, 'keep-alive')) this.hasConnectionKeepAlive = true;
       }
     }
   }

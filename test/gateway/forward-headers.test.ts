@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildClientResponseHeaders } from '../../src/gateway/forward-headers.js';
+import { namedHopByHopHeaders } from '../../src/gateway/hop-by-hop.js';
 
 test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 204 with Content-Length: 4 relayed), a 304 and a 200 keep theirs', () => {
   const upstream = ['Content-Length', '4', 'ETag', '"x"'];
@@ -12,4 +13,17 @@ test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 
   assert.deepEqual(buildClientResponseHeaders(upstream, 101), ['ETag', '"x"', 'Connection', 'upgrade']);
   assert.deepEqual(buildClientResponseHeaders(upstream, 304), upstream, 'a 304 may say the length of the representation it stands for');
   assert.deepEqual(buildClientResponseHeaders(upstream, 200), upstream);
+});
+
+test('headers a Connection header names are dropped in any case, the fixed hop-by-hop list too; Content-Length and Host stay even when named (request smuggling)', () => {
+  const upstream = ['Connection', 'keep-alive, X-Internal, content-length, HOST', 'x-internal', '1', 'X-INTERNAL', '2', 'Keep-Alive', 'timeout=5', 'Content-Length', '2', 'Host', 'h', 'X-Other', '3'];
+  assert.deepEqual(buildClientResponseHeaders(upstream, 200), ['Content-Length', '2', 'Host', 'h', 'X-Other', '3']);
+  assert.deepEqual(namedHopByHopHeaders(['Connection', 'close', 'connection', 'keep-alive, Upgrade']), undefined, 'only names of the fixed list (and close): nothing more to drop');
+  assert.equal(namedHopByHopHeaders(['CONNECTION', ' X-A ,,x-b'])?.has('x-b'), true);
+});
+
+test('a 426 keeps its Upgrade in any case; a 200 drops it', () => {
+  const upstream = ['upgrade', 'h2c', 'X-A', '1'];
+  assert.deepEqual(buildClientResponseHeaders(upstream, 426), upstream);
+  assert.deepEqual(buildClientResponseHeaders(upstream, 200), ['X-A', '1']);
 });

@@ -11,7 +11,7 @@ import { httpsRedirectLocation } from '../../src/gateway/https-redirect.js';
 import { ACME_CHALLENGE_PREFIX } from '../../src/gateway/acme-challenge.js';
 
 function target(url: string, host: string | undefined): RequestTarget {
-  const read = readRequestTarget({ url, headers: host === undefined ? {} : { host }, rawHeaders: [], httpVersion: '1.1' } as unknown as ClientRequest);
+  const read = readRequestTarget({ url, rawHeaders: host === undefined ? [] : ['Host', host], httpVersion: '1.1' } as unknown as ClientRequest);
   assert.ok(!('status' in read), `${url} must be a valid target`);
   return read;
 }

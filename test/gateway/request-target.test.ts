@@ -157,7 +157,7 @@ test('the normalised reading as each kind of backend takes it (NORMALISATIONS, i
 
 /** A request head with the shapes readRequestTarget reads; `host` null: no Host header. */
 function clientRequest(url: string, host: string | null): ClientRequest {
-  return { url, headers: host === null ? {} : { host }, rawHeaders: [], httpVersion: '1.1' } as unknown as ClientRequest;
+  return { url, rawHeaders: host === null ? [] : ['Host', host], httpVersion: '1.1' } as unknown as ClientRequest;
 }
 
 test('origin form: the host from the Host header (normalised), the query byte for byte', () => {

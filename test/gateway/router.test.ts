@@ -43,7 +43,7 @@ function decide(router: Router<TestRoute>, url: string, host = 'h'): string {
 }
 
 function route(router: Router<TestRoute>, url: string, host = 'h'): RouteDecision<TestRoute> | string {
-  const target = readRequestTarget({ url, headers: { host }, rawHeaders: [], httpVersion: '1.1' } as unknown as ClientRequest);
+  const target = readRequestTarget({ url, rawHeaders: ['Host', host], httpVersion: '1.1' } as unknown as ClientRequest);
   return 'status' in target ? `400 ${target.text}` : router.match(target);
 }
 

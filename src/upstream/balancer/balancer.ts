@@ -14,7 +14,7 @@ import type { Upstream } from '../upstream.js';
 export interface PickContext {
   /** Client IP without port, `::ffff:` prefix removed. */
   readonly clientIp: string;
-  /** Key for `consistent-hash` (from `hash_key`); the client IP when the header/cookie is missing. */
+  /** Key for `consistent-hash` (from `hash_key`); the client IP when the header/cookie is missing; '' for the other strategies (the request path builds it only for `consistent-hash`). */
   readonly hashKey: string;
   /** Upstreams this request already tried (never picked again). */
   readonly tried: ReadonlySet<Upstream>;

@@ -1,0 +1,36 @@
+/**
+ * The field-name comparisons of src/wire/field-bytes.ts that replace `toLowerCase` on the request
+ * path: they must say exactly what `name.toLowerCase() === lowerName` says, for every byte.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { equalsIgnoringCase, FieldNameSet } from '../../src/wire/field-bytes.js';
+
+test('equalsIgnoringCase agrees with toLowerCase for every one-character name against every lower-case target of the token set', () => {
+  const targets = "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~".split('');
+  for (let code = 0; code < 0x180; code++) {
+    const name = String.fromCharCode(code);
+    for (const target of targets) {
+      assert.equal(equalsIgnoringCase(name, target), name.toLowerCase() === target, `${JSON.stringify(name)} against ${JSON.stringify(target)}`);
+    }
+  }
+});
+
+test('equalsIgnoringCase: any case matches, a different length or one different character does not; "@" and "[" are not "`" and "{"', () => {
+  assert.equal(equalsIgnoringCase('Content-Length', 'content-length'), true);
+  assert.equal(equalsIgnoringCase('CONTENT-LENGTH', 'content-length'), true);
+  assert.equal(equalsIgnoringCase('Content-Lengths', 'content-length'), false);
+  assert.equal(equalsIgnoringCase('Content_Length', 'content-length'), false);
+  assert.equal(equalsIgnoringCase('Content-Lengtg', 'content-length'), false);
+  assert.equal(equalsIgnoringCase('', ''), true);
+  assert.equal(equalsIgnoringCase('@', '`'), false); // 0x40 | 0x20 is 0x60: only letters fold
+  assert.equal(equalsIgnoringCase('[', '{'), false);
+  assert.equal(equalsIgnoringCase('\u212a', 'k'), false); // KELVIN SIGN lower-cases to "k" in Unicode, not in a field name
+});
+
+test('FieldNameSet.has matches its names in any case and nothing else; it refuses a name that is not lower-case', () => {
+  const names = new FieldNameSet(['te', 'trailer', 'upgrade', 'connection', 'keep-alive']);
+  for (const name of ['TE', 'te', 'Trailer', 'UPGRADE', 'Connection', 'keep-ALIVE']) assert.equal(names.has(name), true, name);
+  for (const name of ['', 't', 'tee', 'Trailers', 'upgrade ', 'connectio', 'keep_alive', 'x-connection']) assert.equal(names.has(name), false, name);
+  assert.throws(() => new FieldNameSet(['Connection']), /not lower-case/);
+});

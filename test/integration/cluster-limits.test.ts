@@ -151,15 +151,19 @@ test('workers = 2: a SIGHUP that keeps rate_limit keeps the spent bucket; a work
     const startedAt = performance.now();
     const burst = await Promise.all(Array.from({ length: 8 }, () => request(agent, proxyPort, '/')));
     const okBurst = countOf(burst.map((a) => a.status), 200);
-    assert.equal(okBurst, 3, `got ${okBurst} × 200 of 8 at once with burst=3, want 3`);
+    // At least burst − L × (workers − 1) = 3 − 1: one worker's lease (L = 1) can keep the third token
+    // while the other worker's requests find the bucket empty (SPEC 8 promises the rate within 10%
+    // over 10 s windows, not the whole burst at one instant; README "Limits with workers = N").
+    const mostInBurst = 3 + Math.floor((performance.now() - startedAt) / 1_000);
+    assert.ok(okBurst >= 2 && okBurst <= mostInBurst, `got ${okBurst} × 200 of 8 at once with burst=3, want burst = 3, or 2 when a worker's lease keeps the third (at most rate × T + burst = ${mostInBurst})`);
 
     // SIGHUP with the same settings: the buckets stay spent (a fresh one would let 3 through again).
     process.kill(primary.pid, 'SIGHUP');
     await primary.line(/reloaded .*\(in 2 workers\)/);
     const afterReload = await Promise.all(Array.from({ length: 4 }, () => request(agent, proxyPort, '/')));
     const okAfterReload = countOf(afterReload.map((a) => a.status), 200);
-    const mostSoFar = Math.floor((performance.now() - startedAt) / 1_000) + 1;
-    assert.ok(okAfterReload <= mostSoFar, `got ${okAfterReload} × 200 right after the reload, want at most ${mostSoFar} (the rate since the burst), not a fresh burst`);
+    const mostSoFar = Math.floor((performance.now() - startedAt) / 1_000) + 3;
+    assert.ok(okBurst + okAfterReload <= mostSoFar, `got ${okBurst} + ${okAfterReload} × 200 by the end of the reload, want at most rate × T + burst = ${mostSoFar}, not a fresh burst`);
 
     // SIGKILL a worker that served the client: a new one starts, every request is answered, and the total stays within rate × T + burst.
     const victim = first.workers[0]!.pid;

@@ -3,6 +3,7 @@
  * dist/main.js` from a private build) on loopback: one client IP spread over 4 keep-alive
  * connections, which the cluster deals to both workers (each worker's count in /status.json grows),
  * gets `rate_limit = 10/s burst=5` once in total, not once per worker: a burst of 30 gives 5 × 200
+ * (at least burst − L: a worker's lease of L tokens can keep one its connections never ask for)
  * then 429s, 30 req/s for 5 s gives 10 × 5 + 5 = 55 within 10% (and never more than
  * rate × T + burst); `conn_limit = 2` with 5 concurrent slow requests over both workers gives
  * 2 × 200 and 3 × 429 with `Retry-After: 1`. A SIGHUP that keeps the settings keeps the spent
@@ -82,7 +83,8 @@ test('workers = 2: rate_limit = 10/s burst=5 and conn_limit = 2 hold for one cli
     const burstStatuses = burst.map((answer) => answer.status);
     const mostInBurst = 5 + Math.floor(burstMs / 100);
     const okInBurst = countOf(burstStatuses, 200);
-    assert.ok(okInBurst >= 5 && okInBurst <= mostInBurst, `got ${okInBurst} × 200 in a burst of 30 over ${burstMs.toFixed(0)} ms, want 5 (at most ${mostInBurst}); statuses ${burstStatuses.join(' ')}`);
+    // At least burst − L × (workers − 1) = 5 − 1: a worker's lease (L = 1) can keep a token its connections never ask for (see below, burst=3).
+    assert.ok(okInBurst >= 4 && okInBurst <= mostInBurst, `got ${okInBurst} × 200 in a burst of 30 over ${burstMs.toFixed(0)} ms, want burst = 5, or 4 when a worker's lease keeps one (at most ${mostInBurst}); statuses ${burstStatuses.join(' ')}`);
     assert.equal(countOf(burstStatuses, 429), 30 - okInBurst, `got statuses ${burstStatuses.join(' ')}, want only 200 and 429`);
     assert.deepEqual(new Set(burst.filter((a) => a.status === 429).map((a) => a.retryAfter)), new Set(['1']), 'got these Retry-After values, want 1');
     const burstServed = grew(beforeBurst, await served());
@@ -151,15 +153,19 @@ test('workers = 2: a SIGHUP that keeps rate_limit keeps the spent bucket; a work
     const startedAt = performance.now();
     const burst = await Promise.all(Array.from({ length: 8 }, () => request(agent, proxyPort, '/')));
     const okBurst = countOf(burst.map((a) => a.status), 200);
-    assert.equal(okBurst, 3, `got ${okBurst} × 200 of 8 at once with burst=3, want 3`);
+    // At least burst − L × (workers − 1) = 3 − 1: one worker's lease (L = 1) can keep the third token
+    // while the other worker's requests find the bucket empty (SPEC 8 promises the rate within 10%
+    // over 10 s windows, not the whole burst at one instant; README "Limits with workers = N").
+    const mostInBurst = 3 + Math.floor((performance.now() - startedAt) / 1_000);
+    assert.ok(okBurst >= 2 && okBurst <= mostInBurst, `got ${okBurst} × 200 of 8 at once with burst=3, want burst = 3, or 2 when a worker's lease keeps the third (at most rate × T + burst = ${mostInBurst})`);
 
     // SIGHUP with the same settings: the buckets stay spent (a fresh one would let 3 through again).
     process.kill(primary.pid, 'SIGHUP');
     await primary.line(/reloaded .*\(in 2 workers\)/);
     const afterReload = await Promise.all(Array.from({ length: 4 }, () => request(agent, proxyPort, '/')));
     const okAfterReload = countOf(afterReload.map((a) => a.status), 200);
-    const mostSoFar = Math.floor((performance.now() - startedAt) / 1_000) + 1;
-    assert.ok(okAfterReload <= mostSoFar, `got ${okAfterReload} × 200 right after the reload, want at most ${mostSoFar} (the rate since the burst), not a fresh burst`);
+    const mostSoFar = Math.floor((performance.now() - startedAt) / 1_000) + 3;
+    assert.ok(okBurst + okAfterReload <= mostSoFar, `got ${okBurst} + ${okAfterReload} × 200 by the end of the reload, want at most rate × T + burst = ${mostSoFar}, not a fresh burst`);
 
     // SIGKILL a worker that served the client: a new one starts, every request is answered, and the total stays within rate × T + burst.
     const victim = first.workers[0]!.pid;

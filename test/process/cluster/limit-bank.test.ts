@@ -186,6 +186,32 @@ test('a burst of 30 over two workers: 5 allowed, 25 × 429 with Retry-After 1; t
   assert.equal(cluster.bank.size, 0, `got ${cluster.bank.size} keys on the primary after the leases went back and the bucket filled, want 0`);
 });
 
+test("8 at once with 1/s burst=3 over two workers (cluster-limits.test.ts saw 2 × 200 under load): the third token waits in one worker's lease, so at least burst − L pass at once, and it passes once that lease went back", async () => {
+  // The interleaving the integration test (cluster-limits.test.ts) met under load: worker 2's two
+  // requests ask first, for 2 + L = 3, and take the whole bucket; worker 1's requests find it empty
+  // and answer 429 until the next token; worker 2 gets no more requests, so its lease keeps the
+  // third token until IDLE_RETURN_MS. SPEC 8 promises the rate within 10% over 10 s windows, not
+  // the whole burst at one instant; README "Limits with workers = N" states this bound.
+  const rate: RateLimitConfig = { requests: 1, periodMs: 1_000, burst: 3, source: '1/s burst=3', place: { file: 'env.ini', line: 1, column: 1 } } as RateLimitConfig;
+  assert.equal(leaseSize(rate), 1);
+  const cluster = simulatedCluster();
+  const limits = cluster.workers.map((worker) => worker.limitsFor('api', rate, undefined)!);
+  const verdicts: string[] = [];
+  const take = (worker: number): void => void Promise.resolve(limits[worker]!.takeToken('10.0.0.1')).then((v) => verdicts.push(v.isAllowed ? '200' : `429 Retry-After ${v.retryAfterSeconds}`));
+  cluster.at(0, () => [1, 1].forEach(take)); // one turn on worker 2: one ask, want 2 + L = 3
+  cluster.at(0.2, () => [0, 0].forEach(take)); // worker 1 asks after it
+  cluster.at(2, () => [0, 0, 0, 0].forEach(take)); // the rest of the burst: all on worker 1
+  await cluster.runUntil(10);
+  const allowedAtOnce = verdicts.filter((v) => v === '200').length;
+  assert.equal(allowedAtOnce, rate.burst - leaseSize(rate), `got ${verdicts.join(', ')}, want burst − L = 2 × 200 (the third in worker 2's lease), the rest 429 Retry-After 1`);
+  assert.deepEqual(new Set(verdicts.filter((v) => v !== '200')), new Set(['429 Retry-After 1']));
+  // Worker 2's lease goes back at its idle scan (1 000 ms); worker 1's next request after its local 429 ends gets that token.
+  cluster.at(1_100, () => take(0));
+  await cluster.runUntil(1_110);
+  assert.equal(verdicts.at(-1), '200', 'got a 429 for the token worker 2 gave back, want it served');
+  assert.equal(verdicts.filter((v) => v === '200').length, rate.burst, `got ${verdicts.filter((v) => v === '200').length} × 200 in 1.11 s, want 3 (at most rate × T + burst = 4.11; the first second's refill is lost while worker 2's 2 spent tokens are out unreported, level + out ≤ burst)`);
+});
+
 test('conn_limit = 2 over two workers: 5 at once → 2 slots, 3 refused; a released slot kept by one worker comes back to the bank after SLOT_KEEP_MS', async () => {
   const cluster = simulatedCluster();
   const config = { maxInFlight: 2, place: { file: 'env.ini', line: 1, column: 1 } } as const;

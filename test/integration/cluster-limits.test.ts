@@ -3,7 +3,7 @@
  * dist/main.js` from a private build) on loopback: one client IP spread over 4 keep-alive
  * connections, which the cluster deals to both workers (each worker's count in /status.json grows),
  * gets `rate_limit = 10/s burst=5` once in total, not once per worker: a burst of 30 gives 5 × 200
- * (at least burst − L: a worker's lease of L tokens can keep one its connections never ask for)
+ * (at least burst − L: a worker's lease of L tokens can keep one that its connections never ask for)
  * then 429s, 30 req/s for 5 s gives 10 × 5 + 5 = 55 within 10% (and never more than
  * rate × T + burst); `conn_limit = 2` with 5 concurrent slow requests over both workers gives
  * 2 × 200 and 3 × 429 with `Retry-After: 1`. A SIGHUP that keeps the settings keeps the spent

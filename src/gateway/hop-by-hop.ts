@@ -9,7 +9,7 @@
  * it adds its own headers, so a client cannot make it drop `X-Forwarded-For` that way.
  */
 
-import { equalsIgnoringCase, FieldNameSet } from '../wire/field-bytes.js';
+import { equalsIgnoringCase, FieldNameSet, listElements } from '../wire/field-bytes.js';
 
 /** The hop-by-hop headers (SPEC 5), matched in any case. `TE: trailers` and upgrade headers are handled by callers. */
 export const HOP_BY_HOP_HEADERS = new FieldNameSet([
@@ -42,10 +42,9 @@ export function namedHopByHopHeaders(rawHeaders: readonly string[]): FieldNameSe
   let named: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (!equalsIgnoringCase(rawHeaders[i]!, 'connection')) continue;
-    for (const token of rawHeaders[i + 1]!.split(',')) {
-      const name = token.trim().toLowerCase();
-      if (name === '' || name === 'close' || HOP_BY_HOP_HEADERS.has(name) || FRAMING_HEADERS.has(name)) continue;
-      (named ??= []).push(name);
+    for (const token of listElements(rawHeaders[i + 1]!)) {
+      if (equalsIgnoringCase(token, 'close') || HOP_BY_HOP_HEADERS.has(token) || FRAMING_HEADERS.has(token)) continue;
+      (named ??= []).push(token.toLowerCase());
     }
   }
   return named === undefined ? undefined : new FieldNameSet(named);

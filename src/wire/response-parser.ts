@@ -32,7 +32,7 @@
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';
 import { ChunkedDecoder } from './chunked-decoder.js';
-import { COLON, CR, CRLF_CRLF, equalsIgnoringCase, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
+import { COLON, CR, CRLF_CRLF, equalsIgnoringCase, HTAB, listElements, IS_FIELD_CHAR, IS_TOKEN, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
 
 /** How the body of a response is delimited (RFC 9112 6.3). */
 export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
@@ -166,9 +166,8 @@ export class ResponseParser {
   constructor(options: ResponseParserOptions) {
     this.options = options;
     this.maxHeaderSize = options.maxHeaderSize ?? DEFAULT_MAX_HEADER_SIZE;
-    const method = options.method.toUpperCase();
-    this.isHeadRequest = method === 'HEAD';
-    this.isConnectRequest = method === 'CONNECT';
+    this.isHeadRequest = equalsIgnoringCase(options.method, 'head');
+    this.isConnectRequest = equalsIgnoringCase(options.method, 'connect');
     this.lineBudget = this.maxHeaderSize;
   }
 
@@ -475,8 +474,7 @@ export class ResponseParser {
     } else if (equalsIgnoringCase(name, 'transfer-encoding')) {
       this.transferEncoding = this.transferEncoding === undefined ? value : `${this.transferEncoding}, ${value}`;
     } else if (equalsIgnoringCase(name, 'connection')) {
-      for (const option of value.split(',')) {
-        const token = option.trim();
+      for (const token of listElements(value)) {
         if (equalsIgnoringCase(token, 'close')) this.hasConnectionClose = true;
         else if (equalsIgnoringCase(token, 'keep-alive')) this.hasConnectionKeepAlive = true;
       }

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { equalsIgnoringCase, FieldNameSet } from '../../src/wire/field-bytes.js';
+import { equalsIgnoringCase, FieldNameSet, listElements } from '../../src/wire/field-bytes.js';
 
 test('equalsIgnoringCase agrees with toLowerCase for every one-character name against every lower-case target of the token set', () => {
   const targets = "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~".split('');
@@ -33,4 +33,12 @@ test('FieldNameSet.has matches its names in any case and nothing else; it refuse
   for (const name of ['TE', 'te', 'Trailer', 'UPGRADE', 'Connection', 'keep-ALIVE']) assert.equal(names.has(name), true, name);
   for (const name of ['', 't', 'tee', 'Trailers', 'upgrade ', 'connectio', 'keep_alive', 'x-connection']) assert.equal(names.has(name), false, name);
   assert.throws(() => new FieldNameSet(['Connection']), /not lower-case/);
+});
+
+test('listElements: a list field split at commas, each element trimmed, empty ones left out; a value without a comma is one element', () => {
+  assert.deepEqual(listElements('keep-alive'), ['keep-alive']);
+  assert.deepEqual(listElements('  close\t'), ['close']);
+  assert.deepEqual(listElements(''), []);
+  assert.deepEqual(listElements(' , ,'), []);
+  assert.deepEqual(listElements('keep-alive, X-A ,,x-b'), ['keep-alive', 'X-A', 'x-b']);
 });

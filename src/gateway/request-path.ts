@@ -307,7 +307,9 @@ async function proxyRequest(
     if (isChunked) headers.push('Transfer-Encoding', 'chunked');
     return headers;
   };
-  const body = clientReq.body === undefined ? undefined : withBodyLimit(clientReq.body, maxBodySize);
+  // A Content-Length body is exactly that long (the server's framing), and its length passed step 2:
+  // only a chunked body is counted as it streams.
+  const body = clientReq.body === undefined ? undefined : isChunked ? withBodyLimit(clientReq.body, maxBodySize) : clientReq.body;
 
   // 4. Attempt loop.
   const tried = new Set<Upstream>();

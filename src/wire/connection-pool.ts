@@ -321,8 +321,7 @@ export class ConnectionPool {
       this.destroy(connection);
       return;
     }
-    socket.resume(); // flowing, so that bytes and EOF are noticed
-    socket.unref();
+    if (socket.isPaused()) socket.resume(); // flowing, so that bytes and EOF are noticed
     connection.idleSince = this.now();
     if (connection.idleTimer === undefined) this.armIdleTimer(connection, this.idleTimeoutMs);
 
@@ -413,7 +412,6 @@ export class ConnectionPool {
         this.destroy(connection);
         continue;
       }
-      connection.socket.ref();
       connection.wasReused = true;
       this.active.add(connection);
       return connection;
@@ -477,6 +475,10 @@ export class ConnectionPool {
         socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings, tlsName);
       }
       const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings, tlsName);
+      // A pooled socket never keeps the process alive, idle or not (no `ref` and `unref` per
+      // request, each a call into node's C++): a request in flight has its client's connection,
+      // which does, and a closed pool destroys every socket. An upgrade's socket goes to a tunnel.
+      if (!isForUpgrade) socket.unref();
       this.open.add(connection);
       this.active.add(connection);
       // The connection's one set of listeners (and `onRead` above), for its whole life: to the

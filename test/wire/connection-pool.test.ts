@@ -11,6 +11,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { ConnectionPool, OWN_NAME_MEMORY_MS, type UpstreamConnection } from '../../src/wire/connection-pool.js';
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
@@ -454,4 +456,38 @@ describe('ConnectionPool', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.ok(tcpHandles() <= before, `got ${tcpHandles()} TCP handles, want at most ${before} as before the test`);
   });
+
+  it('no pooled socket keeps the process alive, idle or in use: a process whose only handles are pool sockets exits on its own', async () => {
+    // In a child process: two connections to an upstream in this process (one released, one
+    // held); with a ref'd socket left the child would wait for the idle timeout of 10 minutes.
+    const upstream = await startUpstream();
+    const poolModule = fileURLToPath(new URL('../../src/wire/connection-pool.ts', import.meta.url));
+    const script = `
+      const { ConnectionPool } = await import(${JSON.stringify(poolModule)});
+      const pool = new ConnectionPool({ idleTimeoutMs: 600000 });
+      const idle = await pool.acquire('127.0.0.1', ${upstream.port}, { connectTimeoutMs: 1000 });
+      await pool.acquire('127.0.0.1', ${upstream.port}, { connectTimeoutMs: 1000, isNewRequired: true });
+      pool.release(idle);
+      process.stdout.write('released ' + JSON.stringify(pool.stats()));
+    `;
+    try {
+      await assertExitsAlone(script);
+    } finally {
+      await upstream.close();
+    }
+  });
 });
+
+/** Runs `script` (ESM) in a child node process and asserts it exits by itself, code 0, within 10 s, printing `released {"open":2,"idle":1}`. */
+async function assertExitsAlone(script: string): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+  clearTimeout(timer);
+  assert.equal(signal, null, `the child was still running after 10 s (killed): a pool socket kept it alive; output: ${output}`);
+  assert.equal(code, 0, output);
+  assert.equal(output, 'released {"open":2,"idle":1}');
+}

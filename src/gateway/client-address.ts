@@ -30,6 +30,7 @@ import { isIP, SocketAddress } from 'node:net';
 import type { Cidr, ServerConfig } from '../config/config.js';
 import { ignoredHostBits, ipv4Bytes, ipv6Bytes, unmapIpv4 } from '../config/values.js';
 import { formatPlace } from '../errors.js';
+import { equalsIgnoringCase } from '../wire/field-bytes.js';
 
 /** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged; undefined (socket already gone) → ''. */
 export function normalizeClientIp(remoteAddress: string | undefined): string {
@@ -130,7 +131,7 @@ export function resolveClientIp(peerIp: string, isTrustedPeer: boolean, rawHeade
   let client = peerIp;
   for (let i = rawHeaders.length - 2; i >= 0; i -= 2) {
     const name = rawHeaders[i]!;
-    if (name.length !== 15 || name.toLowerCase() !== 'x-forwarded-for') continue;
+    if (!equalsIgnoringCase(name, 'x-forwarded-for')) continue;
     const entries = rawHeaders[i + 1]!.split(ENTRY_SEPARATOR);
     for (let j = entries.length - 1; j >= 0; j--) {
       const entry = entries[j]!;

@@ -19,7 +19,7 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { equalsIgnoringCase, FieldNameSet } from '../wire/field-bytes.js';
+import { equalsIgnoringCase, FieldNameSet, listElements } from '../wire/field-bytes.js';
 import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
@@ -151,7 +151,7 @@ export function headerValue(rawHeaders: readonly string[], lowerName: string): s
 }
 
 function hasTrailersToken(value: string): boolean {
-  return value.split(',').some((token) => token.trim().toLowerCase() === 'trailers');
+  return listElements(value).some((token) => equalsIgnoringCase(token, 'trailers'));
 }
 
 /**

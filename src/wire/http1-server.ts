@@ -61,7 +61,7 @@ import { combineHeaders, type ClientRequest, type ClientResponse } from './clien
 import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
 import { writeTextAnswer } from './text-answer.js';
-import { CR, LF } from './field-bytes.js';
+import { CR, equalsIgnoringCase, LF, listElements } from './field-bytes.js';
 import { receivedRequestLine } from './received-request-line.js';
 import { parseRequestHead, type RequestHead, type RequestLimits } from './request-parser.js';
 
@@ -131,8 +131,8 @@ export const DISCARD_MAX_BYTES = 256 * 1024;
  * configured for (WebSocket by default); nginx and Go's httputil tunnel any.
  */
 export function isTunnelledUpgrade(upgrade: string): boolean {
-  const protocols = upgrade.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== '');
-  return protocols.length > 0 && !protocols.includes('h2c');
+  const protocols = listElements(upgrade);
+  return protocols.length > 0 && !protocols.some((protocol) => equalsIgnoringCase(protocol, 'h2c'));
 }
 
 /** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */

@@ -47,6 +47,7 @@ import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetErr
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
 import { isTlsAlert, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { serializeRequestHead } from './request-head.js';
+import { equalsIgnoringCase, listElements } from './field-bytes.js';
 import { ResponseParser, type ResponseHead } from './response-parser.js';
 
 /** Where an exchange goes: all the wire needs of an upstream (a config's `UpstreamConfig` fits). */
@@ -651,9 +652,9 @@ function switchedProtocolOf(rawHeaders: readonly string[]): string | undefined {
   let protocol: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
-      isUpgradeListed ||= rawHeaders[i + 1]!.split(',').some((token) => token.trim().toLowerCase() === 'upgrade');
-    } else if (protocol === undefined && name.length === 7 && name.toLowerCase() === 'upgrade') {
+    if (equalsIgnoringCase(name, 'connection')) {
+      isUpgradeListed ||= listElements(rawHeaders[i + 1]!).some((token) => equalsIgnoringCase(token, 'upgrade'));
+    } else if (protocol === undefined && equalsIgnoringCase(name, 'upgrade')) {
       protocol = rawHeaders[i + 1];
     }
   }

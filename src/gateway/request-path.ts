@@ -31,9 +31,8 @@
  * Names are fixed: `clientReq`/`clientRes` face the client; the upstream side is one
  * `UpstreamExchange` per attempt and the `upstreamHead` it answers with. `clientReq` is never mutated.
  */
-import type { ClientRequest, ClientResponse } from '../wire/client-side.js';
+import type { ClientRequest, ClientResponse, RequestBody, RequestBodyReader } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
 import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamProtocolError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -596,21 +595,84 @@ function loggedError(error: RequestError): string {
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */
-function withBodyLimit(body: Readable, maxBodySize: number): Readable {
-  if (maxBodySize === 0) return body;
-  let received = 0;
-  const limiter = new Transform({
-    transform(chunk: Buffer, _encoding, callback: TransformCallback) {
-      received += chunk.length;
-      if (received > maxBodySize) callback(new BodyTooLargeError(`request body over ${maxBodySize} bytes`));
-      else callback(null, chunk);
-    },
-  });
-  // The body may have failed already (bad framing, a timeout) while the request was being routed.
-  if (body.errored !== null) limiter.destroy(body.errored);
-  else body.on('error', (error) => limiter.destroy(error));
-  limiter.on('error', () => {}); // read by the upstream attempt through `errored`, whenever it happens
-  return body.pipe(limiter);
+function withBodyLimit(body: RequestBody, maxBodySize: number): RequestBody {
+  return maxBodySize === 0 ? body : new LimitedBody(body, maxBodySize);
+}
+
+/**
+ * A chunked request body that fails with a BodyTooLargeError (413) once more than `maxBodySize`
+ * bytes came: the counted piece is not passed on, and the rest is read and dropped.
+ */
+class LimitedBody implements RequestBody, RequestBodyReader {
+  readonly #body: RequestBody;
+  readonly #maxBodySize: number;
+  #received = 0;
+  #reader: RequestBodyReader | undefined;
+  #error: Error | null = null;
+
+  constructor(body: RequestBody, maxBodySize: number) {
+    this.#body = body;
+    this.#maxBodySize = maxBodySize;
+  }
+
+  get errored(): Error | null {
+    return this.#error ?? this.#body.errored;
+  }
+
+  get isReceived(): boolean {
+    return this.#error === null && this.#body.isReceived;
+  }
+
+  takeHeld(): Buffer | null {
+    const held = this.#body.takeHeld();
+    if (held === null || this.#isWithinLimit(held)) return held;
+    this.#body.detach();
+    return null;
+  }
+
+  attach(reader: RequestBodyReader): void {
+    this.#reader = reader;
+    this.#body.attach(this);
+  }
+
+  pause(): void {
+    this.#body.pause();
+  }
+
+  resume(): void {
+    this.#body.resume();
+  }
+
+  detach(): void {
+    this.#reader = undefined;
+    this.#body.detach();
+  }
+
+  onRequestBodyData(chunk: Buffer): void {
+    if (!this.#isWithinLimit(chunk)) {
+      const reader = this.#reader;
+      this.detach();
+      reader?.onRequestBodyError(this.#error!);
+      return;
+    }
+    this.#reader?.onRequestBodyData(chunk);
+  }
+
+  onRequestBodyEnd(): void {
+    this.#reader?.onRequestBodyEnd();
+  }
+
+  onRequestBodyError(error: Error): void {
+    this.#reader?.onRequestBodyError(error);
+  }
+
+  /** Counts `chunk`; false (and `errored` set) once the body is over the limit. */
+  #isWithinLimit(chunk: Buffer): boolean {
+    this.#received += chunk.length;
+    if (this.#received <= this.#maxBodySize) return true;
+    this.#error ??= new BodyTooLargeError(`request body over ${this.#maxBodySize} bytes`);
+    return false;
+  }
 }
 
 function logRequest(context: ProxyContext, clientReq: ClientRequest, status: number, facts: RequestFacts): void {

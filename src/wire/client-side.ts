@@ -10,7 +10,6 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
 
 /** A request head (RFC 9112 §3), with node's shapes. */
 export interface ClientRequest {
@@ -27,12 +26,10 @@ export interface ClientRequest {
   /** The request came over TLS (the HTTPS listener, `tls_listen`): `X-Forwarded-Proto: https`, HSTS, no `redirect_https`. */
   readonly isTls: boolean;
   /**
-   * The request body (RFC 9112 §6), de-chunked, as a byte stream with backpressure: the server
-   * reads no more from the client while the stream's buffer is full. Undefined when the request has
-   * none. It fails with a RequestError (src/errors.ts) saying why the body could not be read: bad
-   * chunked framing (400), `body_timeout` or `request_timeout` (408), the client left (499).
+   * The request body (RFC 9112 §6), de-chunked, for one reader, with backpressure (see
+   * `RequestBody`). Undefined when the request has none.
    */
-  readonly body: Readable | undefined;
+  readonly body: RequestBody | undefined;
   /**
    * The body's length when the server framed it by Content-Length (RFC 9112 §6.3), bytes; undefined
    * for a chunked body or none. The request path reads the framing from here, never again from the
@@ -47,6 +44,50 @@ export interface ClientRequest {
    * decides. Undefined for every other request, which is forwarded without `Upgrade`.
    */
   readonly upgrade: string | undefined;
+}
+
+/**
+ * A request body as the server reads it from the client: de-chunked pieces in order, then its end
+ * or the error that stopped it, for exactly one reader (the upstream exchange). Not a node
+ * `Readable`: one reader that takes each piece as it comes needs none of a stream's buffering
+ * modes, and their ticks and listeners were most of what a POST cost over a GET
+ * (docs/performance.md).
+ *
+ * Backpressure: what arrives while the reader is paused (or not attached yet) is held; once
+ * `BODY_HIGH_WATER_MARK` bytes are held (src/wire/http1-server.ts, 128 KiB) the server stops
+ * reading the client until the reader takes them.
+ *
+ * A body fails with a RequestError (src/errors.ts) saying why it could not be read: bad chunked
+ * framing (400), `body_timeout` or `request_timeout` (408), the client left (499).
+ */
+export interface RequestBody {
+  /** The RequestError that stopped the body, or null. */
+  readonly errored: Error | null;
+  /** Every byte of the body was received: what `takeHeld` returns then is the rest of it. */
+  readonly isReceived: boolean;
+  /** Takes what is held (received, not yet delivered) as one buffer; null when nothing is. */
+  takeHeld(): Buffer | null;
+  /**
+   * From now on each piece goes to `reader` as it arrives (what is held first, on a later tick),
+   * then the end or the error, each on a later tick than this call: never from inside it.
+   */
+  attach(reader: RequestBodyReader): void;
+  /** Hold further pieces until `resume`. */
+  pause(): void;
+  /** Deliver again: what was held first, on a later tick. */
+  resume(): void;
+  /**
+   * The reader takes no more: what is held and the rest of the body are read and dropped, so a
+   * reader that stopped (an upstream that answered early) never stalls the client.
+   */
+  detach(): void;
+}
+
+/** The one reader of a `RequestBody`. */
+export interface RequestBodyReader {
+  onRequestBodyData(chunk: Buffer): void;
+  onRequestBodyEnd(): void;
+  onRequestBodyError(error: Error): void;
 }
 
 /** The response to a `ClientRequest`, with node's `ServerResponse` semantics. */

@@ -10,8 +10,8 @@
  *      with the parser's one-line reason — and the connection is closed;
  *   2. hand the request to the handler as a `ClientRequest`/`ClientResponse` pair
  *      (src/wire/client-side.ts); the body, delimited by Content-Length or chunked (RFC 9112
- *      §6.3, src/wire/body-decoder.ts), reaches it as a stream with backpressure: while the
- *      handler does not take it, the socket is paused;
+ *      §6.3, src/wire/body-decoder.ts), reaches its one reader piece by piece, with
+ *      backpressure (`RequestBody`): while the reader does not take it, the socket is paused;
  *   3. requests are answered strictly one at a time, in order (RFC 9112 §9.3.2): bytes of the
  *      next request that are already here wait, and nothing more is read once they fill a bounded
  *      buffer (`maxHeadBytes`);
@@ -54,10 +54,9 @@
 import net from 'node:net';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ClientAbortError, ClientTimeoutError } from '../errors.js';
-import { combineHeaders, type ClientRequest, type ClientResponse } from './client-side.js';
+import { combineHeaders, type ClientRequest, type ClientResponse, type RequestBody, type RequestBodyReader } from './client-side.js';
 import { Http1Response, type ResponseConnection } from './http1-response.js';
 import { createBodyDecoder, type BodyDecoder } from './body-decoder.js';
 import { writeTextAnswer } from './text-answer.js';
@@ -135,7 +134,7 @@ export function isTunnelledUpgrade(upgrade: string): boolean {
   return protocols.length > 0 && !protocols.some((protocol) => equalsIgnoringCase(protocol, 'h2c'));
 }
 
-/** The request body buffered for the handler before the socket is paused, bytes (one or two socket reads). */
+/** The request body held for its reader before the socket is paused, bytes (one or two socket reads). */
 const BODY_HIGH_WATER_MARK = 128 * 1024;
 const EMPTY = Buffer.alloc(0);
 
@@ -406,7 +405,7 @@ export class Http1Connection implements ResponseConnection {
       // upstream that answered early and keeps its connection), else dropped — then the next
       // request. body_timeout still applies.
       const body = request?.body;
-      if (body !== undefined && body.listenerCount('data') > 0) {
+      if (body !== undefined && body.isAttached) {
         this.#request = request;
         this.#isBodyAfterResponse = true;
         this.#discardStartedAt = this.#server.now();
@@ -603,7 +602,7 @@ export class Http1Connection implements ResponseConnection {
     // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
     const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none' && isTunnelledUpgrade(head.upgrade);
     const decoder = createBodyDecoder(head.body);
-    const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new RequestBody(this), isUpgrade);
+    const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new Http1RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());
     this.#request = clientReq;
     this.#response = clientRes;
@@ -658,7 +657,7 @@ export class Http1Connection implements ResponseConnection {
 
   #pushBody(chunk: Buffer): void {
     if (this.#request!.body!.push(chunk)) return;
-    // The handler has not taken the body yet: read no more until it does (RequestBody._read).
+    // The reader has not taken what is held: read no more until it does (Http1RequestBody's onBodyWanted).
     this.#bodyWaitingSince = undefined;
     this.socket.pause();
   }
@@ -676,7 +675,7 @@ export class Http1Connection implements ResponseConnection {
     this.#bodyWaitingSince = undefined;
     this.#state = State.Broken;
     this.socket.pause();
-    this.#request?.body?.destroy(error);
+    this.#request?.body?.fail(error);
     if (this.#isBodyAfterResponse) {
       // Its response already went out: nobody is left to answer the failure, so the connection closes.
       this.#isBodyAfterResponse = false;
@@ -697,7 +696,7 @@ export class Http1Connection implements ResponseConnection {
         return;
       default:
         // A request in flight is abandoned, as node's server does without allowHalfOpen.
-        this.#request?.body?.destroy(new ClientAbortError('the client ended the connection before its request body was complete'));
+        this.#request?.body?.fail(new ClientAbortError('the client ended the connection before its request body was complete'));
         this.socket.destroy();
     }
   }
@@ -745,7 +744,7 @@ export class Http1Connection implements ResponseConnection {
     const wasState = this.#state;
     this.#state = State.Gone;
     this.#server.forget(this);
-    if (wasState === State.Body) this.#request?.body?.destroy(new ClientAbortError('the client closed the connection before its request body was complete'));
+    if (wasState === State.Body) this.#request?.body?.fail(new ClientAbortError('the client closed the connection before its request body was complete'));
     const response = this.#response;
     this.#response = undefined;
     response?.onConnectionClose();
@@ -768,12 +767,12 @@ class Http1Request implements ClientRequest {
   readonly rawHeaders: string[];
   readonly socket: Socket;
   readonly isTls: boolean;
-  readonly body: RequestBody | undefined;
+  readonly body: Http1RequestBody | undefined;
   readonly upgrade: string | undefined;
   readonly contentLength: number | undefined;
   #headers: IncomingHttpHeaders | undefined;
 
-  constructor(head: RequestHead, socket: Socket, isTls: boolean, body: RequestBody | undefined, isUpgrade: boolean) {
+  constructor(head: RequestHead, socket: Socket, isTls: boolean, body: Http1RequestBody | undefined, isUpgrade: boolean) {
     this.isTls = isTls;
     this.upgrade = isUpgrade ? head.upgrade : undefined;
     this.contentLength = head.body.kind === 'length' ? head.body.length : undefined;
@@ -795,40 +794,134 @@ class Http1Request implements ClientRequest {
 }
 
 /**
- * A request body, de-chunked, as a byte stream. The connection pushes what it reads; when the
- * stream's buffer is full (`BODY_HIGH_WATER_MARK`) the socket is paused until the reader wants more
- * (`_read`). It ends when the whole body was read, and fails with the error that stopped it: a
- * RequestFramingError (400), a ClientTimeoutError (408), a ClientAbortError (the client left).
+ * A request body as this server reads it (client-side.ts `RequestBody`): the connection pushes each
+ * de-chunked piece; the reader takes it at once while it is attached and not paused, else it is
+ * held. Ends, errors and held pieces are delivered from `process.nextTick`, never from inside the
+ * connection's read or the reader's own call, so that neither sees the other change state under it
+ * (a response may finish inside the reader's `onRequestBodyEnd`).
  */
-class RequestBody extends Readable {
+class Http1RequestBody implements RequestBody {
   readonly #connection: Http1Connection;
-  /** Every byte of the body was received (the stream may still hold some for its reader). */
+  #reader: RequestBodyReader | undefined;
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  #isPaused = false;
+  /** Detached or failed: what still arrives is dropped. */
+  #isDropping = false;
+  #isDeliveryScheduled = false;
   isReceived = false;
+  errored: Error | null = null;
 
   constructor(connection: Http1Connection) {
-    super({ highWaterMark: BODY_HIGH_WATER_MARK });
     this.#connection = connection;
-    this.on('error', ignoreError); // the reader learns it from `errored` or its own listener
   }
 
-  override _read(): void {
-    this.#connection.onBodyWanted();
+  /** A reader is attached and has not detached, failed or been told the end. */
+  get isAttached(): boolean {
+    return this.#reader !== undefined;
   }
 
+  /** The connection read `chunk`. False: BODY_HIGH_WATER_MARK bytes are held, read no more until `onBodyWanted`. */
+  push(chunk: Buffer): boolean {
+    if (this.#isDropping) return true;
+    if (this.#reader !== undefined && !this.#isPaused && this.#heldBytes === 0) {
+      this.#reader.onRequestBodyData(chunk);
+      return true;
+    }
+    this.#held.push(chunk);
+    this.#heldBytes += chunk.length;
+    return this.#heldBytes < BODY_HIGH_WATER_MARK;
+  }
+
+  /** The connection read the body's last byte. */
   finish(): void {
     this.isReceived = true;
-    this.push(null);
+    if (this.#reader !== undefined && !this.#isPaused) this.#scheduleDelivery();
+  }
+
+  /** The body cannot be read to its end: `error` is a RequestError; a no-op once failed. */
+  fail(error: Error): void {
+    if (this.errored !== null) return;
+    this.errored = error;
+    this.#isDropping = true;
+    this.#dropHeld();
+    if (this.#reader !== undefined) this.#scheduleDelivery();
   }
 
   /**
-   * Nobody will read the rest (the response ended first): drop what is buffered, and fail with a
-   * ClientAbortError, so that a reader still sending the body on (the exchange with an upstream
-   * that answered early and keeps its connection) closes that connection, which is mid-request,
-   * now instead of at its `read_timeout`.
+   * Nobody will read the rest (the response ended first): fail with a ClientAbortError, so that a
+   * reader still sending the body on (the exchange with an upstream that answered early and keeps
+   * its connection) closes that connection, which is mid-request, now instead of at its
+   * `read_timeout`.
    */
   abandon(): void {
-    if (!this.destroyed) this.destroy(new ClientAbortError('the rest of the request body is not read: its response ended first'));
+    if (!this.isReceived) this.fail(new ClientAbortError('the rest of the request body is not read: its response ended first'));
   }
+
+  takeHeld(): Buffer | null {
+    if (this.#heldBytes === 0) return null;
+    const held = this.#held.length === 1 ? this.#held[0]! : Buffer.concat(this.#held, this.#heldBytes);
+    this.#dropHeld();
+    return held;
+  }
+
+  attach(reader: RequestBodyReader): void {
+    this.#reader = reader;
+    if (this.errored !== null || this.#heldBytes > 0 || this.isReceived) this.#scheduleDelivery();
+  }
+
+  pause(): void {
+    this.#isPaused = true;
+  }
+
+  resume(): void {
+    this.#isPaused = false;
+    if (this.#reader !== undefined && (this.#heldBytes > 0 || this.isReceived || this.errored !== null)) this.#scheduleDelivery();
+  }
+
+  detach(): void {
+    this.#reader = undefined;
+    this.#isDropping = true;
+    this.#dropHeld();
+  }
+
+  #dropHeld(): void {
+    this.#held = [];
+    this.#heldBytes = 0;
+    this.#connection.onBodyWanted();
+  }
+
+  #scheduleDelivery(): void {
+    if (this.#isDeliveryScheduled) return;
+    this.#isDeliveryScheduled = true;
+    process.nextTick(deliverBody, this);
+  }
+
+  /** What is held, then the end or the error, to the reader (process.nextTick from #scheduleDelivery). */
+  deliver(): void {
+    this.#isDeliveryScheduled = false;
+    const reader = this.#reader;
+    if (reader === undefined) return;
+    if (this.errored !== null) {
+      this.#reader = undefined;
+      reader.onRequestBodyError(this.errored);
+      return;
+    }
+    while (this.#held.length > 0 && !this.#isPaused && this.#reader === reader) {
+      const chunk = this.#held.shift()!;
+      this.#heldBytes -= chunk.length;
+      reader.onRequestBodyData(chunk);
+    }
+    if (this.#heldBytes < BODY_HIGH_WATER_MARK) this.#connection.onBodyWanted();
+    if (this.#heldBytes === 0 && this.isReceived && !this.#isPaused && this.#reader === reader) {
+      this.#reader = undefined;
+      reader.onRequestBodyEnd();
+    }
+  }
+}
+
+function deliverBody(body: Http1RequestBody): void {
+  body.deliver();
 }
 
 function ignoreError(): void {}

@@ -7,8 +7,9 @@
  *   1. take a connection from the pool (reused, or a new one within `connect_timeout`);
  *   2. write the request head as one buffer, then stream the body with backpressure (re-framed as
  *      chunked when the client's was; Content-Length bodies go through byte for byte). Body bytes
- *      that came with the head leave in the head's write; later ones in batches, each after a poll
- *      phase has read whatever the upstream sent (see "early answers" below);
+ *      that came with the head leave in the head's write (the whole request in one write when the
+ *      body was all here); later ones in batches, each after a poll phase has read whatever the
+ *      upstream sent (see "early answers" below);
  *   3. feed every byte the upstream sends to the strict ResponseParser (src/wire), which answers
  *      with the head, body chunks, trailers and "complete" — or an error for bad framing;
  *   4. hand the head to the caller (`response`), then the body to the sink the caller attaches
@@ -27,7 +28,7 @@
  * and all. So: once the head arrived and says the upstream closes, no more body is sent (RFC 9112
  * §9.5: the client "SHOULD immediately cease transmitting the body"); an error after the head never
  * rejects `response`; and the body is written so that the upstream's socket is read just before
- * each write. A write made from the client body's `data` handler goes out in the middle of a poll
+ * each write. A write made from the body reader's `onRequestBodyData` goes out in the middle of a poll
  * phase, and an answer that arrived while that phase was reading the client (megabytes of upload)
  * is lost to it. Instead the chunks of one batch are queued while the body is paused, and written
  * one event-loop turn later (two `setImmediate` hops): the poll phase in between reads the
@@ -41,9 +42,9 @@
  * the bytes that came after the 101 head with `takeOverConnection` and joins it to the client's
  * (upgrade-tunnel.ts). Any other answer to an upgrade request is an ordinary response.
  */
-import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
+import type { RequestBody, RequestBodyReader } from './client-side.js';
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
 import { isTlsAlert, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { serializeRequestHead } from './request-head.js';
@@ -75,7 +76,7 @@ export interface ExchangeOptions {
   /** Flat raw header list (Host first), framing headers included. */
   readonly headers: readonly string[];
   /** The request body, or undefined when there is none. Read only once the connection is up. */
-  readonly body: Readable | undefined;
+  readonly body: RequestBody | undefined;
   /** Re-frame the body as chunked (the client's was chunked; `Transfer-Encoding: chunked` is in `headers`). */
   readonly isChunkedBody: boolean;
   /** ms. */
@@ -133,7 +134,7 @@ export interface BodyEvents {
   onError(error: RequestError): void;
 }
 
-export class UpstreamExchange implements ConnectionHandler {
+export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
   readonly progress: AttemptProgress = { isConnected: false, hasStreamedBody: false, isReusedSocket: false, hasResponseBytes: false };
   /** Settles with the final response head, or rejects with a RequestError. */
   readonly response: Promise<ResponseHead>;
@@ -298,55 +299,59 @@ export class UpstreamExchange implements ConnectionHandler {
       this.#isRequestSent = true;
       return;
     }
-    if (body.errored) {
+    // Body bytes already here (they came with the request head) leave with the head, in one write:
+    // the upstream cannot have answered a request whose head it has not got, so the early-answer
+    // race that the batches below guard against does not apply to them.
+    const ready = body.takeHeld();
+    if (body.errored !== null) {
       this.#fail(asRequestError(body.errored));
       return;
     }
     this.progress.hasStreamedBody = true;
-    this.#bodyQueue = [];
     const isChunked = this.#options.isChunkedBody;
-    // Body bytes already here (they came with the request head) leave with the head, in one write:
-    // the upstream cannot have answered a request whose head it has not got, so the early-answer
-    // race that the batches below guard against does not apply to them.
-    const ready = body.read() as Buffer | null;
-    if (ready === null || ready.length === 0) {
+    if (ready === null && !body.isReceived) {
       socket.write(head);
     } else {
       socket.cork();
       socket.write(head);
-      if (isChunked) socket.write(Buffer.from(`${ready.length.toString(16)}\r\n`, 'latin1'));
-      socket.write(ready);
-      if (isChunked) socket.write(CRLF);
+      if (ready !== null) {
+        if (isChunked) socket.write(Buffer.from(`${ready.length.toString(16)}\r\n`, 'latin1'));
+        socket.write(ready);
+        if (isChunked) socket.write(CRLF);
+      }
+      // The whole body was here: the request is sent in this one write.
+      if (body.isReceived && isChunked) socket.write(LAST_CHUNK);
       socket.uncork();
     }
-    const onBodyData = (chunk: Buffer): void => {
-      if (chunk.length === 0) return; // a chunk of size 0 would be the last chunk
-      if (isChunked) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);
-      else this.#bodyQueue!.push(chunk);
-      this.#scheduleBodyFlush();
-    };
-    const onBodyEnd = (): void => {
-      this.#isBodyEnded = true;
-      // The batch in waiting carries the end; with nothing queued it goes now: an upstream that
-      // answers the whole request must find it sent, or its connection could not be reused.
-      if (!this.#isBodyFlushScheduled) this.flushQueuedBody();
-    };
-    const onBodyError = (error: Error): void => this.#fail(asRequestError(error));
-    body.on('data', onBodyData);
-    body.once('end', onBodyEnd);
-    body.once('error', onBodyError);
+    if (body.isReceived) {
+      this.#isRequestSent = true;
+      return;
+    }
+    this.#bodyQueue = [];
     this.#isSendingBody = true;
-    this.#stopBody = () => {
-      this.#isSendingBody = false;
-      body.off('data', onBodyData);
-      body.off('end', onBodyEnd);
-      body.off('error', onBodyError);
-      this.#bodyQueue = [];
-      this.#stopBody = () => {};
-      // What the client still sends of it is read and dropped (flowing without a reader), never
-      // left to stall the client's connection, whose server waits for the body's end.
-      body.resume();
-    };
+    body.attach(this);
+  }
+
+  /** RequestBodyReader: a piece of the client's body; it goes out with the next batch. */
+  onRequestBodyData(chunk: Buffer): void {
+    if (chunk.length === 0) return; // a chunk of size 0 would be the last chunk
+    if (this.#options.isChunkedBody) this.#bodyQueue!.push(Buffer.from(`${chunk.length.toString(16)}\r\n`, 'latin1'), chunk, CRLF);
+    else this.#bodyQueue!.push(chunk);
+    this.#scheduleBodyFlush();
+  }
+
+  /** RequestBodyReader: the client's body ended. */
+  onRequestBodyEnd(): void {
+    this.#isBodyEnded = true;
+    // The batch in waiting carries the end; with nothing queued it goes now: an upstream that
+    // answers the whole request must find it sent, or its connection could not be reused.
+    if (!this.#isBodyFlushScheduled) this.flushQueuedBody();
+  }
+
+  /** RequestBodyReader: the client's body failed (bad framing, a timeout, the client left). */
+  onRequestBodyError(error: Error): void {
+    this.#isSendingBody = false; // the body has no reader left to detach
+    this.#fail(asRequestError(error));
   }
 
   /** Queues the next batch: the body pauses, and the batch is written after the next poll phase. */
@@ -396,8 +401,15 @@ export class UpstreamExchange implements ConnectionHandler {
     this.#stopBody();
   }
 
-  #stopBody: () => void = () => {};
-  /** The body's listeners are on: its bytes go to the upstream as they come (until its end, a cease, or a failure). */
+  /** No more of the body goes to the upstream (its end was sent, a cease, a failure): what the client still sends of it is read and dropped. */
+  #stopBody(): void {
+    if (!this.#isSendingBody) return;
+    this.#isSendingBody = false;
+    this.#bodyQueue = [];
+    this.#options.body!.detach();
+  }
+
+  /** The body is attached to this exchange: its bytes go to the upstream as they come (until its end, a cease, or a failure). */
   #isSendingBody = false;
 
   // ---- 3 and 4: receive (ConnectionHandler: the pool calls these with the socket's events) --------

@@ -15,11 +15,11 @@ import { AcmeChallengeStore } from '../../src/gateway/acme-challenge.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
-import { Duplex, Readable } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { parseConfig } from '../../src/config/load-config.js';
 import { hashPassword, validatePasswordHash } from '../../src/auth/password-hash.js';
 import { checkUserName } from '../../src/auth/basic-auth.js';
-import { combineHeaders, type ClientRequest, type ClientResponse } from '../../src/wire/client-side.js';
+import { combineHeaders, type ClientRequest, type ClientResponse, type RequestBody, type RequestBodyReader } from '../../src/wire/client-side.js';
 import { UpstreamConnection, type AcquireOptions, type UpstreamTransport } from '../../src/wire/connection-pool.js';
 import { UpstreamConnectError } from '../../src/errors.js';
 import type { AccessLogRecord } from '../../src/gateway/access-log.js';
@@ -128,7 +128,7 @@ class FakeClientRequest implements ClientRequest {
   readonly socket = { remoteAddress: '127.0.0.1' } as Socket;
   /** Came over the HTTPS listener (a test sets it). */
   isTls = false;
-  readonly body: Readable | undefined;
+  readonly body: RequestBody | undefined;
   /** As the server decides it: `Connection: upgrade` with an `Upgrade` value, and no body. */
   readonly upgrade: string | undefined;
   /** As the server frames it: the Content-Length header's value, undefined for chunked or none. */
@@ -147,14 +147,41 @@ class FakeClientRequest implements ClientRequest {
     this.upgrade = isUpgrade ? upgrade : undefined;
     const length = this.headers['content-length'];
     this.contentLength = length === undefined ? undefined : Number(length);
-    this.complete = body === undefined;
-    if (body !== undefined) {
-      const stream = new Readable({ read() {} });
-      stream.push(Buffer.from(body));
-      stream.push(null);
-      stream.once('end', () => (this.complete = true));
-      this.body = stream;
-    }
+    this.complete = true;
+    if (body !== undefined) this.body = new WholeBody(Buffer.from(body));
+  }
+}
+
+/** A request body the client sent whole before the request path ran: all of it held, received. */
+class WholeBody implements RequestBody {
+  readonly errored = null;
+  readonly isReceived = true;
+  #held: Buffer | null;
+
+  constructor(bytes: Buffer) {
+    this.#held = bytes;
+  }
+
+  takeHeld(): Buffer | null {
+    const held = this.#held;
+    this.#held = null;
+    return held;
+  }
+
+  attach(reader: RequestBodyReader): void {
+    process.nextTick(() => {
+      const held = this.takeHeld();
+      if (held !== null) reader.onRequestBodyData(held);
+      reader.onRequestBodyEnd();
+    });
+  }
+
+  pause(): void {}
+
+  resume(): void {}
+
+  detach(): void {
+    this.#held = null;
   }
 }
 

@@ -13,7 +13,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DISCARD_MAX_BYTES, Http1Server, KEEP_ALIVE_GRACE_MS, LINGER_MS, isTunnelledUpgrade, mayEndHead, type Http1ServerOptions, type ServerAnswer } from '../../src/wire/http1-server.js';
-import type { ClientRequest, ClientResponse } from '../../src/wire/client-side.js';
+import type { ClientRequest, ClientResponse, RequestBody } from '../../src/wire/client-side.js';
 
 // ---- a server with a fake clock -------------------------------------------------------------------
 
@@ -436,17 +436,30 @@ function echoBody(req: ClientRequest, res: ClientResponse): void {
     res.end('nobody');
     return;
   }
-  req.body.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.body.on('end', () => {
-    const text = Buffer.concat(chunks).toString('latin1');
-    const answer = `${text.length} ${text}`;
-    res.writeHead(200, ['Content-Length', String(answer.length)]);
-    res.end(answer);
+  readBody(req.body, {
+    data: (chunk) => chunks.push(chunk),
+    end: () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const answer = `${text.length} ${text}`;
+      res.writeHead(200, ['Content-Length', String(answer.length)]);
+      res.end(answer);
+    },
+    error: (error: Error & { status?: number; code?: string }) => {
+      const answer = `${error.code}`;
+      res.writeHead(error.status ?? 500, ['Content-Length', String(answer.length), 'Connection', 'close']);
+      res.end(answer);
+    },
   });
-  req.body.on('error', (error: Error & { status?: number; code?: string }) => {
-    const answer = `${error.code}`;
-    res.writeHead(error.status ?? 500, ['Content-Length', String(answer.length), 'Connection', 'close']);
-    res.end(answer);
+}
+
+/** Reads `body` to its end as the upstream exchange does: what is held first, then each piece as it comes. */
+function readBody(body: RequestBody, on: { data?: (chunk: Buffer) => void; end?: () => void; error?: (error: Error) => void }): void {
+  const held = body.takeHeld();
+  if (held !== null) on.data?.(held);
+  body.attach({
+    onRequestBodyData: (chunk) => on.data?.(chunk),
+    onRequestBodyEnd: () => on.end?.(),
+    onRequestBodyError: (error) => on.error?.(error),
   });
 }
 
@@ -513,12 +526,13 @@ describe('Http1Server bodies (fake clock)', () => {
   test('request_timeout: a whole request (head and body) not received in time gets ClientTimeoutError, phase request', async () => {
     const errors: unknown[] = [];
     const h = await startServer({ requestTimeoutMs: 5000, bodyTimeoutMs: 0 }, (req, res) => {
-      req.body!.on('error', (error) => {
-        errors.push(error);
-        res.writeHead(408, ['Content-Length', '0', 'Connection', 'close']);
-        res.end();
+      readBody(req.body!, {
+        error: (error) => {
+          errors.push(error);
+          res.writeHead(408, ['Content-Length', '0', 'Connection', 'close']);
+          res.end();
+        },
       });
-      req.body!.resume();
     });
     const client = await connect(h.port);
     h.now += 2000; // counts: the first request's time starts with the connection

@@ -214,6 +214,34 @@ test('a chunked body over max_body_size → 413 and the upstream request aborted
   assert.match(res.text, /^HTTP\/1\.1 413 /);
 });
 
+test('a chunked body that goes over max_body_size while it streams → 413, and the upstream never gets the piece over the limit', async (t) => {
+  let received = 0;
+  let isAborted = false;
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (received += chunk.length));
+    req.on('aborted', () => (isAborted = true));
+    req.on('close', () => (isAborted ||= !req.complete));
+    req.on('end', () => res.end('done'));
+  });
+  const backend = await listenBackend(server);
+  const proxy = await startTestProxy(`[server]\nmax_body_size = 1k\n` + routeIni(backend.url));
+  const client = net.connect(proxy.port, '127.0.0.1');
+  t.after(async () => {
+    client.destroy();
+    await proxy.close();
+    await backend.close();
+  });
+  let answer = '';
+  client.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+  client.write(`POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n${'y'.repeat(600)}\r\n`);
+  await waitFor(() => received === 600, 3000, 'the first piece at the upstream');
+  client.write(`258\r\n${'z'.repeat(600)}\r\n`);
+  await waitFor(() => answer.includes('\r\n\r\n'), 3000, 'the answer');
+  assert.match(answer, /^HTTP\/1\.1 413 /, `got ${JSON.stringify(answer.split('\r\n')[0])}`);
+  await waitFor(() => isAborted, 3000, 'the upstream request aborted');
+  assert.equal(received, 600, 'got bytes over the limit at the upstream');
+});
+
 test('streaming: the client receives the head before the upstream finishes the body', async (t) => {
   let finishBody: (() => void) | undefined;
   const server = http.createServer((_req, res) => {

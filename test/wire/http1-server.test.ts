@@ -523,6 +523,85 @@ describe('Http1Server bodies (fake clock)', () => {
     assert.match(client.text(), /^HTTP\/1\.1 200 OK\r\n/);
   });
 
+  test("the body's reader gets what was held, then each piece as it comes, then the end, never from inside attach; pause holds, resume delivers in order", async () => {
+    const h = await startServer({}, () => {}); // the test reads the body itself
+    const client = await connect(h.port);
+    client.socket.write(`${POST_HEAD(10)}abc`);
+    await until(() => h.requests.length === 1, 'the request');
+    await settle();
+    const { req, res } = h.requests[0]!;
+    const body = req.body!;
+    assert.equal(body.isReceived, false, 'got a body received whole after 3 of 10 bytes');
+    const events: string[] = [];
+    body.attach({
+      onRequestBodyData: (chunk) => events.push(`data ${chunk.toString('latin1')}`),
+      onRequestBodyEnd: () => events.push('end'),
+      onRequestBodyError: (error) => events.push(`error ${error.message}`),
+    });
+    events.push('attached');
+    await settle();
+    client.socket.write('defg');
+    await until(() => events.length === 3, 'the second piece');
+    body.pause();
+    client.socket.write('hij');
+    await until(() => body.isReceived, 'the last piece read');
+    await settle();
+    assert.deepEqual(events, ['attached', 'data abc', 'data defg'], 'got pieces delivered while paused');
+    body.resume();
+    events.push('resumed');
+    await until(() => events.includes('end'), 'the end');
+    assert.deepEqual(events, ['attached', 'data abc', 'data defg', 'resumed', 'data hij', 'end']);
+    res.writeHead(200, ['Content-Length', '2']);
+    res.end('ok');
+    await until(() => client.text().endsWith('ok'), 'the answer');
+  });
+
+  test('a body that came whole with its head: isReceived at once, takeHeld returns all of it, and attach then brings only the end', async () => {
+    const h = await startServer({}, () => {});
+    const client = await connect(h.port);
+    client.socket.write(`${POST_HEAD(5)}hello`);
+    await until(() => h.requests.length === 1, 'the request');
+    const { req, res } = h.requests[0]!;
+    const body = req.body!;
+    assert.equal(body.isReceived, true);
+    assert.equal(body.takeHeld()?.toString('latin1'), 'hello');
+    assert.equal(body.takeHeld(), null, 'got the held bytes twice');
+    const events: string[] = [];
+    body.attach({ onRequestBodyData: () => events.push('data'), onRequestBodyEnd: () => events.push('end'), onRequestBodyError: () => events.push('error') });
+    assert.deepEqual(events, [], 'got the end inside attach');
+    await settle();
+    assert.deepEqual(events, ['end']);
+    res.writeHead(200, ['Content-Length', '2']);
+    res.end('ok');
+    await until(() => client.text().endsWith('ok'), 'the answer');
+  });
+
+  test('detach: a reader that stops lets the server read and drop the rest, even from a socket paused with a full buffer', async () => {
+    const h = await startServer({}, () => {});
+    const client = await connect(h.port);
+    const upload = Buffer.alloc(2 * 1024 * 1024, 'd'); // more than the body buffer: the socket is paused
+    client.socket.write(POST_HEAD(upload.length));
+    client.socket.write(upload);
+    await until(() => h.requests.length === 1, 'the request');
+    await settle();
+    const { req, res } = h.requests[0]!;
+    assert.ok(req.socket.bytesRead < upload.length, `got ${req.socket.bytesRead} bytes read with nobody reading, want fewer than ${upload.length}`);
+    const delivered: number[] = [];
+    req.body!.attach({ onRequestBodyData: (chunk) => delivered.push(chunk.length), onRequestBodyEnd: () => {}, onRequestBodyError: () => {} });
+    req.body!.detach();
+    await until(() => req.complete, 'the whole upload read');
+    await settle();
+    assert.deepEqual(delivered, [], 'got pieces after detach');
+    res.writeHead(200, ['Content-Length', '2']);
+    res.end('ok');
+    client.socket.write(GET);
+    await until(() => h.requests.length === 2, 'the next request on the connection');
+    h.requests[1]!.res.writeHead(200, ['Content-Length', '4']);
+    h.requests[1]!.res.end('next');
+    await until(() => client.text().endsWith('next'), 'the next answer');
+    assert.equal(client.text().split('HTTP/1.1 200 OK').length, 3, `got ${JSON.stringify(client.text().slice(0, 200))}`);
+  });
+
   test('request_timeout: a whole request (head and body) not received in time gets ClientTimeoutError, phase request', async () => {
     const errors: unknown[] = [];
     const h = await startServer({ requestTimeoutMs: 5000, bodyTimeoutMs: 0 }, (req, res) => {

@@ -54,7 +54,7 @@
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import net from 'node:net';
 import { promisify } from 'node:util';
 
@@ -623,7 +623,7 @@ async function main(): Promise<void> {
   for (const note of notes) lines.push(`Note: ${note}.`);
   const table = lines.join('\n');
   console.log(table);
-  if (writeTo !== '') writeFileSync(join(root, writeTo), `# Benchmark\n\nMeasured by \`npm run bench\` (scripts/bench.ts).\n\n${table}\n`);
+  if (writeTo !== '') writeFileSync(resolvePath(root, writeTo), `# Benchmark\n\nMeasured by \`npm run bench\` (scripts/bench.ts).\n\n${table}\n`);
 }
 
 /**

@@ -110,7 +110,8 @@ export class Http1Response implements ClientResponse {
   }
 
   get destroyed(): boolean {
-    return this.#isDestroyed;
+    // The socket goes first when the client leaves (its 'close' comes a tick later): nothing written now could reach it.
+    return this.#isDestroyed || this.#connection.socket.destroyed;
   }
 
   get writableFinished(): boolean {

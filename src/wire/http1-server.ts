@@ -796,9 +796,10 @@ class Http1Request implements ClientRequest {
 /**
  * A request body as this server reads it (client-side.ts `RequestBody`): the connection pushes each
  * de-chunked piece; the reader takes it at once while it is attached and not paused, else it is
- * held. Ends, errors and held pieces are delivered from `process.nextTick`, never from inside the
- * connection's read or the reader's own call, so that neither sees the other change state under it
- * (a response may finish inside the reader's `onRequestBodyEnd`).
+ * held, and what is held goes to the reader as one piece. Held pieces, ends and errors are
+ * delivered from `process.nextTick`, never from inside the connection's read or the reader's own
+ * call, so that neither sees the other change state under it (a response may finish inside the
+ * reader's `onRequestBodyEnd`).
  */
 class Http1RequestBody implements RequestBody {
   readonly #connection: Http1Connection;
@@ -823,7 +824,7 @@ class Http1RequestBody implements RequestBody {
 
   /** The connection read `chunk`. False: BODY_HIGH_WATER_MARK bytes are held, read no more until `onBodyWanted`. */
   push(chunk: Buffer): boolean {
-    if (this.#isDropping) return true;
+    if (this.#isDropping || chunk.length === 0) return true;
     if (this.#reader !== undefined && !this.#isPaused && this.#heldBytes === 0) {
       this.#reader.onRequestBodyData(chunk);
       return true;
@@ -907,12 +908,10 @@ class Http1RequestBody implements RequestBody {
       reader.onRequestBodyError(this.errored);
       return;
     }
-    while (this.#held.length > 0 && !this.#isPaused && this.#reader === reader) {
-      const chunk = this.#held.shift()!;
-      this.#heldBytes -= chunk.length;
-      reader.onRequestBodyData(chunk);
-    }
-    if (this.#heldBytes < BODY_HIGH_WATER_MARK) this.#connection.onBodyWanted();
+    // Everything held goes as one piece: a reader pauses after a piece, and a body of many tiny
+    // chunks, held one by one, would otherwise cost a delivery (and a write upstream) per chunk.
+    const held = this.#isPaused ? null : this.takeHeld();
+    if (held !== null) reader.onRequestBodyData(held);
     if (this.#heldBytes === 0 && this.isReceived && !this.#isPaused && this.#reader === reader) {
       this.#reader = undefined;
       reader.onRequestBodyEnd();

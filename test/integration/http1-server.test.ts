@@ -953,6 +953,29 @@ describe('connections', () => {
     assert.equal(client.pending.length, 0, 'no response bytes');
   });
 
+  test('a client that half-closes in the middle of its upload gets nothing, and the log says 499 with 0 bytes sent (nginx)', async (t) => {
+    let arrivedUpstreamRequests = 0;
+    const backend = await listenBackend(
+      http.createServer((req) => {
+        arrivedUpstreamRequests++;
+        req.resume();
+      }),
+    );
+    const proxy = await startTestProxy(`[proxy.up]\npath = /\npass = ${backend.url}\n`);
+    t.after(async () => {
+      await proxy.close();
+      await backend.close();
+    });
+    const client = await RawClient.connect(proxy.port);
+    client.write(`POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n${'u'.repeat(4096)}`);
+    await waitFor(() => arrivedUpstreamRequests === 1, 2000, 'the request at the backend');
+    client.socket.end();
+    await waitFor(() => proxy.logs.length === 1, 2000, 'the access log record');
+    assert.deepEqual([proxy.logs[0]!.status, proxy.logs[0]!.bytesSent], [499, 0], `got ${JSON.stringify(proxy.logs[0])}`);
+    assert.equal(await client.waitClose(1000), true, 'the proxy closes the half-closed connection');
+    assert.equal(client.pending.length, 0, 'no response bytes');
+  });
+
   test('graceful shutdown: idle connections close at once, an in-flight request finishes with Connection: close', async (t) => {
     let release: (() => void) | undefined;
     const backend = await startBackend((req, res) => {

@@ -556,6 +556,30 @@ describe('Http1Server bodies (fake clock)', () => {
     await until(() => client.text().endsWith('ok'), 'the answer');
   });
 
+  test('what arrives while the reader is paused reaches it as one piece: 2,000 one-byte chunks cost one delivery, not 2,000', async () => {
+    const h = await startServer({}, () => {});
+    const client = await connect(h.port);
+    client.socket.write('POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n');
+    await until(() => h.requests.length === 1, 'the request');
+    const { req, res } = h.requests[0]!;
+    const body = req.body!;
+    const pieces: string[] = [];
+    let isEnded = false;
+    body.attach({ onRequestBodyData: (chunk) => pieces.push(chunk.toString('latin1')), onRequestBodyEnd: () => (isEnded = true), onRequestBodyError: () => {} });
+    body.pause();
+    for (let i = 0; i < 20; i++) client.socket.write('1\r\nz\r\n'.repeat(100));
+    client.socket.write('0\r\n\r\n');
+    await until(() => body.isReceived, 'the whole body read');
+    await settle();
+    assert.deepEqual(pieces, [], 'got pieces while paused');
+    body.resume();
+    await until(() => isEnded, 'the end');
+    assert.deepEqual(pieces, ['z'.repeat(2000)], `got ${pieces.length} pieces`);
+    res.writeHead(200, ['Content-Length', '2']);
+    res.end('ok');
+    await until(() => client.text().endsWith('ok'), 'the answer');
+  });
+
   test('a body that came whole with its head: isReceived at once, takeHeld returns all of it, and attach then brings only the end', async () => {
     const h = await startServer({}, () => {});
     const client = await connect(h.port);

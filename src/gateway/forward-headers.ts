@@ -167,9 +167,10 @@ const FORBIDDEN_TRAILERS = new FieldNameSet([
 ]);
 
 /**
- * The upstream's trailers that may go on to the client, as `[name, value]` pairs: every field but
- * those of `FORBIDDEN_TRAILERS` (dropped, as Go's server refuses to write them), in order.
- * @param rawTrailers `[name, value, …]` as the response parser read them
+ * The trailers that may go on, as `[name, value]` pairs: every field but those of
+ * `FORBIDDEN_TRAILERS` (dropped, as Go's server refuses to write them), in order. For the
+ * upstream's trailers to the client, and the client's to the upstream (Go forwards both).
+ * @param rawTrailers `[name, value, …]` as the response parser or the chunked decoder read them
  */
 export function forwardableTrailers(rawTrailers: readonly string[]): [string, string][] {
   const out: [string, string][] = [];

@@ -341,6 +341,7 @@ async function proxyRequest(
           headers: headersFor(upstream),
           body,
           isChunkedBody: isChunked,
+          forwardTrailers: forwardableTrailers,
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
           isNewConnectionRequired: isRetry,
@@ -621,6 +622,10 @@ class LimitedBody implements RequestBody, RequestBodyReader {
 
   get isReceived(): boolean {
     return this.#error === null && this.#body.isReceived;
+  }
+
+  get rawTrailers(): readonly string[] {
+    return this.#body.rawTrailers;
   }
 
   takeHeld(): Buffer | null {

@@ -65,6 +65,8 @@ export interface RequestBody {
   readonly errored: Error | null;
   /** Every byte of the body was received: what `takeHeld` returns then is the rest of it. */
   readonly isReceived: boolean;
+  /** A chunked body's trailer fields (RFC 9112 §7.1.2), `[name, value, …]` as read; empty until `isReceived`, and when there are none. */
+  readonly rawTrailers: readonly string[];
   /** Takes what is held (received, not yet delivered) as one buffer; null when nothing is. */
   takeHeld(): Buffer | null;
   /**

@@ -137,6 +137,7 @@ export function isTunnelledUpgrade(upgrade: string): boolean {
 /** The request body held for its reader before the socket is paused, bytes (one or two socket reads). */
 const BODY_HIGH_WATER_MARK = 128 * 1024;
 const EMPTY = Buffer.alloc(0);
+const NO_TRAILERS: readonly string[] = [];
 
 /** An answer the server wrote itself, before a request existed (for the access log). */
 export interface ServerAnswer {
@@ -644,7 +645,7 @@ export class Http1Connection implements ResponseConnection {
       return;
     }
     this.#state = State.Busy;
-    this.#request!.body!.finish();
+    this.#request!.body!.finish(decoder.rawTrailers);
     if (this.#isBodyAfterResponse) {
       this.#isBodyAfterResponse = false;
       this.#request = undefined;
@@ -811,6 +812,7 @@ class Http1RequestBody implements RequestBody {
   #isDropping = false;
   #isDeliveryScheduled = false;
   isReceived = false;
+  rawTrailers: readonly string[] = NO_TRAILERS;
   errored: Error | null = null;
 
   constructor(connection: Http1Connection) {
@@ -834,9 +836,10 @@ class Http1RequestBody implements RequestBody {
     return this.#heldBytes < BODY_HIGH_WATER_MARK;
   }
 
-  /** The connection read the body's last byte. */
-  finish(): void {
+  /** The connection read the body's last byte; `rawTrailers` are the chunked body's trailer fields. */
+  finish(rawTrailers: readonly string[]): void {
     this.isReceived = true;
+    this.rawTrailers = rawTrailers;
     if (this.#reader !== undefined && !this.#isPaused) this.#scheduleDelivery();
   }
 

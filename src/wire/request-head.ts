@@ -46,3 +46,22 @@ export function serializeRequestHead(method: string, path: string, rawHeaders: r
   head += '\r\n';
   return Buffer.from(head, 'latin1');
 }
+
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+/**
+ * The end of a chunked body (RFC 9112 §7.1): `0` CRLF, the trailer fields, CRLF.
+ *
+ * @param trailers `[name, value]` pairs, already limited to the fields that may be trailers. A
+ *   field that could not be written as it is (a name that is not a token, a value with CR, LF or
+ *   another control character) is left out: trailers come from this proxy's own chunked decoder,
+ *   which refuses such fields, so none is lost in practice, and none can split the message.
+ * @returns `0\r\n\r\n` when no field is left.
+ */
+export function serializeLastChunk(trailers: readonly (readonly [string, string])[]): Buffer {
+  let text = '';
+  for (const [name, value] of trailers) {
+    if (isToken(name) && !hasInvalidFieldChar(value)) text += `${name}: ${value}\r\n`;
+  }
+  return text === '' ? LAST_CHUNK : Buffer.from(`0\r\n${text}\r\n`, 'latin1');
+}

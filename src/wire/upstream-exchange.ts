@@ -47,7 +47,7 @@ import { ClientAbortError, RequestError, UpstreamProtocolError, UpstreamResetErr
 import type { RequestBody, RequestBodyReader } from './client-side.js';
 import type { ConnectionHandler, UpstreamConnection, UpstreamTransport } from './connection-pool.js';
 import { isTlsAlert, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
-import { serializeRequestHead } from './request-head.js';
+import { serializeLastChunk, serializeRequestHead } from './request-head.js';
 import { equalsIgnoringCase, listElements } from './field-bytes.js';
 import { ResponseParser, type ResponseHead } from './response-parser.js';
 
@@ -79,6 +79,11 @@ export interface ExchangeOptions {
   readonly body: RequestBody | undefined;
   /** Re-frame the body as chunked (the client's was chunked; `Transfer-Encoding: chunked` is in `headers`). */
   readonly isChunkedBody: boolean;
+  /**
+   * Of a chunked body's trailer fields (`[name, value, …]`), those that go to the upstream after
+   * the last chunk; undefined = none.
+   */
+  readonly forwardTrailers?: ((rawTrailers: readonly string[]) => readonly (readonly [string, string])[]) | undefined;
   /** ms. */
   readonly connectTimeoutMs: number;
   /** ms, upstream idle limit. */
@@ -320,7 +325,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
         if (isChunked) socket.write(CRLF);
       }
       // The whole body was here: the request is sent in this one write.
-      if (body.isReceived && isChunked) socket.write(LAST_CHUNK);
+      if (body.isReceived && isChunked) socket.write(this.#lastChunk());
       socket.uncork();
     }
     if (body.isReceived) {
@@ -354,6 +359,13 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
     this.#fail(asRequestError(error));
   }
 
+  /** The end of a chunked body, with the trailers `forwardTrailers` picks. */
+  #lastChunk(): Buffer {
+    const { body, forwardTrailers } = this.#options;
+    const rawTrailers = body!.rawTrailers;
+    return serializeLastChunk(rawTrailers.length === 0 || forwardTrailers === undefined ? [] : forwardTrailers(rawTrailers));
+  }
+
   /** Queues the next batch: the body pauses, and the batch is written after the next poll phase. */
   #scheduleBodyFlush(): void {
     if (this.#isBodyFlushScheduled) return;
@@ -375,7 +387,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
     const queue = this.#bodyQueue!;
     this.#bodyQueue = [];
     const isEnd = this.#isBodyEnded;
-    if (isEnd && this.#options.isChunkedBody) queue.push(LAST_CHUNK);
+    if (isEnd && this.#options.isChunkedBody) queue.push(this.#lastChunk());
     if (queue.length > 1) socket.cork();
     let hasRoom = true;
     for (const chunk of queue) hasRoom = socket.write(chunk);
@@ -645,7 +657,6 @@ function flushQueuedBody(exchange: UpstreamExchange): void {
 /** Body bytes that arrive before the sink is attached are copied up to this size, bytes; larger ones are held in place. */
 const PENDING_COPY_MAX_BYTES = 4096;
 const CRLF = Buffer.from('\r\n');
-const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 
 /** A failure of the client's request body (it went away mid-upload) is the client's, not the upstream's. */
 function asRequestError(error: Error): RequestError {

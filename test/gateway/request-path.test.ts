@@ -156,6 +156,7 @@ class FakeClientRequest implements ClientRequest {
 class WholeBody implements RequestBody {
   readonly errored = null;
   readonly isReceived = true;
+  readonly rawTrailers: readonly string[] = [];
   #held: Buffer | null;
 
   constructor(bytes: Buffer) {

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { headerValues, rawRequest, request, startBackend, startTestProxy, startProxiedBackend } from '../helpers/proxy-harness.js';
+import { headerValues, rawRequest, request, startBackend, startTestProxy, startProxiedBackend, waitFor } from '../helpers/proxy-harness.js';
 
 function routeIni(url: string, extra = '', path = '/a'): string {
   return `[proxy.a]\npath = ${path}\npass = ${url}\n${extra}`;
@@ -180,6 +180,37 @@ test('trailers are forwarded, framing and routing fields among them dropped; Exp
   socket.write('abcd');
   await new Promise((r) => socket.once('close', r));
   assert.match(Buffer.concat(received).toString(), /got 4 bytes/);
+});
+
+test('request trailers are forwarded to the upstream, framing and routing fields among them dropped, whether the body came whole or in pieces', async (t) => {
+  const seen: { body: string; trailers: string[] }[] = [];
+  const backend = await startBackend((req, res, body) => {
+    seen.push({ body: body.toString('latin1'), trailers: req.rawTrailers });
+    res.end('ok');
+  });
+  const proxy = await startTestProxy(routeIni(backend.url));
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  const trailers = 'X-Checksum: abc\r\nContent-Length: 99\r\nHost: evil\r\nX-Note: two words\r\n\r\n';
+  const whole = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n${trailers}`);
+  assert.match(whole.text, /^HTTP\/1\.1 200 /);
+
+  const socket = net.connect(proxy.port, '127.0.0.1');
+  t.after(() => socket.destroy());
+  let answer = '';
+  socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n');
+  await waitFor(() => proxy.proxy.serverStats.requests === 2, 3000, 'the second head read'); // it goes upstream without the rest, which streams
+  socket.write(`2\r\nde\r\n0\r\n${trailers}`);
+  await waitFor(() => answer.endsWith('ok'), 3000, 'the streamed request answered');
+
+  const want = ['X-Checksum', 'abc', 'X-Note', 'two words'];
+  assert.deepEqual(seen, [
+    { body: 'hello', trailers: want },
+    { body: 'abcde', trailers: want },
+  ]);
 });
 
 test('upstream connections are kept alive and reused', async (t) => {

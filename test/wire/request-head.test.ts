@@ -9,7 +9,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { serializeRequestHead } from '../../src/wire/request-head.js';
+import { serializeLastChunk, serializeRequestHead } from '../../src/wire/request-head.js';
 import { BadRequestError } from '../../src/errors.js';
 
 describe('serializeRequestHead', () => {
@@ -68,5 +68,29 @@ describe('serializeRequestHead', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('serializeLastChunk', () => {
+  it('writes the last chunk with the trailer fields in order, latin1, and 0 CRLF CRLF without any', () => {
+    assert.equal(serializeLastChunk([]).toString('latin1'), '0\r\n\r\n');
+    assert.equal(
+      serializeLastChunk([
+        ['X-Checksum', 'abc'],
+        ['X-Note', 'caf\xe9'],
+      ]).toString('latin1'),
+      '0\r\nX-Checksum: abc\r\nX-Note: caf\xe9\r\n\r\n',
+    );
+  });
+
+  it('leaves out a field that could split the message (a name that is not a token, a CR or LF in a value)', () => {
+    const got = serializeLastChunk([
+      ['X-Ok', '1'],
+      ['Bad Name', '2'],
+      ['X-Split', 'a\r\nInjected: yes'],
+      ['X-Lf', 'b\nc'],
+    ]).toString('latin1');
+    assert.equal(got, '0\r\nX-Ok: 1\r\n\r\n');
+    assert.equal(serializeLastChunk([['X-Split', 'a\r\nB: c']]).toString('latin1'), '0\r\n\r\n');
   });
 });

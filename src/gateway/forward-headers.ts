@@ -11,9 +11,11 @@
  *      real one, which the proxy has judged and re-framed (nginx drops every name with `_`);
  *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
- *      `Forwarded` and `X-Real-IP`, also spelt with `_` for `-` (`X_Forwarded_For`: CGI-style
- *      backends map both spellings onto one variable, so the underscore one would bring the spoof
- *      back; nginx drops every name with `_` by default, `underscores_in_headers off`);
+ *      `Forwarded` and `X-Real-IP`; spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
+ *      from every peer, a trusted one too: CGI-style backends map both spellings onto one
+ *      variable, and a trusted load balancer appends to `X-Forwarded-For` but passes the client's
+ *      `X_Forwarded_For` on untouched, which would bring the spoof back (nginx drops every name with
+ *      `_` by default, `underscores_in_headers off`);
  *   3. set `Host` (`preserve_host`);
  *   4. add X-Forwarded-For (appended to a trusted peer's list), X-Forwarded-Host, X-Forwarded-Proto
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
@@ -93,7 +95,7 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
     if (lower.includes('_') && isUnderscoreFramingHeader(lower)) continue;
     if (lower === 'authorization' && facts.dropAuthorization) continue;
     if (isForwardingHeader(lower)) {
-      if (!facts.isTrustedPeer) continue;
+      if (!facts.isTrustedPeer || lower.includes('_')) continue;
       if (lower === 'x-forwarded-for') {
         priorForwardedFor = priorForwardedFor === undefined ? value : `${priorForwardedFor}, ${value}`;
         continue; // re-added once, with the client appended

@@ -35,6 +35,14 @@ test('FieldNameSet.has matches its names in any case and nothing else; it refuse
   assert.throws(() => new FieldNameSet(['Connection']), /not lower-case/);
 });
 
+test('FieldNameSet with thousands of names (a Connection header that lists them, duplicates too) answers the same in any case', () => {
+  const listed = Array.from({ length: 3000 }, (_, i) => `x-${i % 1500}`);
+  const names = new FieldNameSet(listed);
+  for (const name of ['x-0', 'X-0', 'x-1499', 'X-1499', 'x-750']) assert.equal(names.has(name), true, name);
+  for (const name of ['x-1500', 'x-', 'x_0', '', 'X-15000']) assert.equal(names.has(name), false, name);
+  assert.throws(() => new FieldNameSet([...listed, 'X-Big']), /not lower-case/);
+});
+
 test('listElements: a list field split at commas, each element trimmed, empty ones left out; a value without a comma is one element', () => {
   assert.deepEqual(listElements('keep-alive'), ['keep-alive']);
   assert.deepEqual(listElements('  close\t'), ['close']);

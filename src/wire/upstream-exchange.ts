@@ -483,7 +483,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
           if (asked === undefined) throw new UpstreamProtocolError('101 to a request that asked for no upgrade');
           const answered = switchedProtocolOf(head.rawHeaders);
           if (answered === undefined) throw new UpstreamProtocolError('101 without Connection: upgrade');
-          if (answered.toLowerCase() !== asked.toLowerCase()) {
+          if (!isOfferedProtocol(answered, asked)) {
             throw new UpstreamProtocolError(`101 to '${answered}' when '${asked}' was asked for`);
           }
           this.#switchedBytes = [];
@@ -661,6 +661,19 @@ const CRLF = Buffer.from('\r\n');
 /** A failure of the client's request body (it went away mid-upload) is the client's, not the upstream's. */
 function asRequestError(error: Error): RequestError {
   return error instanceof RequestError ? error : new ClientAbortError(`request body: ${error.message}`);
+}
+
+/**
+ * Whether a 101's `Upgrade` value switches only to protocols the request offered (RFC 9110 §7.8:
+ * the client lists them in order of preference and the server picks, `Upgrade: foo/1, websocket`
+ * answered by `Upgrade: websocket`), compared ignoring case; an empty answer switches to nothing.
+ * nginx tunnels any 101; Go's httputil wants the whole value equal, which refuses a server that
+ * picked.
+ */
+function isOfferedProtocol(answered: string, asked: string): boolean {
+  const switched = listElements(answered);
+  const offered = listElements(asked);
+  return switched.length > 0 && switched.every((protocol) => offered.some((candidate) => candidate.toLowerCase() === protocol.toLowerCase()));
 }
 
 /**

@@ -460,7 +460,7 @@ test('a 101 the client did not ask for is a 502, and the upstream socket is clos
   assert.deepEqual(routesActive, [0, 0], `got active requests ${routesActive}, want 0 on both`);
 });
 
-test('a 101 to another protocol than the one asked for is a 502 (as Go\'s ReverseProxy), and nothing of it reaches the client', async (t) => {
+test('a 101 to a protocol the request did not offer is a 502 (as Go\'s ReverseProxy), and nothing of it reaches the client; one picked from an offered list switches (RFC 9110 §7.8)', async (t) => {
   const switcher = await startRawBackend((socket) => {
     socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nframes'));
   });
@@ -474,6 +474,8 @@ test('a 101 to another protocol than the one asked for is a 502 (as Go\'s Revers
   assert.ok(!asked.text.includes('frames'), 'bytes after the mismatched 101 must not reach the client');
   const same = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n', { idleMs: 2000, isComplete: (text) => text.includes('\r\n\r\n') });
   assert.match(same.text, /^HTTP\/1\.1 101 /, `the same protocol in another case: got ${JSON.stringify(same.text.split('\r\n')[0])}, want 101`);
+  const picked = await rawRequest(proxy.port, 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: foo/1, websocket\r\n\r\n', { idleMs: 2000, isComplete: (text) => text.includes('frames') });
+  assert.match(picked.text, /^HTTP\/1\.1 101 [^]*\r\n\r\nframes$/, `websocket picked from 'foo/1, websocket': got ${JSON.stringify(picked.text)}, want the 101 and the tunnel`);
 });
 
 test('a 101 without Connection: upgrade is a 502 with its reason logged and the upstream closed, never a tunnel (Go\'s upgradeType); Connection: Upgrade in any case or in a list still switches', async (t) => {

@@ -713,7 +713,9 @@ export class Http1Connection implements ResponseConnection {
     const receivedLine = head === undefined ? receivedRequestLine(this.#trickle ?? (this.#unread === undefined ? [] : [this.#unread])) : undefined;
     // Written through the same writer and answer shape as every other answer; `end` hands it to
     // the socket at once, and the connection lingers from here (its later finish changes nothing).
-    const clientRes = new Http1Response(this, head?.method ?? 'GET', head?.httpVersion ?? '1.1', false);
+    // A HEAD whose head was refused still gets no body (RFC 9110 §9.3.2), as nginx answers it.
+    const method = head?.method ?? (receivedLine?.startsWith('HEAD ') === true ? 'HEAD' : 'GET');
+    const clientRes = new Http1Response(this, method, head?.httpVersion ?? '1.1', false);
     const bytesSent = writeTextAnswer(clientRes, status, reason, { shouldClose: true, extraHeaders });
     const durationMs = this.#server.now() - (this.#headFirstByteAt ?? this.#idleSince); // no byte read (refuse): since the accept
     this.#linger();

@@ -851,6 +851,16 @@ describe('Http1Server requests one at a time, HTTP/1.0, Expect, CONNECT, version
     });
   }
 
+  for (const bytes of ['HEAD /a HTTP/2.0\r\nHost: h\r\n\r\n', 'HEAD /a HTTP/1.1\r\nX A: b\r\n\r\n', 'HEAD /a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n']) {
+    test(`${JSON.stringify(bytes.split('\r\n').slice(0, 2).join(' '))}: the server's own answer to a refused HEAD has its Content-Length and no body (RFC 9110 §9.3.2)`, async () => {
+      const h = await startServer({});
+      const client = await connect(h.port);
+      client.socket.write(bytes);
+      await until(() => client.isClosed(), 'the close');
+      assert.match(client.text(), /^HTTP\/1\.1 (400|505) [^\r\n]+\r\n[^]*Content-Length: [1-9]\d*\r\n[^]*\r\n\r\n$/, `got ${JSON.stringify(client.text())}`);
+    });
+  }
+
   test('refuse: a socket from another listener gets the server own answer before anything is read, the client bytes are dropped, and it lingers until LINGER_MS', async () => {
     const h = await startServer({});
     const other = net.createServer({ allowHalfOpen: true }, (socket) => h.http1.refuse(socket, 400, 'bad request: refused here', Buffer.from('GET /a HTTP/1.1\r\nHost: h\r\n')));

@@ -144,6 +144,23 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
   return out;
 }
 
+/**
+ * The `Trailer` announcement for the client (RFC 9110 §6.6.2): the names every upstream `Trailer`
+ * header lists, without those that may not be trailers (`forwardableTrailers` drops them from the
+ * trailers themselves, so they must not be announced either; Go's client refuses a response that
+ * announces `Content-Length`). Undefined when none is left.
+ */
+export function announcedTrailers(upstreamRawHeaders: readonly string[]): string | undefined {
+  let names: string[] | undefined;
+  for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
+    if (!equalsIgnoringCase(upstreamRawHeaders[i]!, 'trailer')) continue;
+    for (const name of listElements(upstreamRawHeaders[i + 1]!)) {
+      if (!FORBIDDEN_TRAILERS.has(name)) (names ??= []).push(name);
+    }
+  }
+  return names?.join(', ');
+}
+
 /** The first value of header `lowerName` in a raw list, or undefined. */
 export function headerValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
   for (let i = 0; i < rawHeaders.length; i += 2) {

@@ -44,7 +44,7 @@ import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { httpsRedirectLocation } from './https-redirect.js';
-import { buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableTrailers, headerValue } from './forward-headers.js';
+import { announcedTrailers, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableTrailers } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
@@ -473,9 +473,9 @@ function relayResponse(
   const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
   // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
   // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
-  const announcedTrailers = headerValue(upstreamHead.rawHeaders, 'trailer');
+  const announced = announcedTrailers(upstreamHead.rawHeaders);
   const canCarryTrailers = upstreamHead.bodyKind === 'chunked' && clientReq.httpVersion === '1.1' && clientReq.method !== 'HEAD';
-  if (announcedTrailers !== undefined && canCarryTrailers) headers.push('Trailer', announcedTrailers);
+  if (announced !== undefined && canCarryTrailers) headers.push('Trailer', announced);
   if (traceHeader !== undefined) headers.push('X-Proxy-Trace', traceHeader);
   // Close the client connection after this response when the proxy is shutting down, or after an
   // upgrade request that got no 101 (nginx does not reuse it either). An answer that came before

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildClientResponseHeaders } from '../../src/gateway/forward-headers.js';
+import { announcedTrailers, buildClientResponseHeaders } from '../../src/gateway/forward-headers.js';
 import { namedHopByHopHeaders } from '../../src/gateway/hop-by-hop.js';
 
 test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 204 with Content-Length: 4 relayed), a 304 and a 200 keep theirs', () => {
@@ -26,4 +26,10 @@ test('a 426 keeps its Upgrade in any case; a 200 drops it', () => {
   const upstream = ['upgrade', 'h2c', 'X-A', '1'];
   assert.deepEqual(buildClientResponseHeaders(upstream, 426), upstream);
   assert.deepEqual(buildClientResponseHeaders(upstream, 200), ['X-A', '1']);
+});
+
+test('announcedTrailers: the names of every Trailer header, in order, without those that may not be trailers; undefined when none is left', () => {
+  assert.equal(announcedTrailers(['Content-Type', 'text/plain', 'Trailer', 'X-T, Content-Length', 'trailer', 'Server-Timing,, HOST']), 'X-T, Server-Timing');
+  assert.equal(announcedTrailers(['Trailer', 'Content-Length, Transfer-Encoding']), undefined);
+  assert.equal(announcedTrailers(['Content-Type', 'text/plain']), undefined);
 });

@@ -331,7 +331,7 @@ async function proxyRequest(
     const endActiveRequest = upstream.beginRequest();
     let upstreamHead: ResponseHead;
     try {
-      upstreamHead = await sendWithStaleRetry(method, () => isClientGone, (isRetry) => {
+      upstreamHead = await sendWithStaleRetry(route, method, () => isClientGone, (isRetry) => {
         current = new UpstreamExchange({
           pool: context.pool,
           upstream: upstream.config,
@@ -424,14 +424,14 @@ function holdSlot(clientRes: ClientResponse, facts: RequestFacts, releaseSlot: (
  * on a new connection (not another pooled one, which may be just as stale) — the race every HTTP
  * client with a pool has (Go's transport retries the same way).
  *
- * Only for an idempotent method: a reset on a reused connection may also mean the upstream read
- * the request and died, so a POST must not be sent twice (RFC 9110 §9.2.2). On every route, not
- * only one with a single upstream: the race is the pool's, not the upstream's, so it is neither a
- * failure for passive health nor one of the route's `retries` (nginx counts it as a failure and
- * grants an extra try; an upstream that closes idle connections sooner than the pool then got
- * ejected, and a route whose upstreams all had a stale connection answered 502, a break test).
+ * Only for the route's only upstream and an idempotent method. A reset on a reused connection may
+ * also mean the upstream read the request and died, so a POST must not be sent twice (RFC 9110
+ * §9.2.2); and when the route has other upstreams the reset is an ordinary failure — counted by
+ * passive health, logged, retried elsewhere by the retry policy — as nginx does for a cached
+ * connection (it tries the same peer again only when it is the only one, `peers->single`).
  */
 async function sendWithStaleRetry(
+  route: Route,
   method: string,
   isClientGone: () => boolean,
   /** Starts an attempt's UpstreamExchange; `isRetry` asks for a new connection instead of a pooled one. */
@@ -444,6 +444,7 @@ async function sendWithStaleRetry(
     } catch (error) {
       const { progress } = attempt;
       const isStale =
+        route.group.isLone &&
         IDEMPOTENT_METHODS.has(method) &&
         progress.isReusedSocket &&
         !progress.hasResponseBytes &&

@@ -145,6 +145,19 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 }
 
 /**
+ * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
+ * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
+ * `Forwarded`, `X-Real-IP`, in either spelling), whoever the peer is: the proxy judged those in
+ * the head, and a backend that merges trailers into its headers must not find a spoof there.
+ */
+export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
+  return forwardableTrailers(rawTrailers).filter(([name]) => {
+    const lower = name.toLowerCase();
+    return !HOP_BY_HOP_HEADERS.has(lower) && !isForwardingHeader(lower) && !(lower.includes('_') && isUnderscoreFramingHeader(lower));
+  });
+}
+
+/**
  * The `Trailer` announcement for the client (RFC 9110 §6.6.2): the names every upstream `Trailer`
  * header lists, without those that may not be trailers (`forwardableTrailers` drops them from the
  * trailers themselves, so they must not be announced either; Go's client refuses a response that

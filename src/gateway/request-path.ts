@@ -44,7 +44,7 @@ import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { httpsRedirectLocation } from './https-redirect.js';
-import { announcedTrailers, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableTrailers } from './forward-headers.js';
+import { announcedTrailers, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
@@ -341,7 +341,7 @@ async function proxyRequest(
           headers: headersFor(upstream),
           body,
           isChunkedBody: isChunked,
-          forwardTrailers: forwardableTrailers,
+          forwardTrailers: forwardableRequestTrailers,
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
           isNewConnectionRequired: isRetry,

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { announcedTrailers, buildClientResponseHeaders } from '../../src/gateway/forward-headers.js';
+import { announcedTrailers, buildClientResponseHeaders, forwardableRequestTrailers } from '../../src/gateway/forward-headers.js';
 import { namedHopByHopHeaders } from '../../src/gateway/hop-by-hop.js';
 
 test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 204 with Content-Length: 4 relayed), a 304 and a 200 keep theirs', () => {
@@ -32,4 +32,12 @@ test('announcedTrailers: the names of every Trailer header, in order, without th
   assert.equal(announcedTrailers(['Content-Type', 'text/plain', 'Trailer', 'X-T, Content-Length', 'trailer', 'Server-Timing,, HOST']), 'X-T, Server-Timing');
   assert.equal(announcedTrailers(['Trailer', 'Content-Length, Transfer-Encoding']), undefined);
   assert.equal(announcedTrailers(['Content-Type', 'text/plain']), undefined);
+});
+
+test('forwardableRequestTrailers: a client trailer that could pass for a forwarding or hop-by-hop header, in any spelling, is dropped', () => {
+  const raw = ['X-Checksum', 'abc', 'x-forwarded-for', '6.6.6.6', 'X_Forwarded_Host', 'evil', 'Forwarded', 'for=1', 'X-Real-IP', '1.2.3.4', 'Upgrade', 'h2c', 'Keep-Alive', '5', 'Content_Length', '9', 'Host', 'h', 'Cookie', 'a=b'];
+  assert.deepEqual(forwardableRequestTrailers(raw), [
+    ['X-Checksum', 'abc'],
+    ['Cookie', 'a=b'],
+  ]);
 });

@@ -186,7 +186,7 @@ test('trailers are forwarded, framing and routing fields among them dropped; Exp
   assert.match(Buffer.concat(received).toString(), /got 4 bytes/);
 });
 
-test('request trailers are forwarded to the upstream, framing and routing fields among them dropped, whether the body came whole or in pieces', async (t) => {
+test('request trailers are forwarded to the upstream, framing, routing, hop-by-hop and forwarding fields among them dropped, whether the body came whole or in pieces', async (t) => {
   const seen: { body: string; trailers: string[] }[] = [];
   const backend = await startBackend((req, res, body) => {
     seen.push({ body: body.toString('latin1'), trailers: req.rawTrailers });
@@ -197,7 +197,7 @@ test('request trailers are forwarded to the upstream, framing and routing fields
     await proxy.close();
     await backend.close();
   });
-  const trailers = 'X-Checksum: abc\r\nContent-Length: 99\r\nHost: evil\r\nX-Note: two words\r\n\r\n';
+  const trailers = 'X-Checksum: abc\r\nContent-Length: 99\r\nHost: evil\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nX-Real-IP: 1.2.3.4\r\nUpgrade: websocket\r\nX-Note: two words\r\n\r\n';
   const whole = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n${trailers}`);
   assert.match(whole.text, /^HTTP\/1\.1 200 /);
 

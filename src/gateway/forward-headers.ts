@@ -51,12 +51,16 @@ export interface ForwardingFacts {
 }
 
 /**
- * Whether a lower-cased header name carries forwarding facts a client could forge (step 2 of the
- * file comment): `x-forwarded-*`, `forwarded`, `x-real-ip`, with `_` read as `-`.
+ * Whether a header name (any case) carries forwarding facts a client could forge (step 2 of the
+ * file comment): `x-forwarded-*`, `forwarded`, `x-real-ip`, with `_` read as `-`. Only a name
+ * that starts with `x` or `f` is lower-cased to be read.
  */
-function isForwardingHeader(lowerName: string): boolean {
-  const name = lowerName.includes('_') ? lowerName.replaceAll('_', '-') : lowerName;
-  return name.startsWith('x-forwarded-') || name === 'forwarded' || name === 'x-real-ip';
+function isForwardingHeader(name: string): boolean {
+  const first = name.charCodeAt(0) | 0x20; // ASCII lower case
+  if (first !== 0x78 && first !== 0x66) return false; // neither `x` nor `f`
+  const lower = name.toLowerCase();
+  const dashed = lower.includes('_') ? lower.replaceAll('_', '-') : lower;
+  return dashed.startsWith('x-forwarded-') || dashed === 'forwarded' || dashed === 'x-real-ip';
 }
 
 /** Whether a lower-cased name with `_` is, read with `-`, a framing or hop-by-hop one (step 1 of the file comment). */
@@ -78,32 +82,33 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
   let hasForwardedHost = false;
   let hasForwardedProto = false;
 
+  // Names are compared without lower-casing each one (`equalsIgnoringCase`, src/wire/field-bytes.ts).
   for (let i = 0; i < clientRawHeaders.length; i += 2) {
     const name = clientRawHeaders[i]!;
     const value = clientRawHeaders[i + 1]!;
-    const lower = name.toLowerCase();
 
-    if (lower === 'host') {
+    if (equalsIgnoringCase(name, 'host')) {
       host ??= value;
       continue; // re-added first, below
     }
-    if (facts.isUpgrade && (lower === 'upgrade' || lower === 'connection')) continue; // re-added below
-    if (isHopByHop(lower, named)) {
-      if (lower === 'te' && hasTrailersToken(value)) out.push(name, 'trailers');
+    if (facts.isUpgrade && (equalsIgnoringCase(name, 'upgrade') || equalsIgnoringCase(name, 'connection'))) continue; // re-added below
+    if (isHopByHop(name, named)) {
+      if (equalsIgnoringCase(name, 'te') && hasTrailersToken(value)) out.push(name, 'trailers');
       continue;
     }
-    if (lower.includes('_') && isUnderscoreFramingHeader(lower)) continue;
-    if (lower === 'authorization' && facts.dropAuthorization) continue;
-    if (isForwardingHeader(lower)) {
-      if (!facts.isTrustedPeer || lower.includes('_')) continue;
-      if (lower === 'x-forwarded-for') {
+    const hasUnderscore = name.includes('_');
+    if (hasUnderscore && isUnderscoreFramingHeader(name.toLowerCase())) continue;
+    if (facts.dropAuthorization && equalsIgnoringCase(name, 'authorization')) continue;
+    if (isForwardingHeader(name)) {
+      if (!facts.isTrustedPeer || hasUnderscore) continue;
+      if (equalsIgnoringCase(name, 'x-forwarded-for')) {
         priorForwardedFor = priorForwardedFor === undefined ? value : `${priorForwardedFor}, ${value}`;
         continue; // re-added once, with the client appended
       }
-      if (lower === 'x-forwarded-host') hasForwardedHost = true;
-      if (lower === 'x-forwarded-proto') hasForwardedProto = true;
+      if (equalsIgnoringCase(name, 'x-forwarded-host')) hasForwardedHost = true;
+      if (equalsIgnoringCase(name, 'x-forwarded-proto')) hasForwardedProto = true;
     }
-    if (lower === 'expect') continue; // the proxy answered `100-continue` itself (see request-path.ts)
+    if (equalsIgnoringCase(name, 'expect')) continue; // the proxy answered `100-continue` itself (see request-path.ts)
     out.push(name, value);
   }
 
@@ -152,8 +157,7 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
   return forwardableTrailers(rawTrailers).filter(([name]) => {
-    const lower = name.toLowerCase();
-    return !HOP_BY_HOP_HEADERS.has(lower) && !isForwardingHeader(lower) && !(lower.includes('_') && isUnderscoreFramingHeader(lower));
+    return !HOP_BY_HOP_HEADERS.has(name) && !isForwardingHeader(name) && !(name.includes('_') && isUnderscoreFramingHeader(name.toLowerCase()));
   });
 }
 

@@ -128,7 +128,13 @@ interface RequestFacts {
  *   passed routing, auth and the body limit, before its body is read (nginx's order)
  */
 export function handleRequest(context: ProxyContext, clientReq: ClientRequest, clientRes: ClientResponse, isExpectingContinue = false): void {
-  const peerIp = normalizeClientIp(clientReq.socket.remoteAddress);
+  // The address read when the connection was accepted (client-side.ts): `socket.remoteAddress` is
+  // undefined once the client reset the connection, and an empty address matched no `deny` rule.
+  const peerIp = normalizeClientIp(clientReq.remoteAddress);
+  if (peerIp === '') {
+    clientRes.destroy(); // never judged, never forwarded: a request is only served for a known peer
+    return;
+  }
   const { trustedProxies } = context.server;
   const isTrustedPeer = isTrustedProxy(peerIp, trustedProxies);
   const facts: RequestFacts = {

@@ -23,6 +23,13 @@ export interface ClientRequest {
   /** Lower-cased names, duplicates combined by node's rules (see `combineHeaders`). */
   readonly headers: IncomingHttpHeaders;
   readonly socket: Socket;
+  /**
+   * The peer's address (`socket.remoteAddress`) as read when the connection was accepted, never
+   * undefined: a socket forgets its address once it closed, and a request must be judged by who
+   * sent it (access rules, limits, X-Forwarded-For) even when that peer has already reset the
+   * connection. A connection whose peer was gone before it was served is never served.
+   */
+  readonly remoteAddress: string;
   /** The request came over TLS (the HTTPS listener, `tls_listen`): `X-Forwarded-Proto: https`, HSTS, no `redirect_https`. */
   readonly isTls: boolean;
   /**

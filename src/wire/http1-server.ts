@@ -235,6 +235,12 @@ export class Http1Server {
    * Http1Response `destroy`); default `socket` itself.
    */
   accept(socket: Socket, tcpSocket: Socket = socket): void {
+    // A peer that reset the connection before it was served has no address left to judge its
+    // requests by: it gets nothing (read now, the address is kept for the connection's life).
+    if ((tcpSocket.remoteAddress ?? socket.remoteAddress) === undefined) {
+      socket.destroy();
+      return;
+    }
     this.#connections.add(new Http1Connection(socket, this, tcpSocket));
   }
 
@@ -370,7 +376,7 @@ export class Http1Connection implements ResponseConnection {
     this.socket = socket;
     this.tcpSocket = tcpSocket;
     this.isTls = socket instanceof TLSSocket;
-    this.#clientAddress = socket.remoteAddress;
+    this.#clientAddress = tcpSocket.remoteAddress ?? socket.remoteAddress;
     this.#server = server;
     this.#idleSince = server.now();
     this.#headStartedAt = this.#idleSince;
@@ -603,7 +609,7 @@ export class Http1Connection implements ResponseConnection {
     // An upgrade asks for a body-less request (llhttp's rule): with a body it is a plain request.
     const isUpgrade = head.upgrade !== undefined && head.body.kind === 'none' && isTunnelledUpgrade(head.upgrade);
     const decoder = createBodyDecoder(head.body);
-    const clientReq = new Http1Request(head, this.socket, this.isTls, decoder === undefined ? undefined : new Http1RequestBody(this), isUpgrade);
+    const clientReq = new Http1Request(head, this.socket, this.#clientAddress ?? '', this.isTls, decoder === undefined ? undefined : new Http1RequestBody(this), isUpgrade);
     const clientRes = new Http1Response(this, head.method, head.httpVersion, head.isKeepAlive && !isUpgrade && options.keepAliveTimeoutMs > 0 && !options.isDraining());
     this.#request = clientReq;
     this.#response = clientRes;
@@ -769,13 +775,15 @@ class Http1Request implements ClientRequest {
   readonly httpVersion: '1.1' | '1.0';
   readonly rawHeaders: string[];
   readonly socket: Socket;
+  readonly remoteAddress: string;
   readonly isTls: boolean;
   readonly body: Http1RequestBody | undefined;
   readonly upgrade: string | undefined;
   readonly contentLength: number | undefined;
   #headers: IncomingHttpHeaders | undefined;
 
-  constructor(head: RequestHead, socket: Socket, isTls: boolean, body: Http1RequestBody | undefined, isUpgrade: boolean) {
+  constructor(head: RequestHead, socket: Socket, remoteAddress: string, isTls: boolean, body: Http1RequestBody | undefined, isUpgrade: boolean) {
+    this.remoteAddress = remoteAddress;
     this.isTls = isTls;
     this.upgrade = isUpgrade ? head.upgrade : undefined;
     this.contentLength = head.body.kind === 'length' ? head.body.length : undefined;

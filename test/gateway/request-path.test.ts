@@ -126,6 +126,8 @@ class FakeClientRequest implements ClientRequest {
   readonly httpVersion = '1.1';
   readonly headers;
   readonly socket = { remoteAddress: '127.0.0.1' } as Socket;
+  /** As the server read it at accept (a test sets '' for a peer it never learned). */
+  remoteAddress = '127.0.0.1';
   /** Came over the HTTPS listener (a test sets it). */
   isTls = false;
   readonly body: RequestBody | undefined;
@@ -335,6 +337,17 @@ test('checklist order: 404 before 401 before 413 by Content-Length, and none of 
   assert.match(cases[1]!.res.header('www-authenticate') ?? '', /^Basic realm="Private"/, 'a 401 carries the challenge');
   assert.equal(cases[3]!.res.header('connection'), 'close', 'a 413 with the body unread closes the connection');
   assert.deepEqual(transport.acquired, [], `got ${JSON.stringify(transport.acquired)}, want no upstream connection for refused requests`);
+});
+
+test('a request whose peer address is unknown is never judged, never forwarded: its response is destroyed', async () => {
+  const { context, transport } = fakeProxy();
+  const clientReq = new FakeClientRequest('POST', '/open/x', ['Host', 'proxy.test', 'Content-Length', '0']);
+  clientReq.remoteAddress = '';
+  const clientRes = new FakeClientResponse('POST');
+  handleRequest(context, clientReq, clientRes);
+  await clientRes.done;
+  assert.deepEqual(clientRes.events, ['destroy']);
+  assert.deepEqual(transport.acquired, [], 'got an upstream connection for a request from an unknown peer');
 });
 
 test('a reset after the request was sent: a GET is retried on the other upstream; a POST whose body streamed is a 502', async () => {

@@ -8,6 +8,7 @@
 import test, { type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { execFile } from 'node:child_process';
 import { startBackend, startRawBackend, startTestProxy, headerValues, waitFor, type TestProxy } from '../helpers/proxy-harness.js';
 import { LocalLimits, LocalRouteLimits } from '../../src/limits/local-limits.js';
 import type { LimitsProvider } from '../../src/limits/limits.js';
@@ -71,6 +72,36 @@ test('access: allow 127.0.0.2, deny all — by the client address, in order, 403
   assert.equal(deniedLog.clientIp, '127.0.0.3');
   assert.equal(deniedLog.refusal, 'access');
   assert.equal(deniedLog.route, 'a');
+});
+
+/** In a child process, `times` times one after another: connects to `port`, writes `request`, and resets the connection (RST) at once. */
+function resetRightAfterSending(port: number, request: string, times: number): Promise<void> {
+  const script =
+    `const net = require('node:net');` +
+    `const once = () => new Promise((done) => { const s = net.connect(${port}, '127.0.0.1', () => { s.write(${JSON.stringify(request)}); s.resetAndDestroy(); }); s.on('error', () => {}); s.on('close', done); });` +
+    `(async () => { for (let i = 0; i < ${times}; i++) await once(); })();`;
+  return new Promise((resolve, reject) => execFile(process.execPath, ['-e', script], (error) => (error === null ? resolve() : reject(error))));
+}
+
+test('access: a client that resets its connection right after sending a request is still judged by its address, and a denied request never reaches the upstream (a break test)', async (t) => {
+  const backend = await startBackend();
+  const proxy = await startTestProxy(`[proxy.priv]\npath = /priv\npass = ${backend.url}\naccess = deny 127.0.0.0/8\nretries = 0\n[proxy.pub]\npath = /pub\npass = ${backend.url}\n`);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  assert.equal((await get(proxy.port, '/priv/normal')).status, 403);
+  for (let round = 0; round < 5; round++) {
+    assert.equal((await get(proxy.port, '/pub/warm')).status, 200); // a pooled upstream connection is ready
+    // From another process, so that the RST can arrive before this process reads the request.
+    await resetRightAfterSending(proxy.port, 'POST /priv/delete-everything HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n', 20);
+    await waitFor(() => proxy.proxy.serverStats.openConnections === 0, 3000, 'the reset connections closed');
+  }
+  assert.equal((await get(proxy.port, '/pub/last')).status, 200); // on the same pooled connection, after anything sent before
+  const forwarded = backend.requests.map((r) => r.url).filter((url) => url.startsWith('/priv'));
+  assert.deepEqual(forwarded, [], `got ${JSON.stringify(forwarded)} at the upstream behind deny 127.0.0.0/8`);
+  const judged = proxy.logs.filter((r) => r.target === '/priv/delete-everything');
+  assert.ok(judged.every((r) => r.clientIp === '127.0.0.1' && r.status !== 200), `got ${JSON.stringify(judged.map((r) => [r.clientIp, r.status]))}`);
 });
 
 test('a spoofed X-Forwarded-For from an untrusted peer changes nothing; from a trusted one it decides, and the peer is appended', async (t) => {

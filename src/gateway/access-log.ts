@@ -20,6 +20,7 @@
  * `"request_line"` on every answer without a request head, with method, target and protocol `-`:
  * the line received, or `-` when it is not printable, as combined logs it).
  */
+import { isUtf8 } from 'node:buffer';
 import { closeSync, openSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
 import { FileSink, type LogSink } from '../log/log-sink.js';
@@ -215,6 +216,22 @@ export function formatCombined(r: AccessLogRecord): string {
   );
 }
 
+/**
+ * A header-derived string (one character per byte, as the parsers read heads: latin1) as JSON
+ * text: bytes that are valid UTF-8 as the characters they encode (a UTF-8 `café` is `café`, as in
+ * nginx's `escape=json`, which writes the bytes as they came), any other bytes one character each
+ * (U+0080–U+00FF), so that nothing is lost and the line stays valid UTF-8 JSON.
+ */
+export function jsonText(value: string): string;
+export function jsonText(value: string | undefined): string | undefined;
+export function jsonText(value: string | undefined): string | undefined {
+  if (value === undefined || !NON_ASCII.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  return isUtf8(bytes) ? bytes.toString('utf8') : value;
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
 export function formatJson(r: AccessLogRecord): string {
   return JSON.stringify({
     time: r.time.toISOString(),
@@ -227,8 +244,8 @@ export function formatJson(r: AccessLogRecord): string {
     ...(r.httpVersion === undefined ? { request_line: r.receivedLine === undefined || r.receivedLine === '' ? '-' : r.receivedLine } : {}),
     status: r.status,
     bytes_sent: r.bytesSent,
-    referer: r.referer ?? null,
-    user_agent: r.userAgent ?? null,
+    referer: jsonText(r.referer) ?? null,
+    user_agent: jsonText(r.userAgent) ?? null,
     route: r.route ?? null,
     ...(r.refusal === undefined ? {} : { refused: r.refusal }),
     upstreams: r.attempts,

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatCombined, formatJson, type AccessLogRecord } from '../../src/gateway/access-log.js';
+import { formatCombined, formatJson, jsonText, type AccessLogRecord } from '../../src/gateway/access-log.js';
 
 const record = (attempts: AccessLogRecord['attempts']): AccessLogRecord => ({
   time: new Date(Date.UTC(2026, 10, 30, 12, 0, 0)),
@@ -76,4 +76,16 @@ test('json: every record without a request head has request_line, "-" when the l
   }
   const headed = JSON.parse(formatJson(record([]))) as Record<string, unknown>;
   assert.equal('request_line' in headed, false, `got ${JSON.stringify(headed)}: a request with a head has method, target and protocol, no request_line`);
+});
+
+test('json: a User-Agent or Referer that is UTF-8 is logged as its text; other bytes one character each, so the line stays valid JSON and nothing is lost', () => {
+  // header values arrive one character per byte (latin1): `café` in UTF-8 is the four bytes c a f C3 A9
+  const utf8Cafe = Buffer.from('café', 'utf8').toString('latin1');
+  const line = formatJson({ ...record([]), userAgent: utf8Cafe, referer: 'http://h/\u00e9' });
+  const json = JSON.parse(line) as Record<string, unknown>;
+  assert.equal(json.user_agent, 'café', `got ${line}`);
+  assert.equal(json.referer, 'http://h/\u00e9', 'a lone 0xE9 is not UTF-8: kept as the byte it was (U+00E9)');
+  assert.equal(jsonText('curl/8'), 'curl/8');
+  assert.equal(jsonText(undefined), undefined);
+  assert.equal(formatCombined({ ...record([]), userAgent: utf8Cafe }).includes('"caf\\xC3\\xA9"'), true, 'combined still shows the bytes, as nginx');
 });

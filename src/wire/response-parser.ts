@@ -49,7 +49,8 @@ export interface ResponseHead {
   /**
    * True when the connection may carry another request after this response: HTTP/1.1 without
    * `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`; never for a close-delimited body
-   * or an upgrade (RFC 9112 9.3).
+   * or an upgrade (RFC 9112 9.3), nor for a response to HEAD, a 204 or a 304 whose head announces a
+   * body (Transfer-Encoding, Content-Length above 0) that a careless backend may send anyway.
    */
   readonly isKeepAlive: boolean;
   readonly bodyKind: BodyKind;
@@ -506,8 +507,18 @@ export class ResponseParser {
     } else {
       bodyKind = 'close'; // rule 8
     }
+    // A response without a body by rule (to a HEAD, a 204, a 304) whose head still announces one
+    // (Transfer-Encoding, a Content-Length above 0): a backend that sends that body anyway sends
+    // bytes nothing reads. In the same read they are caught (extra bytes close the connection), but
+    // bytes that come after the connection carried its next request would be read as that
+    // request's response, another client's. So the connection is not reused (a break test; nginx and
+    // Go reuse it). A HEAD's Content-Length is common and lawful (RFC 9110 §9.3.2): each HEAD then
+    // costs a new upstream connection.
+    const announcesBody = this.transferEncoding !== undefined || (this.contentLength ?? 0) > 0;
+    const isBodyWithheld = bodyKind === 'none' && !isInformational && !this.isUpgradeResponse && announcesBody;
     const isKeepAlive =
       bodyKind !== 'close' &&
+      !isBodyWithheld &&
       !this.isUpgradeResponse &&
       !this.hasConnectionClose &&
       (this.httpVersion === '1.1' || this.hasConnectionKeepAlive);

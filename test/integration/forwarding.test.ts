@@ -158,6 +158,44 @@ test('HEAD, 204 and 304 responses carry no body', async (t) => {
   assert.match(responses[2]!, /^HTTP\/1\.1 304 Not Modified\r\n[\s\S]*\r\n\r\n$/);
 });
 
+test('a HEAD response that announced a body ends its upstream connection: body bytes a careless backend sends late never become the next client\'s response (a break test)', async (t) => {
+  // The backend owes the HEAD's announced body and sends it only when the next request comes on the
+  // same connection: the body is itself a whole response, which a reused connection would hand to
+  // that request's client.
+  const poison = 'HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\npoison';
+  let connections = 0;
+  const backend = net.createServer((socket) => {
+    connections++;
+    let buffered = '';
+    let owesBody = false;
+    socket.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('latin1');
+      for (let end = buffered.indexOf('\r\n\r\n'); end !== -1; end = buffered.indexOf('\r\n\r\n')) {
+        const [method = '', target = ''] = buffered.slice(0, end).split(' ');
+        buffered = buffered.slice(end + 4);
+        if (owesBody) socket.write(poison);
+        owesBody = method === 'HEAD';
+        socket.write(method === 'HEAD' ? `HTTP/1.1 200 OK\r\nContent-Length: ${poison.length}\r\n\r\n` : `HTTP/1.1 200 OK\r\nContent-Length: ${target.length}\r\n\r\n${target}`);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  const proxy = await startTestProxy(routeIni(`http://127.0.0.1:${(backend.address() as net.AddressInfo).port}`));
+  t.after(async () => {
+    await proxy.close();
+    await new Promise((resolve) => backend.close(resolve));
+  });
+  const head = await request(proxy.port, { path: '/a/head', method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers['content-length'], String(poison.length), 'the HEAD\'s Content-Length is relayed');
+  const victim = await request(proxy.port, { path: '/a/victim' });
+  assert.equal(victim.body.toString(), '/a/victim', `the next client got ${JSON.stringify(victim.body.toString())}`);
+  assert.equal(connections, 2, 'the HEAD\'s connection was not reused');
+  const again = await request(proxy.port, { path: '/a/again' });
+  assert.equal(again.body.toString(), '/a/again');
+  assert.equal(connections, 2, 'a GET\'s connection is reused as before');
+});
+
 test('trailers are forwarded, framing and routing fields among them dropped; Expect: 100-continue gets a 100 before the body is sent', async (t) => {
   const backend = await startBackend((req, res, body) => {
     res.writeHead(200, { 'Content-Type': 'text/plain', Trailer: 'X-Checksum, Content-Length' });

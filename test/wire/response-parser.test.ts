@@ -143,6 +143,7 @@ describe('ResponseParser framing', () => {
 
   const noBodyCases = [
     { name: 'HEAD with Content-Length', method: 'HEAD', head: 'HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n', contentLength: 1234 },
+    { name: 'HEAD with Content-Length 0', method: 'HEAD', head: 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n', contentLength: 0 },
     { name: 'HEAD with chunked', method: 'HEAD', head: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n', contentLength: undefined },
     { name: '204 with Content-Length', method: 'GET', head: 'HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n', contentLength: 10 },
     { name: '304 with Content-Length', method: 'GET', head: 'HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n', contentLength: 10 },
@@ -156,7 +157,9 @@ describe('ResponseParser framing', () => {
       assert.deepEqual(got.events, ['head', 'complete']);
       assert.equal(got.head?.bodyKind, 'none');
       assert.equal(got.head?.contentLength, contentLength, `got contentLength ${got.head?.contentLength}, want ${contentLength}`);
-      assert.equal(got.head?.isKeepAlive, true);
+      // a head that announces the body it may not carry ends its connection's reuse (see ResponseHead.isKeepAlive)
+      const announcesBody = /Content-Length: [1-9]|Transfer-Encoding/.test(head);
+      assert.equal(got.head?.isKeepAlive, !announcesBody, announcesBody ? 'announces a body: not reused' : 'no body announced: reused');
       assert.equal(got.consumed, head.length, `got consumed ${got.consumed}, want ${head.length}`);
     });
   }

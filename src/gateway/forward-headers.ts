@@ -11,7 +11,8 @@
  *      real one, which the proxy has judged and re-framed (nginx drops every name with `_`);
  *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
- *      `Forwarded` and `X-Real-IP`; spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
+ *      `Forwarded`, `X-Real-IP` and the other client-address and rewritten-URL headers of
+ *      `VOUCHED_HEADERS`; spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
  *      from every peer, a trusted one too: CGI-style backends map both spellings onto one
  *      variable, and a trusted load balancer appends to `X-Forwarded-For` but passes the client's
  *      `X_Forwarded_For` on untouched, which would bring the spoof back (nginx drops every name with
@@ -21,7 +22,7 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { equalsIgnoringCase, FieldNameSet, listElements } from '../wire/field-bytes.js';
+import { equalsIgnoringCase, FieldNameSet, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
 import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
@@ -51,16 +52,38 @@ export interface ForwardingFacts {
 }
 
 /**
+ * The headers besides `X-Forwarded-*` in which a client could forge what a front proxy vouches
+ * for (step 2 of the file comment), lower-cased:
+ * - the client's address: `Forwarded`, `X-Real-IP`, and the names CDNs and frameworks read it
+ *   from (`True-Client-IP`, `X-Client-IP`, `Client-IP`, `X-Cluster-Client-IP`,
+ *   `CF-Connecting-IP`, `Fastly-Client-IP`);
+ * - the URL a front proxy rewrote: `X-Original-URL` and `X-Rewrite-URL`, which IIS and Symfony
+ *   read in place of the request target, and `X-Original-URI`, which nginx `auth_request` setups
+ *   hand to their auth service. A backend that read a client's own would judge another path than
+ *   the one this proxy routed and checked `access` for (a break test).
+ */
+const VOUCHED_HEADERS = new FieldNameSet([
+  'forwarded',
+  'x-real-ip',
+  'true-client-ip',
+  'x-client-ip',
+  'client-ip',
+  'x-cluster-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-uri',
+]);
+
+/**
  * Whether a header name (any case) carries forwarding facts a client could forge (step 2 of the
- * file comment): `x-forwarded-*`, `forwarded`, `x-real-ip`, with `_` read as `-`. Only a name
- * that starts with `x` or `f` is lower-cased to be read.
+ * file comment): `x-forwarded-*` or one of `VOUCHED_HEADERS`, with `_` read as `-`. Allocates
+ * nothing unless the name holds a `_`.
  */
 function isForwardingHeader(name: string): boolean {
-  const first = name.charCodeAt(0) | 0x20; // ASCII lower case
-  if (first !== 0x78 && first !== 0x66) return false; // neither `x` nor `f`
-  const lower = name.toLowerCase();
-  const dashed = lower.includes('_') ? lower.replaceAll('_', '-') : lower;
-  return dashed.startsWith('x-forwarded-') || dashed === 'forwarded' || dashed === 'x-real-ip';
+  const dashed = name.includes('_') ? name.replaceAll('_', '-') : name;
+  return startsWithIgnoringCase(dashed, 'x-forwarded-') || VOUCHED_HEADERS.has(dashed);
 }
 
 /** Whether a lower-cased name with `_` is, read with `-`, a framing or hop-by-hop one (step 1 of the file comment). */
@@ -152,7 +175,7 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
  * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `Forwarded`, `X-Real-IP`, in either spelling), whoever the peer is: the proxy judged those in
+ * `Forwarded`, `X-Real-IP` and the others of `VOUCHED_HEADERS`, in either spelling), whoever the peer is: the proxy judged those in
  * the head, and a backend that merges trailers into its headers must not find a spoof there.
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {

@@ -67,10 +67,15 @@ export function parseFieldLine(line: string, into: string[], fail: (reason: stri
  * callgrind: docs/performance.md).
  */
 export function equalsIgnoringCase(name: string, lowerName: string): boolean {
-  if (name.length !== lowerName.length) return false;
-  for (let i = 0; i < name.length; i++) {
+  return name.length === lowerName.length && startsWithIgnoringCase(name, lowerName);
+}
+
+/** True when `name` starts with `lowerPrefix` ignoring ASCII case; `lowerPrefix` must be lower-case. Allocates nothing. */
+export function startsWithIgnoringCase(name: string, lowerPrefix: string): boolean {
+  if (name.length < lowerPrefix.length) return false;
+  for (let i = 0; i < lowerPrefix.length; i++) {
     const code = name.charCodeAt(i);
-    const lower = lowerName.charCodeAt(i);
+    const lower = lowerPrefix.charCodeAt(i);
     if (code !== lower && !(lower >= 0x61 && lower <= 0x7a && code === lower - 0x20)) return false;
   }
   return true;

@@ -35,7 +35,7 @@ test("a client's Connection: X-Forwarded-For cannot remove the proxy's own X-For
   assert.deepEqual(headerValues(backend.requests[0]!.rawHeaders, 'x-forwarded-for'), ['127.0.0.1']);
 });
 
-test('X-Forwarded-* (every one), Forwarded, X-Real-IP and their _ spellings are dropped for an untrusted peer; kept or appended to for a trusted one, whose _ spellings are dropped too', async (t) => {
+test('X-Forwarded-* (every one), Forwarded, X-Real-IP, the other client-address and rewritten-URL headers and their _ spellings are dropped for an untrusted peer; kept or appended to for a trusted one, whose _ spellings are dropped too', async (t) => {
   const backend = await startBackend();
   const untrusted = await startTestProxy(routeIni(backend.url));
   const trusted = await startTestProxy(`[server]\ntrusted_proxies = 10.0.0.0/8, 127.0.0.1\n` + routeIni(backend.url));
@@ -47,8 +47,11 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP and their _ spellings are 
   const headers = {
     'X-Forwarded-For': '1.2.3.4', 'X-Forwarded-Host': 'spoof', 'X-Forwarded-Proto': 'https', Forwarded: 'for=1.2.3.4', Host: 'site.test',
     'X-Forwarded-Port': '1', 'X-Forwarded-Prefix': '/admin', 'X-Real-IP': '5.5.5.5', X_Forwarded_For: '6.6.6.6', X_Forwarded_Host: 'evil',
+    // the client's address as CDNs and frameworks read it, and the URL a front proxy rewrote (a break test: IIS and Symfony serve X-Original-URL)
+    'True-Client-IP': '7.7.7.7', 'X-Client-IP': '7.7.7.7', 'Client-IP': '7.7.7.7', 'X-Cluster-Client-IP': '7.7.7.7', 'CF-Connecting-IP': '7.7.7.7',
+    'Fastly-Client-IP': '7.7.7.7', 'X-Original-URL': '/admin', 'X-Rewrite-URL': '/admin', 'X-Original-URI': '/admin', 'X-Custom': 'kept',
   };
-  const forgeable = ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip'];
+  const forgeable = ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri'];
   // A trusted load balancer appends to X-Forwarded-For but passes X_Forwarded_For on as the client sent it.
   const underscored = ['x_forwarded_for', 'x_forwarded_host'];
   await request(untrusted.port, { path: '/a', headers });
@@ -60,6 +63,7 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP and their _ spellings are 
   assert.deepEqual(headerValues(fromUntrusted!, 'forwarded'), []);
   for (const name of [...forgeable, ...underscored]) assert.deepEqual(headerValues(fromUntrusted!, name), [], `${name} from an untrusted peer reached the upstream`);
   for (const name of forgeable) assert.equal(headerValues(fromTrusted!, name).length, 1, `${name} from a trusted peer: want it kept`);
+  assert.deepEqual(headerValues(fromUntrusted!, 'x-custom'), ['kept'], 'other X- headers pass');
   for (const name of underscored) assert.deepEqual(headerValues(fromTrusted!, name), [], `${name} from a trusted peer reached the upstream`);
   assert.deepEqual(headerValues(fromTrusted!, 'x-forwarded-for'), ['1.2.3.4, 127.0.0.1']);
   assert.deepEqual(headerValues(fromTrusted!, 'x-forwarded-host'), ['spoof']);

@@ -224,7 +224,7 @@ function normalize(literal: string, decoded: string, normalisation: Normalisatio
   } else path = decoded;
   if (normalisation.parsesAfterDecoding) {
     const end = path.search(/[?#]/);
-    path = (end < 0 ? path : path.slice(0, end)).trimEnd();
+    path = trimSpaceEnd(end < 0 ? path : path.slice(0, end));
   }
   if (normalisation.isBackslashSlash) path = path.replaceAll('\\', '/');
   if (normalisation.readsNetworkPath && path.startsWith('//')) {
@@ -235,6 +235,16 @@ function normalize(literal: string, decoded: string, normalisation: Normalisatio
     path = pathAt < 0 ? '/' : path.slice(pathAt);
   }
   return removeDotSegments(path, normalisation);
+}
+
+/** A character some backend trims from the end of a decoded path: JS's white space and line ends (`trimEnd`), and U+0085 (NEL), which Go's `unicode.IsSpace` and Python's `str.strip` trim too and JS does not (a break test). */
+const TRIMMED_SPACE = /[\s\u0085]/;
+
+/** `text` without trailing `TRIMMED_SPACE`, one character tested at a time (a `…+$` pattern would rescan every run of spaces). */
+function trimSpaceEnd(text: string): string {
+  let end = text.length;
+  while (end > 0 && TRIMMED_SPACE.test(text.charAt(end - 1))) end--;
+  return end === text.length ? text : text.slice(0, end);
 }
 
 /**

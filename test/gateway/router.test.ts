@@ -174,6 +174,7 @@ test('the slash redirect, as nginx: exactly a prefix route without its trailing 
     ['/%61dmin', '400 ambiguous'], // the decoded reading is redirected, the literal one is not
     ['/admin;', '400 ambiguous'], // Tomcat's reading is /admin
     ['/admin%20', '400 ambiguous'], // a backend that decodes before it parses reads /admin
+    ['/admin%c2%85', '400 ambiguous'], // and one that trims as Go or Python, NEL too (a break test)
     ['/docs', 'docs_exact'], // a route with the prefix itself: no redirect
     ['/shop', '301 /shop/ (shop)'], // before regex routes, as nginx
     ['/app', '301 /app/ (tenant)', 't.example'],

@@ -59,6 +59,7 @@ const BYPASSES = [
   '/admin%3F/../x',
   '/admin%23x',
   '/admin%20',
+  '/admin%c2%85', // NEL, trimmed by Go and Python, not by JS's trimEnd
 ];
 
 /** The status line's code. */

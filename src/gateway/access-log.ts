@@ -21,9 +21,9 @@
  * the line received, or `-` when it is not printable, as combined logs it).
  */
 import { isUtf8 } from 'node:buffer';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { ConfigFileError, ConfigValueError, type SourcePlace } from '../errors.js';
-import { FileSink, type LogSink } from '../log/log-sink.js';
+import { describeOpenError, FileSink, openLogForAppending, type LogSink } from '../log/log-sink.js';
 import { closeLogFile, droppedLogLines, openLogFile, stderrSink, stdoutSink } from '../log/process-log.js';
 
 /** How one upstream attempt ended: its status, or the error code that ended it. */
@@ -140,12 +140,12 @@ export interface AccessLog {
  * Checks that an `access_log` file path can be opened for appending (creating it if needed), as
  * `nginx -t` does. `stdout`, `stderr` and `off` always pass.
  * @throws ConfigValueError at `place` (file:line:column of the `access_log` value), or ConfigFileError
- *   without one, naming the path and the reason (ENOENT, EACCES, EISDIR…)
+ *   without one, naming the path and the reason (ENOENT, EACCES, EISDIR, ENXIO for a FIFO without a reader, ENOTREG for one with a reader or a socket)
  */
 export function checkAccessLogPath(destination: string, place?: SourcePlace): void {
   if (destination === 'off' || destination === 'stdout' || destination === 'stderr') return;
   try {
-    closeSync(openSync(destination, 'a'));
+    closeSync(openLogForAppending(destination));
   } catch (error) {
     throw cannotOpen(destination, error, place);
   }
@@ -179,7 +179,7 @@ export function openAccessLog(destination: string, format: 'combined' | 'json', 
 }
 
 function cannotOpen(destination: string, error: unknown, place: SourcePlace | undefined): ConfigValueError | ConfigFileError {
-  const reason = `access_log '${destination}' cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+  const reason = `access_log '${destination}' cannot be opened for appending: ${describeOpenError(error)}`;
   return place === undefined ? new ConfigFileError(reason) : new ConfigValueError(place, reason);
 }
 

@@ -22,7 +22,7 @@
  * its worker; we drop lines instead, because a proxy whose event loop waits for its log reader stops
  * serving. A log file is written synchronously by both (a stalled disk stalls both).
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 
 /** The most bytes a StreamSink lets wait for a slow reader before it drops new lines: 1 MiB. */
@@ -120,13 +120,14 @@ export class FileSink implements LogSink {
   /**
    * Opens `path` for appending, creating it if needed.
    * @param writeBytes write(2) from `offset` on, returning the bytes written (tests inject a short write)
-   * @throws the open(2) error (ENOENT, EACCES, EISDIR…) — at start-up that is a configuration error
+   * @throws the open(2) error (ENOENT, EACCES, EISDIR…), or ENOTREG (see openLogForAppending) — at
+   *   start-up that is a configuration error
    */
   constructor(path: string, warn: Warn, writeBytes: WriteBytes = (fd, bytes, offset) => writeSync(fd, bytes, offset)) {
     this.name = path;
     this.#warn = warn;
     this.#writeBytes = writeBytes;
-    this.#fd = openSync(path, 'a');
+    this.#fd = openLogForAppending(path);
   }
 
   write(text: string): boolean {
@@ -162,9 +163,9 @@ export class FileSink implements LogSink {
     if (this.#fd === undefined) return false;
     let fd: number;
     try {
-      fd = openSync(this.name, 'a');
+      fd = openLogForAppending(this.name);
     } catch (error) {
-      this.#warn(`${this.name}: cannot reopen (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); still writing to the file opened before`);
+      this.#warn(`${this.name}: cannot reopen (${describeOpenError(error)}); still writing to the file opened before`);
       return false;
     }
     closeSync(this.#fd);
@@ -178,4 +179,29 @@ export class FileSink implements LogSink {
     closeSync(this.#fd);
     this.#fd = undefined;
   }
+}
+
+/**
+ * Opens a log file for appending, creating it if needed, without ever blocking: a FIFO opened for
+ * writing waits for a reader (the whole process with it, at start-up, at `--check` and at the
+ * SIGUSR1 that reopens it: a break test), so the path is opened with O_NONBLOCK, and anything but
+ * a regular file or a character device (`/dev/null`) is refused. A FIFO without a reader fails at
+ * once (ENXIO); one with a reader, a socket or a block device is closed again and refused: its
+ * reader could stall every write, and writes to a file are synchronous.
+ * @returns the descriptor
+ * @throws the open(2) error (ENOENT, EACCES, EISDIR, ENXIO…), or an Error with `code` ENOTREG
+ */
+export function openLogForAppending(path: string): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o666);
+  const stats = fstatSync(fd);
+  if (stats.isFile() || stats.isCharacterDevice()) return fd;
+  closeSync(fd);
+  const kind = stats.isFIFO() ? 'a FIFO' : stats.isSocket() ? 'a socket' : 'not a regular file';
+  throw Object.assign(new Error(`${kind}, whose reader could stall every write (for a pipe, write access_log = stdout)`), { code: 'ENOTREG' });
+}
+
+/** The reason an open failed, for one log line: the errno code (ENOENT…), or the whole reason of ENOTREG and of an error without a code. */
+export function describeOpenError(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return code === undefined || code === 'ENOTREG' ? message : code === 'ENXIO' ? 'ENXIO, a FIFO without a reader (for a pipe, write access_log = stdout)' : code;
 }

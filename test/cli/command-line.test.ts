@@ -53,6 +53,17 @@ test('--check fails (exit 1) when the access_log file cannot be opened, as nginx
   assert.match(result.stderr, /badlog\.ini:2:14: access_log '.*no-such-dir\/x\.log' cannot be opened for appending: ENOENT/);
 });
 
+test('--check and the start refuse an access_log that is a FIFO at once, at its file:line:column, instead of waiting for a reader (a break test: both hung)', () => {
+  const fifo = join(dir, 'access.fifo');
+  spawnSync('mkfifo', [fifo]);
+  const file = configFile('fifolog.ini', `[server]\nlisten = 127.0.0.1:0\naccess_log = ${fifo}\n[proxy.a]\npath = /a\npass = http://localhost:9001\n`);
+  for (const args of [['--check', '--config', file], ['--config', file]]) {
+    const result = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8', timeout: 10_000 });
+    assert.equal(result.status, 1, `${args.join(' ')}: got status ${result.status} (signal ${result.signal}), want 1`);
+    assert.match(result.stderr, /fifolog\.ini:3:14: access_log '.*access\.fifo' cannot be opened for appending: ENXIO, a FIFO without a reader \(for a pipe, write access_log = stdout\)/);
+  }
+});
+
 test('trusted_proxies = 0.0.0.0/0: --check warns at the item and exits 0; the start (workers = 2) warns once in the log', async (t) => {
   const port = await freePort();
   const file = configFile('trust-all.ini', `[server]\nlisten = 127.0.0.1:${port}\naccess_log = off\nworkers = 2\ntrusted_proxies = 10.0.0.1, 0.0.0.0/0\n[proxy.a]\npath = /\npass = http://127.0.0.1:9\n`);

@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/log/log-sink.js';
@@ -142,4 +143,30 @@ test('FileSink: a reopen that fails (its directory is gone) warns once and keeps
   assert.equal(sink.write('kept\n'), true);
   sink.close();
   assert.equal(readFileSync(join(dir, 'old-logs', 'access.log'), 'utf8'), 'kept\n');
+});
+
+test('FileSink: a FIFO at the path never blocks — refused at once without a reader (ENXIO) and with one (ENOTREG); at a reopen the old file keeps the lines (a break test: open(2) waited for a reader, and the whole process with it)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-log-sink-'));
+  const path = join(dir, 'access.log');
+  execFileSync('mkfifo', [path]);
+  assert.throws(() => new FileSink(path, () => {}), { code: 'ENXIO' });
+  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK); // a reader that never reads
+  try {
+    assert.throws(() => new FileSink(path, () => {}), { code: 'ENOTREG', message: /a FIFO, whose reader could stall every write \(for a pipe, write access_log = stdout\)/ });
+  } finally {
+    closeSync(reader);
+  }
+  const filePath = join(dir, 'file.log');
+  const warnings: string[] = [];
+  const sink = new FileSink(filePath, (line) => warnings.push(line));
+  renameSync(filePath, `${filePath}.1`);
+  execFileSync('mkfifo', [filePath]);
+  assert.equal(sink.reopen(), false);
+  assert.deepEqual(warnings, [`${filePath}: cannot reopen (ENXIO, a FIFO without a reader (for a pipe, write access_log = stdout)); still writing to the file opened before`]);
+  assert.equal(sink.write('kept\n'), true);
+  sink.close();
+  assert.equal(readFileSync(`${filePath}.1`, 'utf8'), 'kept\n');
+  const devNull = new FileSink('/dev/null', (line) => assert.fail(`unexpected warning: ${line}`));
+  assert.equal(devNull.write('gone\n'), true, 'a character device such as /dev/null is taken');
+  devNull.close();
 });

@@ -9,7 +9,7 @@ import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile } from './load-config-file.js';
 import { runCheck } from './check-config.js';
-import { logLine, printOutput } from '../log/process-log.js';
+import { exitWithoutWaitingForStalledReaders, logLine, printOutput } from '../log/process-log.js';
 import { ConfigFileError, ConfigSyntaxError, ConfigValueError, NoUpstreamToSimulateError, ProxyError, UsageError } from '../errors.js';
 import { parseArguments, USAGE } from './arguments.js';
 import { reloadOnHangup, startProxy, waitForShutdown } from './run-proxy.js';
@@ -58,35 +58,10 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
         printOutput(result.output);
         return result.exitCode;
       }
-      case 'run': {
-        // [server] workers > 1: node:cluster, see src/process/cluster/. A worker runs the config the primary
-        // hands it, never the file on disk.
-        if (cluster.isWorker) return await runClusterWorker(signals, log);
-        const config = loadConfigFile(command.configFile);
-        for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
-        const workerCount = resolveWorkerCount(config.server.workers);
-        if (workerCount > 1) return await runClusterPrimary(signals, command.configFile, config, workerCount, log);
-        // The admin listener opens before the start-up line: a busy [admin] listen is reported alone, and
-        // startProxy closes the proxy (do not keep serving after reporting a fatal error). Its line
-        // follows the proxy's, as the cluster primary orders them.
-        let admin: LocalAdmin | undefined;
-        const adminConfig = config.admin;
-        const running = await startProxy(config, log, adminConfig === undefined ? undefined : async (proxy, discovery) => {
-          admin = await startLocalAdmin(proxy, adminConfig, log, { discovery });
-        });
-        if (admin !== undefined) log(admin.listeningLine);
-        const reload = (next: Config): ReloadSummary => {
-          const summary = running.reload(next);
-          admin?.registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go
-          return summary;
-        };
-        reloadOnHangup(command.configFile, reload, log, signals);
-        const stopped = waitForShutdown(admin === undefined ? [running] : [running, admin], log, signals);
-        signals.startUpDone(log); // a SIGHUP or SIGTERM held since the first moment is handled now
-        return await stopped;
-      }
+      case 'run':
+        return await serveThenExit(() => run(command.configFile, signals));
       case 'demo':
-        return await runDemo(command.configFile, command.user, command.listen, log, signals);
+        return await serveThenExit(() => runDemo(command.configFile, command.user, command.listen, log, signals));
       case 'simulate': {
         // Discovery lines: the addresses DNS gives now (a line that fails is reported, the rest simulated;
         // none left is NoUpstreamToSimulateError, exit 1).
@@ -132,4 +107,42 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
     }
     throw error;
   }
+}
+
+/**
+ * `run`: the proxy in this process, or a cluster primary or worker ([server] workers > 1:
+ * node:cluster, see src/process/cluster/; a worker runs the config the primary hands it, never the
+ * file on disk). Resolves with the exit code once it has shut down.
+ */
+async function run(configFile: string, signals: ProcessSignals): Promise<number> {
+  if (cluster.isWorker) return await runClusterWorker(signals, log);
+  const config = loadConfigFile(configFile);
+  for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
+  const workerCount = resolveWorkerCount(config.server.workers);
+  if (workerCount > 1) return await runClusterPrimary(signals, configFile, config, workerCount, log);
+  // The admin listener opens before the start-up line: a busy [admin] listen is reported alone, and
+  // startProxy closes the proxy (do not keep serving after reporting a fatal error). Its line
+  // follows the proxy's, as the cluster primary orders them.
+  let admin: LocalAdmin | undefined;
+  const adminConfig = config.admin;
+  const running = await startProxy(config, log, adminConfig === undefined ? undefined : async (proxy, discovery) => {
+    admin = await startLocalAdmin(proxy, adminConfig, log, { discovery });
+  });
+  if (admin !== undefined) log(admin.listeningLine);
+  const reload = (next: Config): ReloadSummary => {
+    const summary = running.reload(next);
+    admin?.registry.reconcile(); // registrations of removed routes, or of addresses a pass line took over, go
+    return summary;
+  };
+  reloadOnHangup(configFile, reload, log, signals);
+  const stopped = waitForShutdown(admin === undefined ? [running] : [running, admin], log, signals);
+  signals.startUpDone(log); // a SIGHUP or SIGTERM held since the first moment is handled now
+  return await stopped;
+}
+
+/** Serves until the serving command has shut down, then resolves with its exit code; the process then ends even if a log reader stalls (exitWithoutWaitingForStalledReaders). */
+async function serveThenExit(serve: () => Promise<number>): Promise<number> {
+  const exitCode = await serve();
+  exitWithoutWaitingForStalledReaders();
+  return exitCode;
 }

@@ -97,6 +97,11 @@ export class StreamSink implements LogSink {
     return true;
   }
 
+  /** Bytes written but not yet taken by the reader (node's queue for the stream). */
+  get queuedBytes(): number {
+    return this.#stream.writableLength;
+  }
+
   #fail(error: NodeJS.ErrnoException): void {
     if (this.#failure !== undefined) return;
     this.#failure = error.code ?? error.message;

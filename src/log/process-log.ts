@@ -88,3 +88,28 @@ export function reopenLogFiles(who: string): void {
   }
   for (const sink of openFiles) if (sink.reopen()) logLine(`${who}: reopened ${sink.name}`);
 }
+
+/**
+ * How long a proxy that has shut down waits for the readers of stdout and stderr to take the log
+ * lines still queued for them: 1000 ms.
+ */
+export const LOG_FLUSH_AT_EXIT_MS = 1000;
+
+/**
+ * Lets a proxy process that has shut down end even when a reader of stdout or stderr stalls.
+ * Node writes to a pipe asynchronously, and the lines it still holds keep the process alive for as
+ * long as the reader stalls: a break test's proxy said `shut down` and was still running 25 s and
+ * 60 s later, and with `workers = N` every worker was killed at the deadline. A process whose
+ * streams are drained ends on its own, at once, as before. One whose queue is not empty after
+ * `waitMs` ends then, with its exit code; the lines still queued are lost, and stderr, when it
+ * still works, says how many bytes. Only for the serving commands: a command's printed result
+ * (`simulate | less`) waits for its reader as long as it takes.
+ * @param waitMs default LOG_FLUSH_AT_EXIT_MS
+ */
+export function exitWithoutWaitingForStalledReaders(waitMs = LOG_FLUSH_AT_EXIT_MS): void {
+  setTimeout(() => {
+    const queued = (stdout?.queuedBytes ?? 0) + (stderr?.queuedBytes ?? 0);
+    if (queued > 0) logLine(`exiting with ${queued} bytes of log lines not yet taken by the reader of stdout or stderr (it stalled); they are lost`);
+    process.exit();
+  }, waitMs).unref(); // the process ends before this when nothing else is left
+}

@@ -141,3 +141,26 @@ test('--check, --help and simulate with stdout closed exit 0 without a stack tra
   assert.equal(stdout.split('\n').length, 3, `got ${JSON.stringify(stdout)}, want exactly one line from head`);
   assert.doesNotMatch(stderr, /\n\s+at |Error/, `got a stack trace: ${stderr}`);
 });
+
+for (const workers of [1, 2]) {
+  test(`access_log = stdout, workers = ${workers}: a reader that stalls does not keep the proxy alive after SIGTERM; it exits 0 about a second after "shut down" (a break test: 25 s and more, and with workers every one was killed at the deadline)`, { timeout: 60_000 }, async (t) => {
+    const backend = await startBackend();
+    t.after(() => backend.close());
+    const [proxyPort, adminPort] = [await freePort(), await freePort()];
+    const cli = await spawnCli(t, ['--config', writeConfig(backend, proxyPort, adminPort, ['access_log = stdout', `workers = ${workers}`, 'shutdown_timeout = 2s'])]);
+    await waitForListener(proxyPort);
+    await waitFor(() => cli.stderr().includes('admin listening'), 8000, 'the admin listener');
+    cli.child.stdout!.pause(); // the reader stalls: the pipe fills, then node queues the lines
+    const userAgent = 'u'.repeat(1000);
+    await Promise.all(Array.from({ length: 10 }, async () => {
+      for (let i = 0; i < 100; i++) assert.equal((await request(proxyPort, { path: '/', headers: { 'User-Agent': userAgent } })).status, 200);
+    }));
+    const stoppedAt = Date.now();
+    cli.child.kill('SIGTERM');
+    const exit = await Promise.race([cli.exited, new Promise<'still running'>((resolve) => setTimeout(resolve, 10_000, 'still running'))]);
+    assert.equal(exit, 0, `got ${exit} 10 s after SIGTERM, want exit code 0: ${cli.stderr()}`);
+    assert.ok(Date.now() - stoppedAt < 6000, `exited ${Date.now() - stoppedAt} ms after SIGTERM, want within shutdown_timeout (2 s) and the 1 s for the log`);
+    assert.match(cli.stderr(), /shut down\n/);
+    assert.doesNotMatch(cli.stderr(), /did not drain/, 'nothing was in flight: no worker may be reported as cut');
+  });
+}

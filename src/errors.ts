@@ -110,6 +110,19 @@ export class NoUpstreamError extends RequestError {
   readonly status = 503;
 }
 
+/**
+ * The proxy itself lacked what a new upstream connection needs: file descriptors (EMFILE,
+ * ENFILE), kernel memory (ENOBUFS, ENOMEM) or a free local port (EADDRNOTAVAIL). Not the
+ * upstream's failure: it is not counted by passive health (a break test: under `ulimit -n 200`
+ * both healthy upstreams of a route were ejected), and not retried on another upstream, which
+ * would need the same. Becomes 503 with `Retry-After: 1`, as the proxy is overloaded, not its
+ * upstream (nginx answers a failed socket() with 500). Message: `connect EMFILE 127.0.0.1:9001`.
+ */
+export class ProxyResourceError extends RequestError {
+  readonly code = 'PRX_PROXY_RESOURCES';
+  readonly status = 503;
+}
+
 /** TCP connect to the upstream failed (refused, unreachable, DNS). Becomes 502. Always retryable. */
 export class UpstreamConnectError extends RequestError {
   readonly code = 'PRX_UPSTREAM_CONNECT';

@@ -34,7 +34,7 @@
 import type { ClientRequest, ClientResponse, RequestBody, RequestBodyReader } from '../wire/client-side.js';
 import type { Socket } from 'node:net';
 import { hashKeyFor } from '../upstream/balancer/strategies.js';
-import { BodyTooLargeError, NoUpstreamError, RequestError, RequestFramingError, ShutdownCutError, UpstreamProtocolError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
+import { BodyTooLargeError, NoUpstreamError, ProxyResourceError, RequestError, RequestFramingError, ShutdownCutError, UpstreamProtocolError, UpstreamResetError, UpstreamTlsError } from '../errors.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { buildAccessLogRecord, type AccessLog, type AttemptLog, type Refusal } from './access-log.js';
 import { logLine } from '../log/process-log.js';
@@ -401,7 +401,7 @@ async function proxyRequest(
   }
   if (isClientGone) return;
   lastError ??= new NoUpstreamError(`no upstream available for route ${route.name}`);
-  const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : [];
+  const extraHeaders = lastError instanceof NoUpstreamError ? ['Retry-After', String(route.retryAfterSeconds)] : lastError instanceof ProxyResourceError ? ['Retry-After', '1'] : [];
   // A body left half-read cannot be skipped reliably: close the connection after the answer. A body
   // the client framed wrongly is the client's to fix: its answer says what was wrong, as the
   // server's own 400s for a bad head do.
@@ -598,7 +598,7 @@ function openTunnel(
  */
 function loggedError(error: RequestError): string {
   if (error instanceof UpstreamTlsError || error instanceof UpstreamResetError) return `${error.code}: ${error.reason}`;
-  return error instanceof UpstreamProtocolError ? `${error.code}: ${error.message}` : error.code;
+  return error instanceof UpstreamProtocolError || error instanceof ProxyResourceError ? `${error.code}: ${error.message}` : error.code;
 }
 
 /** The request body, counted against `max_body_size` (0 = no limit) while it streams. */

@@ -92,7 +92,8 @@ export function canRetry(question: RetryQuestion): boolean {
 
 /**
  * Maps an error of src/errors.ts to its `RetryErrorKind`; undefined for anything else (client abort,
- * body too large, bugs), which is never retried.
+ * body too large, the proxy's own shortage of descriptors or ports (ProxyResourceError), bugs),
+ * which is never retried nor counted against the upstream.
  */
 export function retryErrorKind(error: unknown): RetryErrorKind | undefined {
   if (error instanceof UpstreamConnectError || error instanceof UpstreamLoopError) return 'connect';

@@ -56,7 +56,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
+import { ProxyResourceError, UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import { unrefTimers, type Timers } from '../timers.js';
 import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, type OwnListenerMatcher } from './own-listeners.js';
@@ -628,13 +628,17 @@ function formatOrigin(host: string, port: number): string {
  * `connect ECONNREFUSED 127.0.0.1:9001`: the errno code and the address tried (the first one
  * when `autoSelectFamily` tried several and got an AggregateError).
  */
-function toConnectError(error: Error, host: string, port: number): UpstreamConnectError {
+function toConnectError(error: Error, host: string, port: number): UpstreamConnectError | ProxyResourceError {
   const first = error instanceof AggregateError ? (error.errors[0] as Error | undefined) : error;
   const details = (first ?? error) as NodeJS.ErrnoException & { address?: string; port?: number };
   const code = (error as NodeJS.ErrnoException).code ?? details.code ?? 'ERROR';
-  const connectError = new UpstreamConnectError(`connect ${code} ${formatOrigin(details.address ?? host, details.port ?? port)}`);
+  const message = `connect ${code} ${formatOrigin(details.address ?? host, details.port ?? port)}`;
+  const connectError = LOCAL_RESOURCE_CODES.has(code) ? new ProxyResourceError(message) : new UpstreamConnectError(message);
   connectError.cause = error;
   return connectError;
 }
+
+/** The errno codes of a connect that failed for want of this machine's resources (ProxyResourceError). */
+const LOCAL_RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM', 'EADDRNOTAVAIL']);
 
 function ignoreError(): void {}

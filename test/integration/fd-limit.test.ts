@@ -1,0 +1,69 @@
+/**
+ * A proxy out of file descriptors (a real process under `ulimit -n`): the upstream connect that
+ * fails with EMFILE is the proxy's own shortage, not its upstreams' failure (a break test: under
+ * `ulimit -n 200` both healthy upstreams of a route were ejected by passive health, and the log
+ * said only PRX_UPSTREAM_CONNECT).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { buildCli, REPO } from '../helpers/built-cli.js';
+import { freePort, killAll, waitFor, writeConfig } from '../helpers/cli-process.js';
+import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
+
+/** File descriptors the proxy may open: enough to start and listen, few enough to fill with idle clients. */
+const FD_LIMIT = 64;
+
+test('an upstream connect that fails for want of file descriptors (EMFILE) is a 503 with Retry-After, logged PRX_PROXY_RESOURCES with its errno, and ejects no upstream', { timeout: 60_000 }, async (t) => {
+  const [first, second] = [await startBackend(), await startBackend()];
+  const port = await freePort();
+  const config = writeConfig(
+    `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.a]\npath = /\npass = ${first.url}\npass = ${second.url}\nmax_fails = 1\n`,
+  );
+  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, await buildCli(), '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const idle: net.Socket[] = [];
+  t.after(async () => {
+    for (const socket of idle) socket.destroy();
+    killAll([child.pid]);
+    await first.close();
+    await second.close();
+  });
+  await waitFor('the listening line', () => (stderr.includes('proxy listening') ? true : undefined), 20_000);
+
+  // One client connection first, then idle ones until the proxy has no descriptor left.
+  const client = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => client.once('connect', resolve));
+  for (let i = 0; i < FD_LIMIT; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    idle.push(socket);
+    await new Promise((resolve) => socket.once('connect', resolve));
+  }
+  const answer = await new Promise<string>((resolve) => {
+    let text = '';
+    client.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (text.includes('\r\n\r\n')) resolve(text);
+    });
+    client.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n');
+  });
+  assert.match(answer, /^HTTP\/1\.1 503 /, `got ${answer}`);
+  assert.match(answer, /\r\nRetry-After: 1\r\n/i);
+  await waitFor('the access-log line', () => (/upstream_status="PRX_PROXY_RESOURCES: connect EMFILE 127\.0\.0\.1:\d+"/.test(stderr) ? true : undefined));
+  assert.doesNotMatch(stderr, /ejected/, 'a shortage of this proxy is no upstream failure');
+
+  for (const socket of idle) socket.destroy();
+  client.destroy();
+  // With descriptors free again, both upstreams serve: neither was ejected.
+  for (let i = 0; i < 4; i++) {
+    const response = await waitFor('a 200 once descriptors are free', async () => {
+      const { text } = await rawRequest(port, `GET /y${i} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`, 2000);
+      return /^HTTP\/1\.1 200 /.test(text) ? text : undefined;
+    });
+    assert.match(response, /^HTTP\/1\.1 200 /);
+  }
+  assert.ok(first.requests.length > 0 && second.requests.length > 0, `got ${first.requests.length} and ${second.requests.length} requests at the two upstreams, want both used`);
+});

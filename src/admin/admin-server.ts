@@ -55,6 +55,8 @@ export interface CollectedCounters {
   readonly carried?: CarriedCounters;
   /** Cluster: worker slots that cannot start. */
   readonly workerStartFailures?: readonly WorkerStartFailure[];
+  /** Cluster: pids of running workers that did not answer in time. */
+  readonly silentWorkerPids?: readonly number[];
 }
 
 export interface AdminServerOptions {
@@ -123,11 +125,12 @@ export class AdminServer {
 
   /** The status now, with every process's counters. */
   async snapshot(): Promise<{ snapshot: StatusSnapshot; metrics: MetricsState }> {
-    const { reports, metrics, carried, workerStartFailures } = await this.#options.collect();
+    const { reports, metrics, carried, workerStartFailures, silentWorkerPids } = await this.#options.collect();
     const snapshot = buildStatusSnapshot(this.#options.proxy, reports, {
       mode: this.#options.mode,
       carried,
       workerStartFailures,
+      silentWorkerPids,
       ...(this.#options.discovery === undefined ? {} : { discovery: this.#options.discovery }),
       registry: this.#options.registry.entries(),
       registryNowMs: (this.#options.registryNow ?? Date.now)(),

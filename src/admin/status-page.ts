@@ -123,7 +123,8 @@ function render(snapshot) {
     snapshot.mode + " mode, " + snapshot.workers.length + " worker(s), " + snapshot.totals.requests + " requests" + (classes ? " (" + classes + ")" : "");
   document.getElementById("updated").textContent = "updated " + new Date(atMs).toLocaleTimeString();
   document.getElementById("worker-failures").innerHTML = snapshot.workerStartFailures.map((f) =>
-    "worker " + f.slot + " cannot start: " + esc(f.reason) + " (" + f.failedStarts + " failed start(s) in a row; next attempt in " + Math.ceil(f.nextAttemptInMs / 1000) + " s)").join("<br>");
+    "worker " + f.slot + " cannot start: " + esc(f.reason) + " (" + f.failedStarts + " failed start(s) in a row; next attempt in " + Math.ceil(f.nextAttemptInMs / 1000) + " s)").concat(
+    snapshot.silentWorkers.map((w) => "worker pid " + w.pid + " did not answer within 1 s (stopped or stuck): its counts are not shown per worker")).join("<br>");
   const html = snapshot.routes.map((route) => {
     const rows = route.upstreams.map((u) => {
       const tags = (u.isBackup ? '<span class="tag">backup</span>' : "") + (u.registry ? '<span class="tag">registered</span>' : "") +

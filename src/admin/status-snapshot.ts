@@ -170,6 +170,12 @@ export interface StatusSnapshot {
   readonly workers: readonly { readonly pid: number; readonly requestsTotal: number; readonly activeRequests: number }[];
   /** Worker slots whose worker cannot start (cluster only; empty when all run). */
   readonly workerStartFailures: readonly WorkerStartFailure[];
+  /**
+   * Running workers that did not answer the primary within 1 s (cluster only; empty when all did):
+   * stopped (SIGSTOP), or stuck in a long task. Their counters are not in `workers` and the
+   * per-upstream views; their last known counts stay in the totals.
+   */
+  readonly silentWorkers: readonly { readonly pid: number }[];
   /** Every request, including those counted by workers that exited. */
   readonly totals: { readonly requests: number; readonly byStatusClass: Readonly<Record<string, number>> };
   readonly routes: readonly RouteStatus[];
@@ -219,6 +225,8 @@ export interface SnapshotOptions {
   readonly carried?: CarriedCounters;
   /** Worker slots that cannot start (cluster only). */
   readonly workerStartFailures?: readonly WorkerStartFailure[];
+  /** Pids of running workers that did not answer in time (cluster only). */
+  readonly silentWorkerPids?: readonly number[];
   /** DNS discovery of the authoritative process; absent = none. */
   readonly discovery?: DiscoveryView;
   /** Wall clock, ms since the epoch, for the last-minute counts. Default `Date.now()`. */
@@ -327,6 +335,7 @@ export function buildStatusSnapshot(proxy: ProxyServer, reports: readonly Worker
     configFile: proxy.config.file,
     workers,
     workerStartFailures: options.workerStartFailures ?? [],
+    silentWorkers: (options.silentWorkerPids ?? []).map((pid) => ({ pid })),
     totals: { requests: Object.values(byStatusClass).reduce((sum, n) => sum + n, 0), byStatusClass },
     routes,
     certificates: proxy.certificates.map((pair, index) => ({

@@ -133,6 +133,18 @@ test('workers = 2: both serve, a stopped backend is DOWN in both within one chec
     for (const worker of served.workers) assert.ok(worker.requestsTotal > 0, `got ${JSON.stringify(served.workers)}, want traffic on both workers`);
     assert.equal(served.routes[0]!.upstreams.reduce((sum, u) => sum + u.requestsTotal, 0), 40);
 
+    // 1b. A worker that does not answer (stopped) is listed as silent, not dropped without a word (a break test).
+    assert.deepEqual(served.silentWorkers, []);
+    process.kill(workerPids[0]!, 'SIGSTOP');
+    try {
+      const silent = await status();
+      assert.deepEqual(silent.silentWorkers, [{ pid: workerPids[0] }], `got silentWorkers ${JSON.stringify(silent.silentWorkers)}`);
+      assert.deepEqual(silent.workers.map((w) => w.pid), [workerPids[1]]);
+    } finally {
+      process.kill(workerPids[0]!, 'SIGCONT');
+    }
+    await waitFor('the stopped worker answering again', async () => ((await status()).silentWorkers.length === 0 ? true : undefined));
+
     // 2. A backend stopped during the run: DOWN in both workers within one check period (500 ms) plus the push.
     const stoppedAt = Date.now();
     await doomed.close();

@@ -206,26 +206,27 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
   let nextReportId = 1;
   const pendingReports = new Map<number, (report: WorkerReport) => void>();
 
-  /** Asks every started worker for its counters; a worker that does not answer in time is left out. */
-  const collectReports = async (): Promise<{ readonly workerId: number; readonly report: WorkerReport }[]> => {
+  /** Asks every started worker for its counters; a worker that does not answer in time is left out (and listed by `silentWorkerPids`). */
+  const collectReports = async (): Promise<{ readonly workerId: number; readonly pid: number; readonly report?: WorkerReport }[]> => {
     const asked = slots.flatMap((slot) => (slot.isStarted && slot.worker?.isConnected() ? [slot.worker] : []));
     const replies = asked.map(
       (worker) =>
-        new Promise<{ workerId: number; report: WorkerReport } | undefined>((resolve) => {
+        new Promise<{ workerId: number; pid: number; report?: WorkerReport }>((resolve) => {
           const id = nextReportId++;
+          const pid = worker.process.pid ?? 0;
           const timer = setTimeout(() => {
             pendingReports.delete(id);
-            resolve(undefined);
+            resolve({ workerId: worker.id, pid });
           }, REPORT_TIMEOUT_MS);
           pendingReports.set(id, (report) => {
             clearTimeout(timer);
             pendingReports.delete(id);
-            resolve({ workerId: worker.id, report });
+            resolve({ workerId: worker.id, pid, report });
           });
           worker.send({ type: 'report-request', id } satisfies PrimaryMessage);
         }),
     );
-    return (await Promise.all(replies)).filter((answer) => answer !== undefined).sort((a, b) => a.report.pid - b.report.pid);
+    return (await Promise.all(replies)).sort((a, b) => a.pid - b.pid);
   };
   const startFailures = (): WorkerStartFailure[] =>
     slots.flatMap((slot) =>
@@ -246,7 +247,8 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       mode: 'cluster',
       discovery,
       collect: async () => {
-        const answers = await collectReports();
+        const replies = await collectReports();
+        const answers = replies.flatMap((reply) => (reply.report === undefined ? [] : [{ workerId: reply.workerId, report: reply.report }]));
         const reports = answers.map((answer) => answer.report);
         const carried = ledger.carried(new Set(answers.map((answer) => answer.workerId)));
         return {
@@ -254,6 +256,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
           carried,
           metrics: mergeMetrics([...reports.map((report) => report.metrics), carried.metrics, probeMetrics.state]),
           workerStartFailures: startFailures(),
+          silentWorkerPids: replies.flatMap((reply) => (reply.report === undefined ? [reply.pid] : [])),
         };
       },
       onStateChange: pushIfChanged,

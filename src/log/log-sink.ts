@@ -188,25 +188,31 @@ export class FileSink implements LogSink {
 
 /**
  * Opens a log file for appending, creating it if needed, without ever blocking: a FIFO opened for
- * writing waits for a reader (the whole process with it, at start-up, at `--check` and at the
- * SIGUSR1 that reopens it: a break test), so the path is opened with O_NONBLOCK, and anything but
- * a regular file or a character device (`/dev/null`) is refused. A FIFO without a reader fails at
- * once (ENXIO); one with a reader, a socket or a block device is closed again and refused: its
- * reader could stall every write, and writes to a file are synchronous.
+ * writing waits for a reader, and the whole process with it (at start-up, at `--check`, at the
+ * SIGUSR1 that reopens it: a break test). So the path is opened with O_NONBLOCK first:
+ * - a FIFO without a reader, and a socket, fail at once (ENXIO);
+ * - a FIFO with a reader (`/dev/stdout` in a container) keeps that descriptor: its writes never
+ *   block, and a line its reader cannot take now fails with EAGAIN and is dropped and counted
+ *   like any failed write (FileSink);
+ * - a regular file or a character device (`/dev/null`, a terminal) is opened again without
+ *   O_NONBLOCK, so a terminal that is slow to take output is waited for as before;
+ * - anything else (a block device) is refused.
  * @returns the descriptor
  * @throws the open(2) error (ENOENT, EACCES, EISDIR, ENXIO…), or an Error with `code` ENOTREG
  */
 export function openLogForAppending(path: string): number {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o666);
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
+  const fd = openSync(path, flags | constants.O_NONBLOCK, 0o666);
   const stats = fstatSync(fd);
-  if (stats.isFile() || stats.isCharacterDevice()) return fd;
+  if (stats.isFIFO()) return fd;
   closeSync(fd);
-  const kind = stats.isFIFO() ? 'a FIFO' : stats.isSocket() ? 'a socket' : 'not a regular file';
-  throw Object.assign(new Error(`${kind}, whose reader could stall every write (for a pipe, write access_log = stdout)`), { code: 'ENOTREG' });
+  if (stats.isFile() || stats.isCharacterDevice()) return openSync(path, flags, 0o666);
+  throw Object.assign(new Error('not a regular file, a FIFO or a character device'), { code: 'ENOTREG' });
 }
 
-/** The reason an open failed, for one log line: the errno code (ENOENT…), or the whole reason of ENOTREG and of an error without a code. */
+/** The reason an open failed, for one log line: the errno code (ENOENT…), or the whole reason of ENOTREG, of ENXIO and of an error without a code. */
 export function describeOpenError(error: unknown): string {
   const { code, message } = error as NodeJS.ErrnoException;
-  return code === undefined || code === 'ENOTREG' ? message : code === 'ENXIO' ? 'ENXIO, a FIFO without a reader (for a pipe, write access_log = stdout)' : code;
+  if (code === 'ENXIO') return 'ENXIO, a FIFO without a reader or a socket (for a pipe or the journal, write access_log = stdout)';
+  return code === undefined || code === 'ENOTREG' ? message : code;
 }

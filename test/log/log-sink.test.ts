@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileSink, MAX_BACKLOG_BYTES, StreamSink } from '../../src/log/log-sink.js';
@@ -145,28 +145,40 @@ test('FileSink: a reopen that fails (its directory is gone) warns once and keeps
   assert.equal(readFileSync(join(dir, 'old-logs', 'access.log'), 'utf8'), 'kept\n');
 });
 
-test('FileSink: a FIFO at the path never blocks — refused at once without a reader (ENXIO) and with one (ENOTREG); at a reopen the old file keeps the lines (a break test: open(2) waited for a reader, and the whole process with it)', () => {
+test('FileSink: a FIFO at the path never blocks — without a reader it is refused at once (ENXIO); with one (/dev/stdout in a container) a line the reader cannot take now is dropped, not waited for; at a reopen the old file keeps the lines (a break test: open(2) waited for a reader, and the whole process with it)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'proxy-log-sink-'));
   const path = join(dir, 'access.log');
   execFileSync('mkfifo', [path]);
   assert.throws(() => new FileSink(path, () => {}), { code: 'ENXIO' });
-  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK); // a reader that never reads
+  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK); // a reader that reads only when told
+  const warnings: string[] = [];
   try {
-    assert.throws(() => new FileSink(path, () => {}), { code: 'ENOTREG', message: /a FIFO, whose reader could stall every write \(for a pipe, write access_log = stdout\)/ });
+    const sink = new FileSink(path, (line) => warnings.push(line));
+    assert.equal(sink.write('first\n'), true);
+    const buffer = Buffer.alloc(1 << 20);
+    assert.equal(buffer.toString('latin1', 0, readSync(reader, buffer)), 'first\n');
+    const line = `${'x'.repeat(1023)}\n`;
+    const written = Array.from({ length: 200 }, () => sink.write(line)); // 200 KiB into a 64 KiB pipe that nobody reads
+    assert.ok(written.includes(false), 'a full pipe drops lines instead of blocking');
+    assert.match(warnings[0] ?? '', /write failed \(EAGAIN\); dropping lines until writes succeed again/);
+    while (readSync(reader, buffer) === buffer.length); // the reader catches up
+    assert.equal(sink.write('after\n'), true);
+    assert.match(warnings.at(-1) ?? '', /writing again after \d+ dropped line\(s\) \(EAGAIN\)/);
+    sink.close();
   } finally {
     closeSync(reader);
   }
   const filePath = join(dir, 'file.log');
-  const warnings: string[] = [];
-  const sink = new FileSink(filePath, (line) => warnings.push(line));
+  const reopenWarnings: string[] = [];
+  const sink = new FileSink(filePath, (line) => reopenWarnings.push(line));
   renameSync(filePath, `${filePath}.1`);
   execFileSync('mkfifo', [filePath]);
   assert.equal(sink.reopen(), false);
-  assert.deepEqual(warnings, [`${filePath}: cannot reopen (ENXIO, a FIFO without a reader (for a pipe, write access_log = stdout)); still writing to the file opened before`]);
+  assert.deepEqual(reopenWarnings, [`${filePath}: cannot reopen (ENXIO, a FIFO without a reader or a socket (for a pipe or the journal, write access_log = stdout)); still writing to the file opened before`]);
   assert.equal(sink.write('kept\n'), true);
   sink.close();
   assert.equal(readFileSync(`${filePath}.1`, 'utf8'), 'kept\n');
-  const devNull = new FileSink('/dev/null', (line) => assert.fail(`unexpected warning: ${line}`));
+  const devNull = new FileSink('/dev/null', (warning) => assert.fail(`unexpected warning: ${warning}`));
   assert.equal(devNull.write('gone\n'), true, 'a character device such as /dev/null is taken');
   devNull.close();
 });

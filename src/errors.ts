@@ -112,7 +112,7 @@ export class NoUpstreamError extends RequestError {
 
 /**
  * The proxy itself lacked what a new upstream connection needs: file descriptors (EMFILE,
- * ENFILE), kernel memory (ENOBUFS, ENOMEM) or a free local port (EADDRNOTAVAIL). Not the
+ * ENFILE) or kernel memory (ENOBUFS, ENOMEM). Not the
  * upstream's failure: it is not counted by passive health (a break test: under `ulimit -n 200`
  * both healthy upstreams of a route were ejected), and not retried on another upstream, which
  * would need the same. Becomes 503 with `Retry-After: 1`, as the proxy is overloaded, not its

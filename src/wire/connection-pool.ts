@@ -633,12 +633,22 @@ function toConnectError(error: Error, host: string, port: number): UpstreamConne
   const details = (first ?? error) as NodeJS.ErrnoException & { address?: string; port?: number };
   const code = (error as NodeJS.ErrnoException).code ?? details.code ?? 'ERROR';
   const message = `connect ${code} ${formatOrigin(details.address ?? host, details.port ?? port)}`;
-  const connectError = LOCAL_RESOURCE_CODES.has(code) ? new ProxyResourceError(message) : new UpstreamConnectError(message);
+  const connectError = isProxyShortage(error) ? new ProxyResourceError(message) : new UpstreamConnectError(message);
   connectError.cause = error;
   return connectError;
 }
 
-/** The errno codes of a connect that failed for want of this machine's resources (ProxyResourceError). */
-const LOCAL_RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM', 'EADDRNOTAVAIL']);
+/**
+ * The errno codes of a connect that failed for want of this process's or this machine's resources
+ * (ProxyResourceError). Not EADDRNOTAVAIL: it also says that the destination cannot be reached
+ * (`::1` where IPv6 is off), and a free local port is chosen per destination anyway (a review).
+ */
+const PROXY_SHORTAGE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM']);
+
+/** Whether a connect error is the proxy's own shortage: its code, or every code when `autoSelectFamily` tried several addresses. */
+export function isProxyShortage(error: unknown): boolean {
+  if (error instanceof AggregateError) return error.errors.length > 0 && error.errors.every((each) => isProxyShortage(each));
+  return PROXY_SHORTAGE_CODES.has((error as NodeJS.ErrnoException | undefined)?.code ?? '');
+}
 
 function ignoreError(): void {}

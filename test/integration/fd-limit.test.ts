@@ -2,7 +2,7 @@
  * A proxy out of file descriptors (a real process under `ulimit -n`): the upstream connect that
  * fails with EMFILE is the proxy's own shortage, not its upstreams' failure (a break test: under
  * `ulimit -n 200` both healthy upstreams of a route were ejected by passive health, and the log
- * said only PRX_UPSTREAM_CONNECT).
+ * said only PRX_UPSTREAM_CONNECT; a review: the health probes marked them DOWN the same way).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,11 +15,11 @@ import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
 /** File descriptors the proxy may open: enough to start and listen, few enough to fill with idle clients. */
 const FD_LIMIT = 64;
 
-test('an upstream connect that fails for want of file descriptors (EMFILE) is a 503 with Retry-After, logged PRX_PROXY_RESOURCES with its errno, and ejects no upstream', { timeout: 60_000 }, async (t) => {
+test('an upstream connect that fails for want of file descriptors (EMFILE) is a 503 with Retry-After, logged PRX_PROXY_RESOURCES with its errno, and neither passive nor active health marks an upstream failed', { timeout: 60_000 }, async (t) => {
   const [first, second] = [await startBackend(), await startBackend()];
   const port = await freePort();
   const config = writeConfig(
-    `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.a]\npath = /\npass = ${first.url}\npass = ${second.url}\nmax_fails = 1\n`,
+    `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.a]\npath = /\npass = ${first.url}\npass = ${second.url}\nmax_fails = 1\nhealth_check = on\nhealth_interval = 50ms\nhealth_fall = 1\n`,
   );
   const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, await buildCli(), '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -53,7 +53,10 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   assert.match(answer, /^HTTP\/1\.1 503 /, `got ${answer}`);
   assert.match(answer, /\r\nRetry-After: 1\r\n/i);
   await waitFor('the access-log line', () => (/upstream_status="PRX_PROXY_RESOURCES: connect EMFILE 127\.0\.0\.1:\d+"/.test(stderr) ? true : undefined));
+  // Probes made while no descriptor is left (one each 50 ms, and one failure would mark DOWN) give no verdict.
+  await new Promise((resolve) => setTimeout(resolve, 300));
   assert.doesNotMatch(stderr, /ejected/, 'a shortage of this proxy is no upstream failure');
+  assert.doesNotMatch(stderr, /is DOWN/, 'a probe that could not be made is no verdict on the upstream');
 
   for (const socket of idle) socket.destroy();
   client.destroy();

@@ -237,6 +237,7 @@ export class HealthChecker {
   #apply(watch: Watch, result: ProbeResult): void {
     const { upstream, route } = watch;
     upstream.lastProbe = { ...result, atMs: this.#now() };
+    if (result.isInconclusive === true) return; // the proxy's own shortage says nothing of the upstream
     const { state, changed } = nextHealth(watch.riseFall, result.ok, route.health);
     watch.riseFall = state;
     upstream.healthState = state.health;

@@ -29,6 +29,7 @@ import type net from 'node:net';
 import type { HealthCheckConfig, StatusRange, UpstreamConfig } from '../../config/config.js';
 import { isTlsAlert, tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from '../../wire/tls-client.js';
 import { UpstreamLoopError } from '../../errors.js';
+import { isProxyShortage } from '../../wire/connection-pool.js';
 import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, type OwnListenerMatcher } from '../../wire/own-listeners.js';
 
 /** What one probe found. `ok` is the verdict the rise/fall state machine consumes. */
@@ -40,6 +41,13 @@ export interface ProbeResult {
   readonly latencyMs: number;
   /** Why the probe failed, one line: `connect ECONNREFUSED`, `timeout after 2000ms`, `status 500`. */
   readonly error?: string;
+  /**
+   * True when the probe could not be made for want of this proxy's own resources (a connect that
+   * failed with EMFILE, ENFILE, ENOBUFS or ENOMEM): no verdict on the upstream, so the rise/fall
+   * streaks do not move (a review: with active checks on, running out of descriptors marked every
+   * upstream DOWN).
+   */
+  readonly isInconclusive?: boolean;
 }
 
 export interface ProbeOptions {
@@ -140,6 +148,9 @@ export function probe(upstream: UpstreamConfig, check: HealthCheckConfig, option
     });
     upstreamReq.on('error', (error) => {
       if (error instanceof UpstreamLoopError) return finish({ ok: false, latencyMs: elapsedMs(), error: `${error.code}: ${error.message}` });
+      if (!isConnected && isProxyShortage(error)) {
+        return finish({ ok: false, latencyMs: elapsedMs(), error: `no verdict: ${summarizeProbeError(error, false)} (this proxy's own shortage)`, isInconclusive: true });
+      }
       const isTlsFailure = isTls && isConnected && (!isSecured || isTlsAlert(error));
       const reason = isTlsFailure ? `tls: ${tlsFailureReason(error)}` : summarizeProbeError(error, isConnected);
       finish(headResult ?? { ok: false, latencyMs: elapsedMs(), error: reason });

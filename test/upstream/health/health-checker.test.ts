@@ -90,6 +90,21 @@ describe('HealthChecker', () => {
     t.checker.stop();
   });
 
+  it('a probe that could not be made for want of the proxy\'s own descriptors (isInconclusive) moves no streak: the upstream is never marked DOWN by it, and it is shown as the last probe', async () => {
+    const t = setup({ fall: 2, rise: 2 });
+    const [a] = t.upstreams as [Upstream];
+    const noVerdict: ProbeResult = { ok: false, latencyMs: 0, error: "no verdict: connect EMFILE (this proxy's own shortage)", isInconclusive: true };
+    t.checker.start();
+    await probeRound(t, a, REFUSED);
+    for (let i = 0; i < 5; i++) await probeRound(t, a, noVerdict);
+    assert.equal(a.healthState, 'up', 'got DOWN from probes that could not be made');
+    assert.deepEqual(t.lines, []);
+    assert.equal(a.lastProbe?.error, noVerdict.error);
+    await probeRound(t, a, REFUSED); // the second real failure in a row: the streak kept its first
+    assert.equal(a.healthState, 'down');
+    t.checker.stop();
+  });
+
   it('logs DOWN once, on the fall-th failure, with the exact text, and sets healthState', async () => {
     const t = setup({ fall: 3, rise: 2 });
     const [a] = t.upstreams as [Upstream];

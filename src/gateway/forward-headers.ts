@@ -11,8 +11,9 @@
  *      real one, which the proxy has judged and re-framed (nginx drops every name with `_`);
  *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
- *      `Forwarded`, `X-Real-IP` and the other client-address and rewritten-URL headers of
- *      `VOUCHED_HEADERS`; spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
+ *      `Forwarded`, `X-Real-IP` and the other client-address headers of `CLIENT_ADDRESS_HEADERS`
+ *      (the rewritten-URL headers of `REWRITTEN_TARGET_HEADERS` are dropped from every peer);
+ *      spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
  *      from every peer, a trusted one too: CGI-style backends map both spellings onto one
  *      variable, and a trusted load balancer appends to `X-Forwarded-For` but passes the client's
  *      `X_Forwarded_For` on untouched, which would bring the spoof back (nginx drops every name with
@@ -22,7 +23,7 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { equalsIgnoringCase, FieldNameSet, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
+import { byteTable, equalsIgnoringCase, FieldNameSet, isAlphaNumeric, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
 import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
@@ -52,17 +53,11 @@ export interface ForwardingFacts {
 }
 
 /**
- * The headers besides `X-Forwarded-*` in which a client could forge what a front proxy vouches
- * for (step 2 of the file comment), lower-cased:
- * - the client's address: `Forwarded`, `X-Real-IP`, and the names CDNs and frameworks read it
- *   from (`True-Client-IP`, `X-Client-IP`, `Client-IP`, `X-Cluster-Client-IP`,
- *   `CF-Connecting-IP`, `Fastly-Client-IP`);
- * - the URL a front proxy rewrote: `X-Original-URL` and `X-Rewrite-URL`, which IIS and Symfony
- *   read in place of the request target, and `X-Original-URI`, which nginx `auth_request` setups
- *   hand to their auth service. A backend that read a client's own would judge another path than
- *   the one this proxy routed and checked `access` for (a break test).
+ * The headers besides `X-Forwarded-*` in which a client could forge the address a front proxy
+ * vouches for (step 2 of the file comment), lower-cased: `Forwarded`, `X-Real-IP`, and the names
+ * CDNs, load balancers and frameworks read a client's address from.
  */
-const VOUCHED_HEADERS = new FieldNameSet([
+const CLIENT_ADDRESS_HEADERS = new FieldNameSet([
   'forwarded',
   'x-real-ip',
   'true-client-ip',
@@ -71,19 +66,40 @@ const VOUCHED_HEADERS = new FieldNameSet([
   'x-cluster-client-ip',
   'cf-connecting-ip',
   'fastly-client-ip',
-  'x-original-url',
-  'x-rewrite-url',
-  'x-original-uri',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'proxy-client-ip',
+  'wl-proxy-client-ip',
+  'x-envoy-external-address',
 ]);
 
 /**
- * Whether a header name (any case) carries forwarding facts a client could forge (step 2 of the
- * file comment): `x-forwarded-*` or one of `VOUCHED_HEADERS`, with `_` read as `-`. Allocates
- * nothing unless the name holds a `_`.
+ * The headers in which a front proxy says which URL it rewrote, read by some backends in place of
+ * the request target: `X-Original-URL` and `X-Rewrite-URL` (IIS, Symfony), `X-Original-URI`
+ * (nginx `auth_request` setups hand it to their auth service), `X-Envoy-Original-Path`. A backend
+ * that read a client's own would serve another path than the one this proxy routed and checked
+ * `access` for (a break test). They are dropped from every peer, a trusted one too: load balancers
+ * pass the client's copy on (a review), and this proxy never rewrites a URL that way.
  */
-function isForwardingHeader(name: string): boolean {
-  const dashed = name.includes('_') ? name.replaceAll('_', '-') : name;
-  return startsWithIgnoringCase(dashed, 'x-forwarded-') || VOUCHED_HEADERS.has(dashed);
+const REWRITTEN_TARGET_HEADERS = new FieldNameSet(['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path']);
+
+/** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows: any other name is answered at once. */
+const FORWARDING_FIRST_LETTERS = byteTable((b) => 'xfctpw'.includes(String.fromCharCode(b | 0x20)) && isAlphaNumeric(b));
+
+/**
+ * What a header name (any case, `_` read as `-`) carries that a client could forge (step 2 of the
+ * file comment): `vouched`, the client's address or the request's host or scheme (`X-Forwarded-*`
+ * and `CLIENT_ADDRESS_HEADERS`: kept from a trusted peer), `rewritten-target`
+ * (`REWRITTEN_TARGET_HEADERS`: dropped from every peer), or undefined. Allocates nothing unless
+ * the name holds a `_`.
+ */
+function forwardingHeaderKind(name: string, hasUnderscore: boolean): 'vouched' | 'rewritten-target' | undefined {
+  if (FORWARDING_FIRST_LETTERS[name.charCodeAt(0)] !== 1) return undefined;
+  const dashed = hasUnderscore ? name.replaceAll('_', '-') : name;
+  if (REWRITTEN_TARGET_HEADERS.has(dashed)) return 'rewritten-target';
+  const isVouched = startsWithIgnoringCase(dashed, 'x-forwarded-') || equalsIgnoringCase(dashed, 'x-forwarded') || CLIENT_ADDRESS_HEADERS.has(dashed);
+  return isVouched ? 'vouched' : undefined;
 }
 
 /** Whether a lower-cased name with `_` is, read with `-`, a framing or hop-by-hop one (step 1 of the file comment). */
@@ -122,8 +138,9 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
     const hasUnderscore = name.includes('_');
     if (hasUnderscore && isUnderscoreFramingHeader(name.toLowerCase())) continue;
     if (facts.dropAuthorization && equalsIgnoringCase(name, 'authorization')) continue;
-    if (isForwardingHeader(name)) {
-      if (!facts.isTrustedPeer || hasUnderscore) continue;
+    const forwarding = forwardingHeaderKind(name, hasUnderscore);
+    if (forwarding !== undefined) {
+      if (forwarding === 'rewritten-target' || !facts.isTrustedPeer || hasUnderscore) continue;
       if (equalsIgnoringCase(name, 'x-forwarded-for')) {
         priorForwardedFor = priorForwardedFor === undefined ? value : `${priorForwardedFor}, ${value}`;
         continue; // re-added once, with the client appended
@@ -175,12 +192,12 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
  * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `Forwarded`, `X-Real-IP` and the others of `VOUCHED_HEADERS`, in either spelling), whoever the peer is: the proxy judged those in
+ * `Forwarded`, `X-Real-IP`, `CLIENT_ADDRESS_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer is: the proxy judged those in
  * the head, and a backend that merges trailers into its headers must not find a spoof there.
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
   return forwardableTrailers(rawTrailers).filter(([name]) => {
-    return !HOP_BY_HOP_HEADERS.has(name) && !isForwardingHeader(name) && !(name.includes('_') && isUnderscoreFramingHeader(name.toLowerCase()));
+    return !HOP_BY_HOP_HEADERS.has(name) && forwardingHeaderKind(name, name.includes('_')) === undefined && !(name.includes('_') && isUnderscoreFramingHeader(name.toLowerCase()));
   });
 }
 

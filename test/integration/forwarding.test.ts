@@ -49,9 +49,12 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP, the other client-address 
     'X-Forwarded-Port': '1', 'X-Forwarded-Prefix': '/admin', 'X-Real-IP': '5.5.5.5', X_Forwarded_For: '6.6.6.6', X_Forwarded_Host: 'evil',
     // the client's address as CDNs and frameworks read it, and the URL a front proxy rewrote (a break test: IIS and Symfony serve X-Original-URL)
     'True-Client-IP': '7.7.7.7', 'X-Client-IP': '7.7.7.7', 'Client-IP': '7.7.7.7', 'X-Cluster-Client-IP': '7.7.7.7', 'CF-Connecting-IP': '7.7.7.7',
-    'Fastly-Client-IP': '7.7.7.7', 'X-Original-URL': '/admin', 'X-Rewrite-URL': '/admin', 'X-Original-URI': '/admin', 'X-Custom': 'kept',
+    'Fastly-Client-IP': '7.7.7.7', 'X-Originating-IP': '7.7.7.7', 'WL-Proxy-Client-IP': '7.7.7.7', 'X-Forwarded': 'for=7.7.7.7',
+    'X-Original-URL': '/admin', 'X-Rewrite-URL': '/admin', 'X-Original-URI': '/admin', 'X-Envoy-Original-Path': '/admin', 'X-Custom': 'kept',
   };
-  const forgeable = ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri'];
+  const forgeable = ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'wl-proxy-client-ip', 'x-forwarded'];
+  // Dropped from a trusted peer too: a load balancer passes the client's copy on (a review).
+  const rewrittenTargets = ['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path'];
   // A trusted load balancer appends to X-Forwarded-For but passes X_Forwarded_For on as the client sent it.
   const underscored = ['x_forwarded_for', 'x_forwarded_host'];
   await request(untrusted.port, { path: '/a', headers });
@@ -61,7 +64,8 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP, the other client-address 
   assert.deepEqual(headerValues(fromUntrusted!, 'x-forwarded-host'), ['site.test']);
   assert.deepEqual(headerValues(fromUntrusted!, 'x-forwarded-proto'), ['http']);
   assert.deepEqual(headerValues(fromUntrusted!, 'forwarded'), []);
-  for (const name of [...forgeable, ...underscored]) assert.deepEqual(headerValues(fromUntrusted!, name), [], `${name} from an untrusted peer reached the upstream`);
+  for (const name of [...forgeable, ...underscored, ...rewrittenTargets]) assert.deepEqual(headerValues(fromUntrusted!, name), [], `${name} from an untrusted peer reached the upstream`);
+  for (const name of rewrittenTargets) assert.deepEqual(headerValues(fromTrusted!, name), [], `${name} from a trusted peer reached the upstream`);
   for (const name of forgeable) assert.equal(headerValues(fromTrusted!, name).length, 1, `${name} from a trusted peer: want it kept`);
   assert.deepEqual(headerValues(fromUntrusted!, 'x-custom'), ['kept'], 'other X- headers pass');
   for (const name of underscored) assert.deepEqual(headerValues(fromTrusted!, name), [], `${name} from a trusted peer reached the upstream`);

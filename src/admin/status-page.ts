@@ -120,7 +120,7 @@ function render(snapshot) {
   const atMs = Date.parse(snapshot.generatedAt);
   const classes = Object.entries(snapshot.totals.byStatusClass).sort().map(([k, v]) => k + ": " + v).join(", ");
   document.getElementById("summary").textContent =
-    snapshot.mode + " mode, " + snapshot.workers.length + " worker(s), " + snapshot.totals.requests + " requests" + (classes ? " (" + classes + ")" : "");
+    snapshot.mode + " mode, " + snapshot.workers.length + " worker(s)" + (snapshot.silentWorkers.length > 0 ? " answering, " + snapshot.silentWorkers.length + " silent" : "") + ", " + snapshot.totals.requests + " requests" + (classes ? " (" + classes + ")" : "");
   document.getElementById("updated").textContent = "updated " + new Date(atMs).toLocaleTimeString();
   document.getElementById("worker-failures").innerHTML = snapshot.workerStartFailures.map((f) =>
     "worker " + f.slot + " cannot start: " + esc(f.reason) + " (" + f.failedStarts + " failed start(s) in a row; next attempt in " + Math.ceil(f.nextAttemptInMs / 1000) + " s)").concat(

@@ -220,7 +220,8 @@ export function formatCombined(r: AccessLogRecord): string {
  * A header-derived string (one character per byte, as the parsers read heads: latin1) as JSON
  * text: bytes that are valid UTF-8 as the characters they encode (a UTF-8 `café` is `café`, as in
  * nginx's `escape=json`, which writes the bytes as they came), any other bytes one character each
- * (U+0080–U+00FF), so that nothing is lost and the line stays valid UTF-8 JSON.
+ * (U+0080–U+00FF), so that the line stays valid UTF-8 JSON. It is for reading, not for the exact
+ * bytes (`C3 A9` and a lone `E9` both read `é`): the combined format keeps those (`\xHH`).
  */
 export function jsonText(value: string): string;
 export function jsonText(value: string | undefined): string | undefined;
@@ -232,7 +233,21 @@ export function jsonText(value: string | undefined): string | undefined {
 
 const NON_ASCII = /[^\x00-\x7f]/;
 
+/**
+ * Characters a JSON line must not carry as they are, although JSON allows them: line and paragraph
+ * separators (U+2028, U+2029: line readers such as Python's `splitlines` break there), C1 controls
+ * (U+0080–U+009F) and the bidirectional controls (U+202A–U+202E, U+2066–U+2069), which make a line
+ * display as another (a review: decoding UTF-8 let a client put them into the log).
+ */
+const UNSAFE_IN_LOG_LINE = /[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const EVERY_UNSAFE_IN_LOG_LINE = new RegExp(UNSAFE_IN_LOG_LINE.source, 'g');
+
 export function formatJson(r: AccessLogRecord): string {
+  const line = formatJsonRecord(r);
+  return UNSAFE_IN_LOG_LINE.test(line) ? line.replace(EVERY_UNSAFE_IN_LOG_LINE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : line;
+}
+
+function formatJsonRecord(r: AccessLogRecord): string {
   return JSON.stringify({
     time: r.time.toISOString(),
     client_ip: r.clientIp,

@@ -78,13 +78,20 @@ test('json: every record without a request head has request_line, "-" when the l
   assert.equal('request_line' in headed, false, `got ${JSON.stringify(headed)}: a request with a head has method, target and protocol, no request_line`);
 });
 
-test('json: a User-Agent or Referer that is UTF-8 is logged as its text; other bytes one character each, so the line stays valid JSON and nothing is lost', () => {
+test('json: a User-Agent or Referer that is UTF-8 is logged as its text; other bytes one character each, so the line stays valid JSON; separators and controls escaped', () => {
   // header values arrive one character per byte (latin1): `café` in UTF-8 is the four bytes c a f C3 A9
   const utf8Cafe = Buffer.from('café', 'utf8').toString('latin1');
   const line = formatJson({ ...record([]), userAgent: utf8Cafe, referer: 'http://h/\u00e9' });
   const json = JSON.parse(line) as Record<string, unknown>;
   assert.equal(json.user_agent, 'café', `got ${line}`);
   assert.equal(json.referer, 'http://h/\u00e9', 'a lone 0xE9 is not UTF-8: kept as the byte it was (U+00E9)');
+  // Line and paragraph separators, C1 and bidirectional controls are escaped, so the line stays one line and displays as itself (a review).
+  const tricky = Buffer.from('a\u2028b\u202ec', 'utf8').toString('latin1'); // valid UTF-8: decoded
+  const escaped = formatJson({ ...record([]), userAgent: tricky, referer: 'r\x85' }); // a lone 0x85: one character, a C1 control
+  assert.doesNotMatch(escaped, /[\u0080-\u009f\u2028\u2029\u202a-\u202e]/, `got ${JSON.stringify(escaped)}`);
+  assert.match(escaped, /"referer":"r\\u0085","user_agent":"a\\u2028b\\u202ec"/);
+  const parsed = JSON.parse(escaped) as Record<string, unknown>;
+  assert.deepEqual([parsed.user_agent, parsed.referer], ['a\u2028b\u202ec', 'r\u0085'], 'the same text once parsed');
   assert.equal(jsonText('curl/8'), 'curl/8');
   assert.equal(jsonText(undefined), undefined);
   assert.equal(formatCombined({ ...record([]), userAgent: utf8Cafe }).includes('"caf\\xC3\\xA9"'), true, 'combined still shows the bytes, as nginx');

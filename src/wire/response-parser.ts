@@ -50,7 +50,8 @@ export interface ResponseHead {
    * True when the connection may carry another request after this response: HTTP/1.1 without
    * `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`; never for a close-delimited body
    * or an upgrade (RFC 9112 9.3), nor for a response to HEAD, a 204 or a 304 whose head announces a
-   * body (Transfer-Encoding, Content-Length above 0) that a careless backend may send anyway.
+   * body (Transfer-Encoding, Content-Length above 0; for HEAD, no framing at all, as the same GET's
+   * body would run to the close) that a careless backend may send anyway.
    */
   readonly isKeepAlive: boolean;
   readonly bodyKind: BodyKind;
@@ -514,7 +515,9 @@ export class ResponseParser {
     // request's response, another client's. So the connection is not reused (a break test; nginx and
     // Go reuse it). A HEAD's Content-Length is common and lawful (RFC 9110 §9.3.2): each HEAD then
     // costs a new upstream connection.
-    const announcesBody = this.transferEncoding !== undefined || (this.contentLength ?? 0) > 0;
+    // A HEAD answer without any framing announces a body too: the same GET's would run to the close.
+    const isUnframed = this.transferEncoding === undefined && this.contentLength === undefined;
+    const announcesBody = this.transferEncoding !== undefined || (this.contentLength ?? 0) > 0 || (this.isHeadRequest && isUnframed);
     const isBodyWithheld = bodyKind === 'none' && !isInformational && !this.isUpgradeResponse && announcesBody;
     const isKeepAlive =
       bodyKind !== 'close' &&

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { buildCli, REPO } from '../helpers/built-cli.js';
 import { freePort, killAll, waitFor, writeConfig } from '../helpers/cli-process.js';
 import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
@@ -42,6 +43,8 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
     idle.push(socket);
     await new Promise((resolve) => socket.once('connect', resolve));
   }
+  // A connection the kernel completed may still wait in the accept queue: wait until the proxy holds every descriptor it may.
+  await waitFor('the proxy to hold all its descriptors', () => (readdirSync(`/proc/${child.pid}/fd`).length >= FD_LIMIT ? true : undefined), 20_000);
   const answer = await new Promise<string>((resolve) => {
     let text = '';
     client.on('data', (chunk: Buffer) => {

@@ -112,10 +112,10 @@ export class NoUpstreamError extends RequestError {
 
 /**
  * The proxy itself lacked what a new upstream connection needs: file descriptors (EMFILE,
- * ENFILE) or kernel memory (ENOBUFS, ENOMEM). Not the
- * upstream's failure: it is not counted by passive health (a break test: under `ulimit -n 200`
- * both healthy upstreams of a route were ejected), and not retried on another upstream, which
- * would need the same. Becomes 503 with `Retry-After: 1`, as the proxy is overloaded, not its
+ * ENFILE) or kernel memory (ENOBUFS, ENOMEM); src/wire/connection-pool.ts, `isProxyShortage`.
+ * Not the upstream's failure: it is not counted by passive health nor by a health probe (a break
+ * test: under `ulimit -n 200` both healthy upstreams of a route were ejected), and not retried on
+ * another upstream, which would need the same. Becomes 503 with `Retry-After: 1`, as the proxy is overloaded, not its
  * upstream (nginx answers a failed socket() with 500). Message: `connect EMFILE 127.0.0.1:9001`.
  */
 export class ProxyResourceError extends RequestError {

@@ -13,8 +13,7 @@
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
  *      `Forwarded`, `X-Real-IP` and the other client-address headers of `CLIENT_ADDRESS_HEADERS`
  *      (the rewritten-URL headers of `REWRITTEN_TARGET_HEADERS` are dropped from every peer);
- *      spelt with `_` for `-` (`X_Forwarded_For`) they are dropped
- *      from every peer, a trusted one too: CGI-style backends map both spellings onto one
+ *      spelt with `_` for `-` (`X_Forwarded_For`) they are dropped from every peer, a trusted one too: CGI-style backends map both spellings onto one
  *      variable, and a trusted load balancer appends to `X-Forwarded-For` but passes the client's
  *      `X_Forwarded_For` on untouched, which would bring the spoof back (nginx drops every name with
  *      `_` by default, `underscores_in_headers off`);
@@ -23,7 +22,7 @@
  *      (`https` on the TLS listener; a trusted peer's own X-Forwarded-Host and -Proto are kept instead).
  * Step 1 happens before step 4, so `Connection: X-Forwarded-For` cannot remove the proxy's own header.
  */
-import { byteTable, equalsIgnoringCase, FieldNameSet, isAlphaNumeric, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
+import { byteTable, equalsIgnoringCase, FieldNameSet, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
 import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
@@ -57,7 +56,7 @@ export interface ForwardingFacts {
  * vouches for (step 2 of the file comment), lower-cased: `Forwarded`, `X-Real-IP`, and the names
  * CDNs, load balancers and frameworks read a client's address from.
  */
-const CLIENT_ADDRESS_HEADERS = new FieldNameSet([
+const CLIENT_ADDRESS_NAMES = [
   'forwarded',
   'x-real-ip',
   'true-client-ip',
@@ -72,7 +71,8 @@ const CLIENT_ADDRESS_HEADERS = new FieldNameSet([
   'proxy-client-ip',
   'wl-proxy-client-ip',
   'x-envoy-external-address',
-]);
+];
+const CLIENT_ADDRESS_HEADERS = new FieldNameSet(CLIENT_ADDRESS_NAMES);
 
 /**
  * The headers in which a front proxy says which URL it rewrote, read by some backends in place of
@@ -82,10 +82,13 @@ const CLIENT_ADDRESS_HEADERS = new FieldNameSet([
  * `access` for (a break test). They are dropped from every peer, a trusted one too: load balancers
  * pass the client's copy on (a review), and this proxy never rewrites a URL that way.
  */
-const REWRITTEN_TARGET_HEADERS = new FieldNameSet(['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path']);
+const REWRITTEN_TARGET_NAMES = ['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path'];
+const REWRITTEN_TARGET_HEADERS = new FieldNameSet(REWRITTEN_TARGET_NAMES);
 
-/** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows: any other name is answered at once. */
-const FORWARDING_FIRST_LETTERS = byteTable((b) => 'xfctpw'.includes(String.fromCharCode(b | 0x20)) && isAlphaNumeric(b));
+/** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows (`x-forwarded…` and both lists): any other name is answered at once. */
+const FORWARDING_FIRST_LETTERS = byteTable((b) =>
+  ['x-forwarded', ...CLIENT_ADDRESS_NAMES, ...REWRITTEN_TARGET_NAMES].some((name) => name.charCodeAt(0) === b || name.charCodeAt(0) === b + 0x20),
+);
 
 /**
  * What a header name (any case, `_` read as `-`) carries that a client could forge (step 2 of the
@@ -192,8 +195,8 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
  * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `Forwarded`, `X-Real-IP`, `CLIENT_ADDRESS_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer is: the proxy judged those in
- * the head, and a backend that merges trailers into its headers must not find a spoof there.
+ * `CLIENT_ADDRESS_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer
+ * is: the proxy judged those in the head, and a backend that merges trailers into its headers must not find a spoof there.
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
   return forwardableTrailers(rawTrailers).filter(([name]) => {

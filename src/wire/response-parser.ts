@@ -509,15 +509,15 @@ export class ResponseParser {
       bodyKind = 'close'; // rule 8
     }
     // A response without a body by rule (to a HEAD, a 204, a 304) whose head still announces one
-    // (Transfer-Encoding, a Content-Length above 0): a backend that sends that body anyway sends
-    // bytes nothing reads. In the same read they are caught (extra bytes close the connection), but
-    // bytes that come after the connection carried its next request would be read as that
-    // request's response, another client's. So the connection is not reused (a break test; nginx and
-    // Go reuse it). A HEAD's Content-Length is common and lawful (RFC 9110 §9.3.2): each HEAD then
-    // costs a new upstream connection.
-    // A HEAD answer without any framing announces a body too: the same GET's would run to the close.
-    const isUnframed = this.transferEncoding === undefined && this.contentLength === undefined;
-    const announcesBody = this.transferEncoding !== undefined || (this.contentLength ?? 0) > 0 || (this.isHeadRequest && isUnframed);
+    // (Transfer-Encoding, a Content-Length above 0, or for HEAD no framing at all, as the same
+    // GET's body would run to the close): a backend that sends that body anyway sends bytes nothing
+    // reads. In the same read they are caught (extra bytes close the connection), but bytes that
+    // come after the connection carried its next request would be read as that request's
+    // response, another client's. So the connection is not reused (break tests; nginx and Go reuse
+    // it). A HEAD's Content-Length is common and lawful (RFC 9110 §9.3.2): each HEAD then costs a
+    // new upstream connection.
+    const hasFraming = this.transferEncoding !== undefined || this.contentLength !== undefined;
+    const announcesBody = this.transferEncoding !== undefined || (this.contentLength ?? 0) > 0 || (this.isHeadRequest && !hasFraming);
     const isBodyWithheld = bodyKind === 'none' && !isInformational && !this.isUpgradeResponse && announcesBody;
     const isKeepAlive =
       bodyKind !== 'close' &&

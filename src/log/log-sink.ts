@@ -194,8 +194,10 @@ export class FileSink implements LogSink {
  * - a FIFO with a reader (`/dev/stdout` in a container) keeps that descriptor: its writes never
  *   block, and a line its reader cannot take now fails with EAGAIN and is dropped and counted
  *   like any failed write (FileSink);
- * - a regular file or a character device (`/dev/null`, a terminal) is opened again without
- *   O_NONBLOCK, so a terminal that is slow to take output is waited for as before;
+ * - a regular file keeps it too (O_NONBLOCK changes nothing for a file), so the path is opened
+ *   once and cannot be swapped for a FIFO between two opens;
+ * - a character device (`/dev/null`, a terminal) is opened again without O_NONBLOCK, so a
+ *   terminal that is slow to take output is waited for as before;
  * - anything else (a block device) is refused.
  * @returns the descriptor
  * @throws the open(2) error (ENOENT, EACCES, EISDIR, ENXIO…), or an Error with `code` ENOTREG
@@ -204,9 +206,9 @@ export function openLogForAppending(path: string): number {
   const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
   const fd = openSync(path, flags | constants.O_NONBLOCK, 0o666);
   const stats = fstatSync(fd);
-  if (stats.isFIFO()) return fd;
+  if (stats.isFIFO() || stats.isFile()) return fd;
   closeSync(fd);
-  if (stats.isFile() || stats.isCharacterDevice()) return openSync(path, flags, 0o666);
+  if (stats.isCharacterDevice()) return openSync(path, flags, 0o666);
   throw Object.assign(new Error('not a regular file, a FIFO or a character device'), { code: 'ENOTREG' });
 }
 

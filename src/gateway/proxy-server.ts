@@ -34,6 +34,7 @@ import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
 import type { LimitsProvider } from '../limits/limits.js';
 import { LocalLimits } from '../limits/local-limits.js';
+import type { DescriptorBudget } from '../process/descriptor-budget.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -68,7 +69,17 @@ export interface ProxyServerOptions {
    * reload. Default: this process's own (LocalLimits on the `deps.now` clock).
    */
   readonly limits?: LimitsProvider;
+  /**
+   * The connection limits of a cluster worker, from its file descriptor limit
+   * (src/process/descriptor-budget.ts): a client connection over `maxClientConnections` is closed
+   * at once (logged at most once per REFUSAL_LOG_INTERVAL_MS), and an upstream connection that
+   * would make `maxSockets` sockets in all is a 503 PRX_PROXY_RESOURCES. Default: no limits.
+   */
+  readonly descriptorBudget?: DescriptorBudget;
 }
+
+/** How often the closing of client connections over the descriptor budget is logged, at most: 10 s. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** Called with every finished active health probe (metrics count them by result). */
 export type ProbeObserver = (upstream: UpstreamConfig, result: ProbeResult) => void;
@@ -131,6 +142,10 @@ export class ProxyServer implements DiscoveryTarget {
    * `[server]` settings, `[admin]`, `[acme]`) stays as it says, and a reload is warned against it.
    */
   readonly #configAtStart: Config;
+  /** Client TCP connections open now, on both listeners (counted only with a descriptor budget). */
+  #clientConnections = 0;
+  /** Connections closed for the budget since the last log line, and when that line was written (ms). */
+  #refusals = { count: 0, loggedAtMs: -Infinity };
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
@@ -151,7 +166,14 @@ export class ProxyServer implements DiscoveryTarget {
     };
     // Idle upstream connections are closed after 4 s, before the 5 s idle limit of node servers
     // (and most others), so we rarely write into a connection being closed.
-    this.#pool = new ConnectionPool({ idleTimeoutMs: 4000, ownListeners: this.#ownListeners });
+    const budget = options.descriptorBudget;
+    this.#pool = new ConnectionPool({
+      idleTimeoutMs: 4000,
+      ownListeners: this.#ownListeners,
+      // A tunnel's upstream socket left the pool (detach) but still holds a descriptor.
+      maxOpen: budget === undefined ? undefined : () => budget.maxSockets - this.#clientConnections - this.#context.tunnels.size,
+    });
+    const admit = budget === undefined ? undefined : (socket: Socket): boolean => this.#admit(socket, budget);
     this.#poolTargets = this.#currentPoolTargets();
     this.#healthChecker = new HealthChecker({
       routes: this.#healthTargets(),
@@ -196,6 +218,7 @@ export class ProxyServer implements DiscoveryTarget {
       requestTimeoutMs: s.requestTimeoutMs,
       keepAliveTimeoutMs: s.keepaliveTimeoutMs,
       maxHeadBytes: s.maxHeaderSize,
+      admit,
     });
     this.#http1.strictTransportSecurity = strictTransportSecurity(config.server);
     this.server = this.#http1.server;
@@ -218,7 +241,29 @@ export class ProxyServer implements DiscoveryTarget {
             },
             log: this.#deps.log,
             now: this.#deps.now,
+            admit,
           });
+  }
+
+  /** Counts a new client connection, or refuses it when `budget.maxClientConnections` are open (ProxyServerOptions.descriptorBudget). */
+  #admit(socket: Socket, budget: DescriptorBudget): boolean {
+    if (this.#clientConnections >= budget.maxClientConnections) {
+      const refusals = this.#refusals;
+      refusals.count++;
+      const nowMs = this.#deps.now();
+      if (nowMs - refusals.loggedAtMs >= REFUSAL_LOG_INTERVAL_MS) {
+        this.#deps.log(
+          `warning: process ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
+            `closed ${refusals.count} new ${refusals.count === 1 ? 'connection' : 'connections'}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
+        );
+        refusals.count = 0;
+        refusals.loggedAtMs = nowMs;
+      }
+      return false;
+    }
+    this.#clientConnections++;
+    socket.once('close', () => this.#clientConnections--);
+    return true;
   }
 
   #trackClientSocket(socket: Socket): void {

@@ -89,6 +89,8 @@ export interface TlsListenerOptions {
   readonly log: (line: string) => void;
   /** Clock for the log's rate limit, ms. Default `performance.now`. */
   readonly now?: () => number;
+  /** Asked for every new TCP connection before its handshake: false closes it at once (Http1ServerOptions.admit). Default: all served. */
+  readonly admit?: (socket: Socket) => boolean;
 }
 
 export class TlsListener {
@@ -126,7 +128,11 @@ export class TlsListener {
     // server reads it (the client is gone); the TLS socket takes allowHalfOpen from this one. With
     // allowHalfOpen, node 20 never completes a server handshake whose client closed right after its
     // Finished: the connection would stay open.
-    this.server = net.createServer({ allowHalfOpen: false, noDelay: true }, (socket) => this.#accept(socket));
+    const { admit } = options;
+    this.server = net.createServer({ allowHalfOpen: false, noDelay: true }, (socket) => {
+      if (admit === undefined || admit(socket)) this.#accept(socket);
+      else socket.destroy();
+    });
     this.#tlsServer = tls.createServer({
       ...this.#defaultContextOptions(),
       ALPNProtocols: ['http/1.1', 'http/1.0'], // as nginx; h2 is not served

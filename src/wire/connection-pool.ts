@@ -58,6 +58,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { ProxyResourceError, UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError, UpstreamTlsError } from '../errors.js';
 import { unrefTimers, type Timers } from '../timers.js';
+import { plural } from '../log/plural.js';
 import { tlsConnectOptions, tlsFailureReason, type TlsClientSettings } from './tls-client.js';
 import { loopErrorFor, loopErrorOf, lookupAvoidingOwnListeners, type OwnListenerMatcher } from './own-listeners.js';
 
@@ -80,6 +81,13 @@ export interface ConnectionPoolOptions {
   readonly maxSessions?: number;
   /** This proxy's own listeners: a new connection to one of them is refused (see the file comment). Default: none. */
   readonly ownListeners?: OwnListenerMatcher;
+  /**
+   * The most connections the pool may have open (connecting, in use or idle), asked before each new
+   * connect: a cluster worker's share of its descriptors (src/process/descriptor-budget.ts). At the
+   * limit the longest-idle connection of any origin is closed to make room; with none idle the
+   * connect fails with ProxyResourceError. Default: no limit.
+   */
+  readonly maxOpen?: () => number;
 }
 
 export interface AcquireOptions {
@@ -231,6 +239,7 @@ export class ConnectionPool {
   private readonly now: () => number;
   private readonly maxSessions: number;
   private readonly ownListeners: OwnListenerMatcher | undefined;
+  private readonly maxOpen: (() => number) | undefined;
 
   /**
    * Names whose every address is one of this proxy's listeners (`host port` → until when, ms, and the
@@ -262,6 +271,7 @@ export class ConnectionPool {
     this.now = options.now ?? (() => performance.now());
     this.maxSessions = options.maxSessions ?? 1024;
     this.ownListeners = options.ownListeners;
+    this.maxOpen = options.maxOpen;
   }
 
   /**
@@ -282,6 +292,8 @@ export class ConnectionPool {
    *
    * @throws UpstreamConnectError when the connect fails (`connect ECONNREFUSED 127.0.0.1:9001`) or
    *   the pool is closed.
+   * @throws ProxyResourceError when this process lacks what the connect needs (`connect EMFILE
+   *   127.0.0.1:9001`), or `maxOpen` connections are open and none is idle.
    * @throws UpstreamLoopError when the new connection reached one of `ownListeners`.
    * @throws UpstreamTlsError (phase `handshake`) when the TLS handshake fails or the certificate
    *   does not verify (`certificate has expired`).
@@ -419,6 +431,23 @@ export class ConnectionPool {
     return undefined;
   }
 
+  /**
+   * True when fewer than `maxOpen` connections are open, after closing the longest-idle ones (of
+   * any origin) while there are too many (ConnectionPoolOptions.maxOpen).
+   */
+  private makeRoom(maxOpen: number): boolean {
+    while (this.open.size >= maxOpen) {
+      let oldest: UpstreamConnection | undefined;
+      for (const list of this.idle.values()) {
+        const first = list[0];
+        if (first !== undefined && (oldest === undefined || first.idleSince! < oldest.idleSince!)) oldest = first;
+      }
+      if (oldest === undefined) return false;
+      this.destroy(oldest);
+    }
+    return true;
+  }
+
   /** Takes a connection off its idle list, if it is idle. */
   private removeIdle(connection: UpstreamConnection): void {
     if (connection.idleSince === undefined) return;
@@ -446,6 +475,9 @@ export class ConnectionPool {
       // here, a name's addresses in `lookup` (see the file comment).
       const loop = loopErrorFor(host, port, this.ownListeners) ?? this.knownOwnName(host, port);
       if (loop !== undefined) return reject(loop);
+      if (this.maxOpen !== undefined && !this.makeRoom(this.maxOpen())) {
+        return reject(new ProxyResourceError(`connect ${formatOrigin(host, port)}: no descriptor left in the budget (${plural(this.open.size, 'upstream connection')} open, none idle)`));
+      }
       const lookup = lookupAvoidingOwnListeners(port, this.ownListeners);
       const isForUpgrade = options.isForUpgrade === true;
       const tlsSettings = options.tls;

@@ -189,6 +189,12 @@ export interface Http1ServerOptions {
   readonly maxHeadBytes: number;
   /** Clock for the timeouts, ms. Default `performance.now`. */
   readonly now?: () => number;
+  /**
+   * Asked for every new TCP connection of the listener before it is served: false closes it at
+   * once, unread (a cluster worker's connection budget, src/process/descriptor-budget.ts). Default:
+   * every connection is served.
+   */
+  readonly admit?: (socket: net.Socket) => boolean;
 }
 
 export class Http1Server {
@@ -217,7 +223,11 @@ export class Http1Server {
     // Socket buffers of 256 KiB instead of 16 KiB: a 64 KiB chunk read from an upstream no longer
     // fills the client socket's buffer at once, so large bodies pause and resume the upstream
     // (two epoll changes each time) once per few chunks instead of once per chunk.
-    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: 256 * 1024 }, (socket) => this.accept(socket));
+    const { admit } = options;
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: 256 * 1024 }, (socket) => {
+      if (admit === undefined || admit(socket)) this.accept(socket);
+      else socket.destroy();
+    });
     this.server.on('listening', () => this.startTimeoutChecks());
     this.server.on('close', () => this.#stopChecks());
   }

@@ -17,12 +17,13 @@ import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
 const FD_LIMIT = 64;
 
 test('an upstream connect that fails for want of file descriptors (EMFILE) is a 503 with Retry-After, logged PRX_PROXY_RESOURCES with its errno, and neither passive nor active health marks an upstream failed', { timeout: 60_000 }, async (t) => {
+  const cli = await buildCli(); // first: a failed build leaves nothing running
   const [first, second] = [await startBackend(), await startBackend()];
   const port = await freePort();
   const config = writeConfig(
     `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.a]\npath = /\npass = ${first.url}\npass = ${second.url}\nmax_fails = 1\nhealth_check = on\nhealth_interval = 50ms\nhealth_fall = 1\n`,
   );
-  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, await buildCli(), '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, cli, '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const idle: net.Socket[] = [];
@@ -73,3 +74,40 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   }
   assert.ok(first.requests.length > 0 && second.requests.length > 0, `got ${first.requests.length} and ${second.requests.length} requests at the two upstreams, want both used`);
 });
+
+test('with workers = 2, idle clients beyond what the descriptor limit allows are closed at once and logged, and once they leave the workers serve again (node:cluster never gives a worker with no descriptor free another connection)', { timeout: 60_000 }, async (t) => {
+  const cli = await buildCli(); // first: a failed build leaves nothing running
+  const backend = await startBackend();
+  const port = await freePort();
+  const config = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\nworkers = 2\naccess_log = off\n[proxy.a]\npath = /\npass = ${backend.url}\n`);
+  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, cli, '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const idle: net.Socket[] = [];
+  t.after(async () => {
+    for (const socket of idle) socket.destroy();
+    killAll([child.pid]);
+    await backend.close();
+  });
+  const served = async (path: string): Promise<boolean> => /^HTTP\/1\.1 200 /.test((await rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`, 2000)).text);
+  await waitFor('a first 200', async () => ((await served('/first')) ? true : undefined), 20_000);
+
+  // Four times the descriptors of the whole process tree, all idle.
+  for (let i = 0; i < 4 * FD_LIMIT; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    idle.push(socket);
+    await new Promise((resolve) => socket.once('connect', resolve));
+  }
+  // The flood has landed once a worker says it closed connections (asserted below, after the point of the test).
+  await waitFor('the warning of a worker over its budget', () => (/serves at most 16 client connections/.test(stderr) ? true : undefined), 20_000).catch(() => undefined);
+
+  for (const socket of idle) socket.destroy();
+  // Without the budget both workers ran out of descriptors here, and every later connection was closed unanswered.
+  let count = 0;
+  await waitFor('four 200s once the idle clients left', async () => ((await served(`/after${count}`)) && ++count === 4 ? true : undefined), 20_000);
+  assert.equal(count, 4);
+  assert.match(stderr, /serves at most 16 client connections with 64 file descriptors \(ulimit -n\): closed \d+ new connections?; raise the limit/);
+  assert.doesNotMatch(stderr, /SentHandleNotReceivedWarning|Handle did not reach/);
+});
+

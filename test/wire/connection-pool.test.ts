@@ -17,7 +17,7 @@ import { ConnectionPool, OWN_NAME_MEMORY_MS, type UpstreamConnection } from '../
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
-import { UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError } from '../../src/errors.js';
+import { ProxyResourceError, UpstreamConnectError, UpstreamLoopError, UpstreamTimeoutError } from '../../src/errors.js';
 import { OwnListeners } from '../../src/wire/own-listeners.js';
 
 /** Timers that only fire when the test says so. */
@@ -277,6 +277,33 @@ describe('ConnectionPool', () => {
     for (const connection of connections) pool.release(connection);
     assert.equal(pool.stats().idle, 2);
     assert.equal(connections[0]?.socket.destroyed, true, 'got the oldest idle socket kept, want it destroyed');
+  });
+
+  it('with maxOpen connections open, a new connect first closes the longest-idle one of any origin, and with none idle fails with ProxyResourceError', async () => {
+    const other = await startUpstream();
+    cleanups.push(() => other.close());
+    let maxOpen = 2;
+    let nowMs = 0;
+    const { upstream, pool } = await setUp('127.0.0.1', { maxOpen: () => maxOpen, now: () => nowMs });
+    const [older, newer] = [await pool.acquire('127.0.0.1', upstream.port, CONNECT), await pool.acquire('127.0.0.1', upstream.port, CONNECT)];
+    pool.release(older);
+    nowMs = 1;
+    pool.release(newer);
+    const third = await pool.acquire('127.0.0.1', other.port, CONNECT);
+    assert.equal(older.socket.destroyed, true, 'got the longest-idle connection kept, want it closed to make room');
+    assert.equal(newer.socket.destroyed, false);
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    assert.equal(pool.acquireIdle('127.0.0.1', upstream.port), newer, 'an idle connection of the origin is still taken, without a connect');
+    await assert.rejects(pool.acquire('127.0.0.1', other.port, { ...CONNECT, isNewRequired: true }), (error: unknown) => {
+      assert.ok(error instanceof ProxyResourceError, `got ${String(error)}, want ProxyResourceError`);
+      assert.equal(error.message, `connect 127.0.0.1:${other.port}: no descriptor left in the budget (2 upstream connections open, none idle)`);
+      return true;
+    });
+    assert.equal(other.connections.length, 1, 'the refused connect made no connection');
+    maxOpen = 3; // the budget grew (a client connection closed)
+    const fourth = await pool.acquire('127.0.0.1', other.port, { ...CONNECT, isNewRequired: true });
+    assert.deepEqual(pool.stats(), { open: 3, idle: 0 });
+    for (const connection of [newer, third, fourth]) pool.destroy(connection);
   });
 
   it('does not pool a socket that is no longer usable, and ignores a second release', async () => {

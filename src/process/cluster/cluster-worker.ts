@@ -15,7 +15,8 @@
  * sends (it never talks to the ACME server itself). SIGHUP is ignored: the primary reloads and
  * tells the workers. SIGUSR1 (src/main.ts) and the primary's `reopen-logs` message both reopen the
  * worker's log files. Its `rate_limit` and `conn_limit` spend leases of the primary's buckets and
- * slots (lease-limits.ts), so a client gets its limit once across all workers.
+ * slots (lease-limits.ts), so a client gets its limit once across all workers. It holds no more
+ * connections than its file descriptor limit leaves room for (src/process/descriptor-budget.ts).
  */
 import cluster from 'node:cluster';
 import type { Config } from '../../config/config.js';
@@ -27,6 +28,7 @@ import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
 import { LeaseLimits, SWEEP_INTERVAL_MS } from './lease-limits.js';
+import { descriptorBudget, readOpenFileLimit } from '../descriptor-budget.js';
 import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type StartMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
@@ -63,7 +65,15 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
 
     const start = async ({ config, upstreamState, ticketKeys, acme, certificates }: StartMessage): Promise<ProxyServer | undefined> => {
       try {
-        proxy = new ProxyServer(config, { isHealthCheckDisabled: true, ticketKeys: Buffer.from(ticketKeys), limits, certificateTexts: certificates });
+        // Descriptors kept free for the primary's hand-offs: a worker without one is never given a connection again (descriptor-budget.ts).
+        const openFileLimit = readOpenFileLimit();
+        proxy = new ProxyServer(config, {
+          isHealthCheckDisabled: true,
+          ticketKeys: Buffer.from(ticketKeys),
+          limits,
+          certificateTexts: certificates,
+          descriptorBudget: openFileLimit === undefined ? undefined : descriptorBudget(openFileLimit),
+        });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);
         if (acme !== undefined) applyAcmeState(proxy, acme);

@@ -1,0 +1,64 @@
+/**
+ * How many connections a cluster worker may hold, from its file descriptor limit, so that it
+ * always keeps some descriptors free.
+ *
+ * Why a worker needs free descriptors: with `workers = N` node:cluster's primary accepts every
+ * connection and hands it to a worker over the IPC channel (round robin, SCHED_RR). A worker with
+ * no descriptor free cannot take the connection in: the kernel drops the descriptor it was sent
+ * (MSG_CTRUNC), node answers NACK, and after its retransmissions the primary closes the connection
+ * and never gives that worker another one, since node:cluster's round-robin handle waits for an
+ * answer that never comes. Measured here (node 20, `ulimit -n 64`, `workers = 2`, 300 idle
+ * clients): both workers stopped receiving connections for good, and after the idle clients left
+ * every new connection was closed unanswered. Node has no API to resume a worker's turn.
+ *
+ * So a worker serves at most `maxClientConnections` client connections (a new one over that is
+ * closed at once, as libuv closes a connection it accepted without a descriptor for it) and holds
+ * at most `maxSockets` sockets, client and upstream together (a new upstream connection over that
+ * is the proxy's own shortage, a 503). The numbers follow HAProxy's rule for its default
+ * `maxconn`, taken from `ulimit -n`: two descriptors per proxied connection, after a reserve for
+ * the process itself. A single process (`workers = 1`) needs none of this: libuv already closes a
+ * connection it cannot take, and nothing waits for it.
+ */
+import { readFileSync } from 'node:fs';
+
+/**
+ * Descriptors kept out of the sockets' share: node's own (about 20 in a worker at rest: the event
+ * loop, its signal and wake-up pipes, the IPC channel, stdio, log files), a config or certificate
+ * file read at a reload, and the ones that receive the primary's hand-offs.
+ */
+export const RESERVED_DESCRIPTORS = 32;
+
+/** The connection limits of one worker (see the file comment). */
+export interface DescriptorBudget {
+  /** The soft RLIMIT_NOFILE the limits come from. */
+  readonly openFileLimit: number;
+  /** Client connections served at once (plain and TLS, handshakes included): ⌊(limit − reserve) / 2⌋, at least 1. */
+  readonly maxClientConnections: number;
+  /** Sockets at once, client and upstream together: limit − reserve, at least 2. */
+  readonly maxSockets: number;
+}
+
+/** The limits for a process whose soft RLIMIT_NOFILE is `openFileLimit`. */
+export function descriptorBudget(openFileLimit: number): DescriptorBudget {
+  const sockets = Math.max(2, openFileLimit - RESERVED_DESCRIPTORS);
+  return { openFileLimit, maxClientConnections: Math.max(1, Math.floor(sockets / 2)), maxSockets: sockets };
+}
+
+/**
+ * The soft limit on open files (RLIMIT_NOFILE) from the `Max open files` line of Linux's
+ * `/proc/self/limits` (`Max open files  1024  4096  files`; node raises the soft limit to the hard
+ * one at start-up). Undefined when the text has no such line, the limit is `unlimited`, or the file
+ * cannot be read (not Linux): then no budget applies.
+ */
+export function readOpenFileLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'latin1');
+    } catch {
+      return undefined;
+    }
+  }
+  const match = /^Max open files +(\d+) /m.exec(text);
+  return match === null ? undefined : Number(match[1]);
+}

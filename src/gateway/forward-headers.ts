@@ -115,6 +115,12 @@ function isUnderscoreFramingHeader(lowerName: string): boolean {
  * The header list to send upstream, as a flat raw list with `Host` first. Never mutates
  * `clientRawHeaders`. Body framing (`Transfer-Encoding`) is the caller's: it is hop-by-hop and the
  * body is re-framed on the upstream connection.
+ *
+ * Every field of the list is valid to write as it is (a token name, a value of field characters;
+ * serializeRequestHead's `checkedLength`) when `clientRawHeaders` came from the request parser,
+ * which refuses everything else: the names and values it adds are the client's own, constants, the
+ * peer's address, a request target's host (visible ASCII, request-parser.ts) and a pass line's
+ * host (a host name or IP address, pass-line.ts).
  */
 export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[], facts: ForwardingFacts): string[] {
   const named = namedHopByHopHeaders(clientRawHeaders);
@@ -177,6 +183,8 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
  * X-Internal` does not let `X-Internal` through; the `Content-Length` of a 101 or a 204 is dropped
  * (RFC 9110 §8.6: a server must not send one with a 1xx or 204; a client that believed it would
  * read the next response's bytes as this one's body; nginx and Go drop it too).
+ * Every field of the list is valid to write as it is (the writer's `checkedLength`) when
+ * `upstreamRawHeaders` came from the response parser, which refuses everything else.
  */
 export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
   const named = namedHopByHopHeaders(upstreamRawHeaders);

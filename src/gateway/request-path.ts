@@ -297,7 +297,8 @@ async function proxyRequest(
 
   // 3. Upstream headers (the same for every attempt except Host when preserve_host = off).
   // X-Forwarded-For appends the peer, the hop this proxy saw (HAProxy, Envoy, Go), not the client
-  // IP read from the list: the chain stays a record of every hop.
+  // IP read from the list: the chain stays a record of every hop. Every field is valid to write as
+  // it is (buildUpstreamRequestHeaders), so the serializer does not check them a second time.
   const headersFor = (upstream: Upstream): string[] => {
     const headers = buildUpstreamRequestHeaders(clientReq.rawHeaders, {
       peerIp: facts.peerIp,
@@ -338,13 +339,15 @@ async function proxyRequest(
     let upstreamHead: ResponseHead;
     try {
       upstreamHead = await sendWithStaleRetry(route, method, () => isClientGone, (isRetry) => {
+        const headers = headersFor(upstream);
         current = new UpstreamExchange({
           pool: context.pool,
           upstream: upstream.config,
           tls: upstream.config.scheme === 'https' ? route.upstreamTls : undefined,
           method,
           target: match.upstreamTarget,
-          headers: headersFor(upstream),
+          headers,
+          checkedHeaderLength: headers.length, // every field is valid as it is (headersFor)
           body,
           isChunkedBody: isChunked,
           forwardTrailers: forwardableRequestTrailers,
@@ -477,6 +480,7 @@ function relayResponse(
   onDone: () => void,
 ): void {
   const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
+  const checkedLength = headers.length; // valid as they are (buildClientResponseHeaders); the ones added below are checked
   // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
   // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
   const announced = announcedTrailers(upstreamHead.rawHeaders);
@@ -496,7 +500,7 @@ function relayResponse(
   // header it would have to write (it validates every name and value) before anything was sent:
   // that is still the proxy's own 502.
   try {
-    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers);
+    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers, checkedLength);
   } catch (error) {
     onDone();
     upstreamExchange.abort();

@@ -109,9 +109,13 @@ export interface ClientResponse {
   /** The whole response was handed to the operating system. */
   readonly writableFinished: boolean;
   readonly statusCode: number;
-  /** `headers` is a flat raw list `[name, value, …]`; throws on invalid names or values (as node). */
+  /**
+   * `headers` is a flat raw list `[name, value, …]`; throws on invalid names or values (as node).
+   * `checkedLength`: how many entries at its start are valid fields already and need no check
+   * (read by this proxy's response parser, buildClientResponseHeaders); default 0.
+   */
   writeHead(statusCode: number, headers: string[]): unknown;
-  writeHead(statusCode: number, statusMessage: string, headers: string[]): unknown;
+  writeHead(statusCode: number, statusMessage: string, headers: string[], checkedLength?: number): unknown;
   /**
    * Sends the head now, without waiting for a body byte: `writeHead` only stores it, and the first
    * `write` or `end` would carry it.

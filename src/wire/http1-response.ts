@@ -118,7 +118,7 @@ export class Http1Response implements ClientResponse {
     return this.#isFinished;
   }
 
-  writeHead(statusCode: number, statusMessageOrHeaders: string | string[], maybeHeaders?: string[]): this {
+  writeHead(statusCode: number, statusMessageOrHeaders: string | string[], maybeHeaders?: string[], checkedLength = 0): this {
     if (this.#head !== undefined) throw codedError(Error, 'ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
     const hasReason = typeof statusMessageOrHeaders === 'string';
     const reason = hasReason ? statusMessageOrHeaders : (STATUS_CODES[statusCode] ?? 'unknown');
@@ -140,7 +140,7 @@ export class Http1Response implements ClientResponse {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      head += fieldLine(name, value, 'Header');
+      head += i < checkedLength ? `${name}: ${value}\r\n` : fieldLine(name, value, 'Header');
       // the names this writer acts on, compared without allocating (by length first)
       if (equalsIgnoringCase(name, 'connection')) {
         hasConnection = true;

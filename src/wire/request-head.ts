@@ -25,13 +25,17 @@ const VALID_TARGET = /^[\x21-\x7e\x80-\xff]+$/;
  * @param path request-target, e.g. `/search?q=1`; no spaces or control characters.
  * @param rawHeaders `[name, value, name, value, …]` as node:http's `rawHeaders`, sent in order,
  *   case kept. The caller has already removed hop-by-hop headers and added its own.
+ * @param checkedLength how many entries at the start of `rawHeaders` are known to be valid fields
+ *   already, and are not checked again: fields read by this proxy's request parser (which refuses
+ *   the same characters, IS_TOKEN and IS_FIELD_CHAR in field-bytes.ts) and those
+ *   buildUpstreamRequestHeaders adds (src/gateway/forward-headers.ts). Default 0: all are checked.
  * @returns the head, ending with the empty line.
  * @throws BadRequestError when the method or a name is not a token, the path has a space or control
  *   character, a value contains CR, LF, NUL or another character outside latin1 text, or
  *   `rawHeaders` has an odd length. (Input from node:http's server parser never does; the check
  *   guards header values the proxy builds from client input.)
  */
-export function serializeRequestHead(method: string, path: string, rawHeaders: readonly string[]): Buffer {
+export function serializeRequestHead(method: string, path: string, rawHeaders: readonly string[], checkedLength = 0): Buffer {
   if (!isToken(method)) throw new BadRequestError(`invalid request method ${JSON.stringify(method)}`);
   if (!VALID_TARGET.test(path)) throw new BadRequestError(`invalid request target ${JSON.stringify(path)}`);
   if (rawHeaders.length % 2 !== 0) throw new BadRequestError('rawHeaders must hold name, value pairs');
@@ -39,8 +43,10 @@ export function serializeRequestHead(method: string, path: string, rawHeaders: r
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
     const value = rawHeaders[i + 1] as string;
-    if (!isToken(name)) throw new BadRequestError(`invalid header name ${JSON.stringify(name)}`);
-    if (hasInvalidFieldChar(value)) throw new BadRequestError(`invalid character in header ${name}`);
+    if (i >= checkedLength) {
+      if (!isToken(name)) throw new BadRequestError(`invalid header name ${JSON.stringify(name)}`);
+      if (hasInvalidFieldChar(value)) throw new BadRequestError(`invalid character in header ${name}`);
+    }
     head += `${name}: ${value}\r\n`;
   }
   head += '\r\n';

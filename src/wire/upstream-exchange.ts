@@ -75,6 +75,8 @@ export interface ExchangeOptions {
   readonly target: string;
   /** Flat raw header list (Host first), framing headers included. */
   readonly headers: readonly string[];
+  /** How many entries at the start of `headers` are valid fields already (serializeRequestHead's `checkedLength`). Default 0. */
+  readonly checkedHeaderLength?: number;
   /** The request body, or undefined when there is none. Read only once the connection is up. */
   readonly body: RequestBody | undefined;
   /** Re-frame the body as chunked (the client's was chunked; `Transfer-Encoding: chunked` is in `headers`). */
@@ -294,7 +296,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
     const { method, target, headers, body } = this.#options;
     let head: Buffer;
     try {
-      head = serializeRequestHead(method, target, headers);
+      head = serializeRequestHead(method, target, headers, this.#options.checkedHeaderLength);
     } catch (error) {
       this.#fail(error as RequestError);
       return;

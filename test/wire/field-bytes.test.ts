@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { equalsIgnoringCase, FieldNameSet, listElements } from '../../src/wire/field-bytes.js';
+import { equalsIgnoringCase, FieldNameSet, hasInvalidFieldChar, IS_FIELD_CHAR, IS_TOKEN, isToken, listElements } from '../../src/wire/field-bytes.js';
 
 test('equalsIgnoringCase agrees with toLowerCase for every one-character name against every lower-case target of the token set', () => {
   const targets = "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~".split('');
@@ -49,4 +49,12 @@ test('listElements: a list field split at commas, each element trimmed, empty on
   assert.deepEqual(listElements(''), []);
   assert.deepEqual(listElements(' , ,'), []);
   assert.deepEqual(listElements('keep-alive, X-A ,,x-b'), ['keep-alive', 'X-A', 'x-b']);
+});
+
+test('the parsers\' byte tables accept exactly the characters the writers\' checks accept: a field read by a parser needs no second check (the writers\' checkedLength)', () => {
+  for (let code = 0; code < 0x100; code++) {
+    const char = String.fromCharCode(code);
+    assert.equal(IS_FIELD_CHAR[code] === 1, !hasInvalidFieldChar(char), `value byte 0x${code.toString(16)}`);
+    assert.equal(IS_TOKEN[code] === 1, isToken(char), `name byte 0x${code.toString(16)}`);
+  }
 });

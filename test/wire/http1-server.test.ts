@@ -1153,3 +1153,26 @@ describe('Http1Response writes what ServerResponse writes', () => {
     });
   });
 });
+
+describe('Http1Response writeHead checkedLength', () => {
+  test('fields before checkedLength are written without a check, the ones after are still checked (ERR_INVALID_CHAR) and nothing is written then', async () => {
+    const errors: string[] = [];
+    const h = await startServer({}, (req, res) => {
+      if (req.url === '/bad') {
+        try {
+          res.writeHead(200, 'OK', ['Content-Length', '2', 'X-Late', 'a\r\nInjected: 1'], 2);
+        } catch (error) {
+          errors.push((error as NodeJS.ErrnoException).code ?? String(error));
+        }
+      }
+      res.writeHead(200, 'OK', ['Content-Length', '2', 'X-Parsed', 'v'], 4);
+      res.end('ok');
+    });
+    const client = await connect(h.port);
+    client.socket.write('GET /bad HTTP/1.1\r\nHost: h\r\n\r\n');
+    await until(() => client.text().endsWith('ok'), 'the response');
+    assert.deepEqual(errors, ['ERR_INVALID_CHAR']);
+    assert.match(client.text(), /^HTTP\/1\.1 200 OK\r\nContent-Length: 2\r\nX-Parsed: v\r\n/);
+    assert.doesNotMatch(client.text(), /Injected/);
+  });
+});

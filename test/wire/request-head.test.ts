@@ -49,6 +49,14 @@ describe('serializeRequestHead', () => {
     });
   }
 
+  it('checks only the fields from checkedLength on: the first checkedLength entries are the caller\'s, known valid', () => {
+    assert.throws(() => serializeRequestHead('GET', '/', ['X-A', 'ok', 'X-B', 'a\r\nInjected: 1'], 2), BadRequestError);
+    assert.throws(() => serializeRequestHead('GET', '/', ['X-A', 'ok', 'X\r\nB', 'v'], 2), BadRequestError);
+    assert.equal(serializeRequestHead('GET', '/', ['Host', 'h', 'X-A', 'ok'], 2).toString('latin1'), 'GET / HTTP/1.1\r\nHost: h\r\nX-A: ok\r\n\r\n');
+    assert.throws(() => serializeRequestHead('GET /', '/', ['Host', 'h'], 2), BadRequestError, 'the method is still checked');
+    assert.throws(() => serializeRequestHead('GET', '/ x', ['Host', 'h'], 2), BadRequestError, 'the target is still checked');
+  });
+
   it('round-trips through node:http: method, url and raw headers arrive as written', async () => {
     const server = http.createServer((req, res) => {
       res.end(JSON.stringify({ method: req.method, url: req.url, rawHeaders: req.rawHeaders }));

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { buildCli, REPO } from '../helpers/built-cli.js';
 import { freePort, killAll, waitFor, writeConfig } from '../helpers/cli-process.js';
@@ -16,6 +16,14 @@ import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
 /** File descriptors the proxy may open: enough to start and listen, few enough to fill with idle clients. */
 const FD_LIMIT = 64;
 
+/** `node main.js --config CONFIG` under `ulimit -n FD_LIMIT`; `stderr()` is what it wrote so far; `idle` holds the test's idle client sockets. */
+function startLimited(cli: string, config: string): { child: ChildProcess; stderr: () => string; idle: net.Socket[] } {
+  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, cli, '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { child, stderr: () => stderr, idle: [] };
+}
+
 test('an upstream connect that fails for want of file descriptors (EMFILE) is a 503 with Retry-After, logged PRX_PROXY_RESOURCES with its errno, and neither passive nor active health marks an upstream failed', { timeout: 60_000 }, async (t) => {
   const cli = await buildCli(); // first: a failed build leaves nothing running
   const [first, second] = [await startBackend(), await startBackend()];
@@ -23,17 +31,14 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   const config = writeConfig(
     `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[proxy.a]\npath = /\npass = ${first.url}\npass = ${second.url}\nmax_fails = 1\nhealth_check = on\nhealth_interval = 50ms\nhealth_fall = 1\n`,
   );
-  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, cli, '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const idle: net.Socket[] = [];
+  const { child, stderr, idle } = startLimited(cli, config);
   t.after(async () => {
     for (const socket of idle) socket.destroy();
     killAll([child.pid]);
     await first.close();
     await second.close();
   });
-  await waitFor('the listening line', () => (stderr.includes('proxy listening') ? true : undefined), 20_000);
+  await waitFor('the listening line', () => (stderr().includes('proxy listening') ? true : undefined), 20_000);
 
   // One client connection first, then idle ones until the proxy has no descriptor left.
   const client = net.connect(port, '127.0.0.1');
@@ -56,11 +61,11 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   });
   assert.match(answer, /^HTTP\/1\.1 503 /, `got ${answer}`);
   assert.match(answer, /\r\nRetry-After: 1\r\n/i);
-  await waitFor('the access-log line', () => (/upstream_status="PRX_PROXY_RESOURCES: connect EMFILE 127\.0\.0\.1:\d+"/.test(stderr) ? true : undefined));
+  await waitFor('the access-log line', () => (/upstream_status="PRX_PROXY_RESOURCES: connect EMFILE 127\.0\.0\.1:\d+"/.test(stderr()) ? true : undefined));
   // Probes made while no descriptor is left (one each 50 ms, and one failure would mark DOWN) give no verdict.
   await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.doesNotMatch(stderr, /ejected/, 'a shortage of this proxy is no upstream failure');
-  assert.doesNotMatch(stderr, /is DOWN/, 'a probe that could not be made is no verdict on the upstream');
+  assert.doesNotMatch(stderr(), /ejected/, 'a shortage of this proxy is no upstream failure');
+  assert.doesNotMatch(stderr(), /is DOWN/, 'a probe that could not be made is no verdict on the upstream');
 
   for (const socket of idle) socket.destroy();
   client.destroy();
@@ -80,10 +85,7 @@ test('with workers = 2, idle clients beyond what the descriptor limit allows are
   const backend = await startBackend();
   const port = await freePort();
   const config = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\nworkers = 2\naccess_log = off\n[proxy.a]\npath = /\npass = ${backend.url}\n`);
-  const child = spawn('sh', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, cli, '--config', config], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const idle: net.Socket[] = [];
+  const { child, stderr, idle } = startLimited(cli, config);
   t.after(async () => {
     for (const socket of idle) socket.destroy();
     killAll([child.pid]);
@@ -100,14 +102,14 @@ test('with workers = 2, idle clients beyond what the descriptor limit allows are
     await new Promise((resolve) => socket.once('connect', resolve));
   }
   // The flood has landed once a worker says it closed connections (asserted below, after the point of the test).
-  await waitFor('the warning of a worker over its budget', () => (/serves at most 16 client connections/.test(stderr) ? true : undefined), 20_000).catch(() => undefined);
+  await waitFor('the warning of a worker over its budget', () => (/serves at most 16 client connections/.test(stderr()) ? true : undefined), 20_000).catch(() => undefined);
 
   for (const socket of idle) socket.destroy();
   // Without the budget both workers ran out of descriptors here, and every later connection was closed unanswered.
   let count = 0;
   await waitFor('four 200s once the idle clients left', async () => ((await served(`/after${count}`)) && ++count === 4 ? true : undefined), 20_000);
   assert.equal(count, 4);
-  assert.match(stderr, /serves at most 16 client connections with 64 file descriptors \(ulimit -n\): closed \d+ new connections?; raise the limit/);
-  assert.doesNotMatch(stderr, /SentHandleNotReceivedWarning|Handle did not reach/);
+  assert.match(stderr(), /serves at most 16 client connections with 64 file descriptors \(ulimit -n\): closed \d+ new connections?; raise the limit/);
+  assert.doesNotMatch(stderr(), /SentHandleNotReceivedWarning|Handle did not reach/);
 });
 

@@ -28,7 +28,8 @@ import type { DiscoveredLine, DiscoveryTarget } from '../discovery/discovered-li
 import type { Upstream } from '../upstream/upstream.js';
 import type { TlsClientSettings } from '../wire/tls-client.js';
 import { HealthChecker, type HealthCheckTarget } from '../upstream/health/health-checker.js';
-import type { Timers } from '../timers.js';
+import { unrefTimers, type Timers } from '../timers.js';
+import { plural } from '../log/plural.js';
 import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
 import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
@@ -72,13 +73,16 @@ export interface ProxyServerOptions {
   /**
    * The connection limits of a cluster worker, from its file descriptor limit
    * (src/process/descriptor-budget.ts): a client connection over `maxClientConnections` is closed
-   * at once (logged at most once per REFUSAL_LOG_INTERVAL_MS), and an upstream connection that
-   * would make `maxSockets` sockets in all is a 503 PRX_PROXY_RESOURCES. Default: no limits.
+   * at once (the first at once in the log, the others counted over REFUSAL_LOG_INTERVAL_MS), and
+   * an upstream connection over `maxUpstreamSockets` (pooled and tunnels') a 503
+   * PRX_PROXY_RESOURCES when no pooled one is idle. Default: no limits.
    */
   readonly descriptorBudget?: DescriptorBudget;
+  /** Timers of the budget's log (`descriptorBudget`); default the global ones, unref'ed. */
+  readonly timers?: Timers;
 }
 
-/** How often the closing of client connections over the descriptor budget is logged, at most: 10 s. */
+/** The window over which closed client connections are counted for one log line: 10 s. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** Called with every finished active health probe (metrics count them by result). */
@@ -144,12 +148,14 @@ export class ProxyServer implements DiscoveryTarget {
   readonly #configAtStart: Config;
   /** Client TCP connections open now, on both listeners (counted only with a descriptor budget). */
   #clientConnections = 0;
-  /** Connections closed for the budget since the last log line, and when that line was written (ms). */
-  #refusals = { count: 0, loggedAtMs: -Infinity };
+  /** Connections closed for the budget and not logged yet, and the timer of the window's end (undefined: no window open). */
+  #refusals: { count: number; timer: unknown } = { count: 0, timer: undefined };
+  readonly #timers: Timers;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
     this.#epochNow = options.epochNow ?? Date.now;
+    this.#timers = options.timers ?? unrefTimers;
     // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
     // One out of date is served with a warning (certificate-pair.ts): there is nothing better to serve.
     const certificates = this.#readCertificates(config.server, options.certificateTexts, () => true);
@@ -170,8 +176,8 @@ export class ProxyServer implements DiscoveryTarget {
     this.#pool = new ConnectionPool({
       idleTimeoutMs: 4000,
       ownListeners: this.#ownListeners,
-      // A tunnel's upstream socket left the pool (detach) but still holds a descriptor.
-      maxOpen: budget === undefined ? undefined : () => budget.maxSockets - this.#clientConnections - this.#context.tunnels.size,
+      // A tunnel's upstream socket left the pool (detach) but still holds one of its descriptors.
+      maxOpen: budget === undefined ? undefined : () => budget.maxUpstreamSockets - this.#context.tunnels.size,
     });
     const admit = budget === undefined ? undefined : (socket: Socket): boolean => this.#admit(socket, budget);
     this.#poolTargets = this.#currentPoolTargets();
@@ -248,22 +254,27 @@ export class ProxyServer implements DiscoveryTarget {
   /** Counts a new client connection, or refuses it when `budget.maxClientConnections` are open (ProxyServerOptions.descriptorBudget). */
   #admit(socket: Socket, budget: DescriptorBudget): boolean {
     if (this.#clientConnections >= budget.maxClientConnections) {
-      const refusals = this.#refusals;
-      refusals.count++;
-      const nowMs = this.#deps.now();
-      if (nowMs - refusals.loggedAtMs >= REFUSAL_LOG_INTERVAL_MS) {
-        this.#deps.log(
-          `warning: process ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
-            `closed ${refusals.count} new ${refusals.count === 1 ? 'connection' : 'connections'}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
-        );
-        refusals.count = 0;
-        refusals.loggedAtMs = nowMs;
-      }
+      this.#refusals.count++;
+      // The first refusal is logged at once; the ones in the window it opens, at the window's end.
+      if (this.#refusals.timer === undefined) this.#logRefusals(budget, '');
       return false;
     }
     this.#clientConnections++;
     socket.once('close', () => this.#clientConnections--);
     return true;
+  }
+
+  /** Logs the refusals not logged yet, if any, and opens a window of REFUSAL_LOG_INTERVAL_MS for the next ones. */
+  #logRefusals(budget: DescriptorBudget, when: string): void {
+    const refusals = this.#refusals;
+    refusals.timer = undefined;
+    if (refusals.count === 0) return;
+    this.#deps.log(
+      `warning: worker ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
+        `closed ${plural(refusals.count, 'new connection')}${when}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
+    );
+    refusals.count = 0;
+    refusals.timer = this.#timers.setTimeout(() => this.#logRefusals(budget, ` in the last ${REFUSAL_LOG_INTERVAL_MS / 1000} s`), REFUSAL_LOG_INTERVAL_MS);
   }
 
   #trackClientSocket(socket: Socket): void {
@@ -549,6 +560,7 @@ export class ProxyServer implements DiscoveryTarget {
    */
   async close(timeoutMs = this.#configAtStart.server.shutdownTimeoutMs): Promise<boolean> {
     this.#healthChecker.stop();
+    if (this.#refusals.timer !== undefined) this.#timers.clearTimeout(this.#refusals.timer);
     this.#context.isDraining = true;
     const tlsServer = this.#tls?.server;
     const closed = Promise.all([

@@ -11,13 +11,18 @@
  * clients): both workers stopped receiving connections for good, and after the idle clients left
  * every new connection was closed unanswered. Node has no API to resume a worker's turn.
  *
- * So a worker serves at most `maxClientConnections` client connections (a new one over that is
+ * So the descriptors left after a reserve for the process itself are split in two fixed shares:
+ * a worker serves at most `maxClientConnections` client connections (a new one over that is
  * closed at once, as libuv closes a connection it accepted without a descriptor for it) and holds
- * at most `maxSockets` sockets, client and upstream together (a new upstream connection over that
- * is the proxy's own shortage, a 503). The numbers follow HAProxy's rule for its default
- * `maxconn`, taken from `ulimit -n`: two descriptors per proxied connection, after a reserve for
- * the process itself. A single process (`workers = 1`) needs none of this: libuv already closes a
- * connection it cannot take, and nothing waits for it.
+ * at most `maxUpstreamSockets` upstream sockets, pooled ones and tunnels' together (a new upstream
+ * connection over that first closes the longest-idle pooled one, and with none idle is the
+ * proxy's own shortage, a 503). Fixed shares, because a pool filled while few clients were
+ * connected must not leave the clients that come later without descriptors (a review: one
+ * client's requests to 40 upstreams left 31 idle pooled connections, then 40 idle clients took
+ * the rest, and the worker stalled as before). The split follows HAProxy's rule for its default
+ * `maxconn`, taken from `ulimit -n`: two descriptors per proxied connection, after the reserve. A
+ * single process (`workers = 1`) needs none of this: libuv already closes a connection it cannot
+ * take, and nothing waits for it.
  */
 import { readFileSync } from 'node:fs';
 
@@ -34,14 +39,15 @@ export interface DescriptorBudget {
   readonly openFileLimit: number;
   /** Client connections served at once (plain and TLS, handshakes included): ⌊(limit − reserve) / 2⌋, at least 1. */
   readonly maxClientConnections: number;
-  /** Sockets at once, client and upstream together: limit − reserve, at least 2. */
-  readonly maxSockets: number;
+  /** Upstream sockets at once, pooled (connecting, in use, idle) and tunnels': the rest, ⌈(limit − reserve) / 2⌉, at least 1. */
+  readonly maxUpstreamSockets: number;
 }
 
 /** The limits for a process whose soft RLIMIT_NOFILE is `openFileLimit`. */
 export function descriptorBudget(openFileLimit: number): DescriptorBudget {
   const sockets = Math.max(2, openFileLimit - RESERVED_DESCRIPTORS);
-  return { openFileLimit, maxClientConnections: Math.max(1, Math.floor(sockets / 2)), maxSockets: sockets };
+  const maxClientConnections = Math.floor(sockets / 2);
+  return { openFileLimit, maxClientConnections, maxUpstreamSockets: sockets - maxClientConnections };
 }
 
 /**

@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { buildCli, REPO } from '../helpers/built-cli.js';
 import { freePort, killAll, waitFor, writeConfig } from '../helpers/cli-process.js';
-import { rawRequest, startBackend } from '../helpers/proxy-harness.js';
+import { rawRequest, startBackend, wholeResponses } from '../helpers/proxy-harness.js';
 
 /** File descriptors the proxy may open: enough to start and listen, few enough to fill with idle clients. */
 const FD_LIMIT = 64;
@@ -80,19 +80,30 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   assert.ok(first.requests.length > 0 && second.requests.length > 0, `got ${first.requests.length} and ${second.requests.length} requests at the two upstreams, want both used`);
 });
 
-test('with workers = 2, idle clients beyond what the descriptor limit allows are closed at once and logged, and once they leave the workers serve again (node:cluster never gives a worker with no descriptor free another connection)', { timeout: 60_000 }, async (t) => {
+test('with workers = 2, pooled connections to 30 upstreams and idle clients beyond what the descriptor limit allows: the clients over it are closed at once and logged, and once they leave the workers serve again (node:cluster never gives a worker with no descriptor free another connection)', { timeout: 60_000 }, async (t) => {
   const cli = await buildCli(); // first: a failed build leaves nothing running
   const backend = await startBackend();
+  const many: Awaited<ReturnType<typeof startBackend>>[] = [];
+  for (let i = 0; i < 30; i++) many.push(await startBackend());
   const port = await freePort();
-  const config = writeConfig(`[server]\nlisten = 127.0.0.1:${port}\nworkers = 2\naccess_log = off\n[proxy.a]\npath = /\npass = ${backend.url}\n`);
+  const config = writeConfig(
+    `[server]\nlisten = 127.0.0.1:${port}\nworkers = 2\naccess_log = off\n[proxy.many]\npath = /many\nstrategy = round-robin\n${many.map((b) => `pass = ${b.url}\n`).join('')}[proxy.a]\npath = /\npass = ${backend.url}\n`,
+  );
   const { child, stderr, idle } = startLimited(cli, config);
   t.after(async () => {
     for (const socket of idle) socket.destroy();
     killAll([child.pid]);
     await backend.close();
+    for (const each of many) await each.close();
   });
   const served = async (path: string): Promise<boolean> => /^HTTP\/1\.1 200 /.test((await rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`, 2000)).text);
   await waitFor('a first 200', async () => ((await served('/first')) ? true : undefined), 20_000);
+
+  // Two keep-alive clients (one per worker, round robin) each leave up to 30 idle pooled connections
+  // behind: without the upstream share, that and 16 clients were more than a worker's 64 descriptors.
+  const pipelined = Array.from({ length: 30 }, (_, i) => `GET /many/${i} HTTP/1.1\r\nHost: h\r\n\r\n`).join('');
+  const pooled = await Promise.all([0, 1].map(() => rawRequest(port, pipelined, { idleMs: 5000, isComplete: wholeResponses(30) })));
+  for (const { text } of pooled) assert.equal(text.match(/HTTP\/1\.1 200 /g)?.length, 30);
 
   // Four times the descriptors of the whole process tree, all idle.
   for (let i = 0; i < 4 * FD_LIMIT; i++) {

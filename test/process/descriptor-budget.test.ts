@@ -11,7 +11,8 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { descriptorBudget, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
 import { REFUSAL_LOG_INTERVAL_MS } from '../../src/gateway/proxy-server.js';
-import { listenBackend, rawRequest, startTestProxy, waitFor, wholeResponses } from '../helpers/proxy-harness.js';
+import { listenBackend, rawRequest, startTestProxy, waitFor, wholeResponses, type Backend } from '../helpers/proxy-harness.js';
+import { FakeClock } from '../admin/fake-clock.js';
 
 const LIMITS_TEXT = [
   'Limit                     Soft Limit           Hard Limit           Units     ',
@@ -30,12 +31,13 @@ test('readOpenFileLimit reads the soft limit of the "Max open files" line; no li
   }
 });
 
-test('descriptorBudget keeps RESERVED_DESCRIPTORS out and gives the client connections half of the rest, two descriptors each (HAProxy\'s maxconn rule)', () => {
+test('descriptorBudget keeps RESERVED_DESCRIPTORS out and splits the rest between client connections and upstream sockets, two descriptors a proxied connection (HAProxy\'s maxconn rule)', () => {
   assert.equal(RESERVED_DESCRIPTORS, 32);
-  assert.deepEqual(descriptorBudget(64), { openFileLimit: 64, maxClientConnections: 16, maxSockets: 32 });
-  assert.deepEqual(descriptorBudget(1024), { openFileLimit: 1024, maxClientConnections: 496, maxSockets: 992 });
-  assert.deepEqual(descriptorBudget(33), { openFileLimit: 33, maxClientConnections: 1, maxSockets: 2 });
-  assert.deepEqual(descriptorBudget(8), { openFileLimit: 8, maxClientConnections: 1, maxSockets: 2 });
+  assert.deepEqual(descriptorBudget(64), { openFileLimit: 64, maxClientConnections: 16, maxUpstreamSockets: 16 });
+  assert.deepEqual(descriptorBudget(1024), { openFileLimit: 1024, maxClientConnections: 496, maxUpstreamSockets: 496 });
+  assert.deepEqual(descriptorBudget(65), { openFileLimit: 65, maxClientConnections: 16, maxUpstreamSockets: 17 });
+  assert.deepEqual(descriptorBudget(33), { openFileLimit: 33, maxClientConnections: 1, maxUpstreamSockets: 1 });
+  assert.deepEqual(descriptorBudget(8), { openFileLimit: 8, maxClientConnections: 1, maxUpstreamSockets: 1 });
 });
 
 /** Opens a connection and resolves once it is established. */
@@ -59,13 +61,14 @@ function closedWithin(socket: net.Socket, ms: number): Promise<string> {
   });
 }
 
-test('a ProxyServer with a descriptor budget closes client connections over maxClientConnections at once, logs it at most once per 10 s, and serves again once one left', async (t) => {
+test('a ProxyServer with a descriptor budget closes client connections over maxClientConnections at once, logs the first at once and the others at the end of a 10 s window, and serves again once one left', async (t) => {
   const lines: string[] = [];
-  let nowMs = 0;
-  const budget = { openFileLimit: 36, maxClientConnections: 2, maxSockets: 4 };
+  const clock = new FakeClock();
+  const budget = { openFileLimit: 36, maxClientConnections: 2, maxUpstreamSockets: 2 };
   const { port, close } = await startTestProxy('[proxy.a]\npath = /\npass = http://127.0.0.1:9\n', {
     descriptorBudget: budget,
-    deps: { log: (line) => lines.push(line), now: () => nowMs },
+    timers: clock,
+    deps: { log: (line) => lines.push(line) },
   });
   const sockets: net.Socket[] = [];
   t.after(async () => {
@@ -76,19 +79,24 @@ test('a ProxyServer with a descriptor budget closes client connections over maxC
   const third = await connect(port);
   sockets.push(third);
   assert.equal(await closedWithin(third, 2000), 'closed after ""');
-  const warning = `warning: process ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
+  const warning = `warning: worker ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
   assert.deepEqual(lines, [warning]);
 
-  nowMs = REFUSAL_LOG_INTERVAL_MS - 1;
-  const fourth = await connect(port);
-  sockets.push(fourth);
-  assert.equal(await closedWithin(fourth, 2000), 'closed after ""');
-  assert.equal(lines.length, 1, 'a second refusal within 10 s is not logged');
-  nowMs = REFUSAL_LOG_INTERVAL_MS;
-  const fifth = await connect(port);
-  sockets.push(fifth);
-  assert.equal(await closedWithin(fifth, 2000), 'closed after ""');
-  assert.deepEqual(lines, [warning, warning.replace('closed 1 new connection', 'closed 2 new connections')]);
+  for (let i = 0; i < 2; i++) {
+    const refused = await connect(port);
+    sockets.push(refused);
+    assert.equal(await closedWithin(refused, 2000), 'closed after ""');
+  }
+  clock.advance(REFUSAL_LOG_INTERVAL_MS - 1);
+  assert.equal(lines.length, 1, 'refusals within the window wait for its end');
+  clock.advance(1);
+  assert.deepEqual(lines, [warning, warning.replace('closed 1 new connection;', 'closed 2 new connections in the last 10 s;')]);
+  clock.advance(REFUSAL_LOG_INTERVAL_MS); // a window without refusals: no line, and the window closes
+  assert.equal(lines.length, 2);
+  const later = await connect(port);
+  sockets.push(later);
+  assert.equal(await closedWithin(later, 2000), 'closed after ""');
+  assert.deepEqual(lines.at(-1), warning, 'the first refusal after a quiet window is logged at once');
 
   // One client leaves: the next connection is served (a 502: nothing listens on port 9).
   sockets[0]!.destroy();
@@ -99,7 +107,7 @@ test('a ProxyServer with a descriptor budget closes client connections over maxC
   assert.match(text, /^HTTP\/1\.1 502 /);
 });
 
-test('with a descriptor budget, an upstream connection that would exceed maxSockets (client connections counted) is a 503 PRX_PROXY_RESOURCES with Retry-After, and the held connection serves the next request once idle', async (t) => {
+test('with a descriptor budget, an upstream connection over maxUpstreamSockets with none idle is a 503 PRX_PROXY_RESOURCES with Retry-After, and the held connection serves the next request once idle', async (t) => {
   let release: () => void = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
   let isSlowHeld = false;
@@ -111,7 +119,7 @@ test('with a descriptor budget, an upstream connection that would exceed maxSock
     }),
   );
   const { port, logs, close } = await startTestProxy(`[proxy.a]\npath = /\npass = ${backend.url}\n`, {
-    descriptorBudget: { openFileLimit: 36, maxClientConnections: 2, maxSockets: 3 },
+    descriptorBudget: { openFileLimit: 36, maxClientConnections: 2, maxUpstreamSockets: 1 },
     deps: { log: () => {} },
   });
   t.after(async () => {
@@ -119,7 +127,7 @@ test('with a descriptor budget, an upstream connection that would exceed maxSock
     await close();
     await backend.close();
   });
-  // Two clients leave one socket to the upstreams: the slow request holds it.
+  // One upstream socket: the slow request holds it.
   const slow = rawRequest(port, 'GET /slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n', { idleMs: 5000, isComplete: wholeResponses(1) });
   await waitFor(() => isSlowHeld, 3000, 'the slow request at the backend');
   const refused = await rawRequest(port, 'GET /fast HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n', { idleMs: 3000, isComplete: wholeResponses(1) });
@@ -131,4 +139,31 @@ test('with a descriptor budget, an upstream connection that would exceed maxSock
   // The slow request's connection went idle, and the next request takes it.
   const again = await rawRequest(port, 'GET /fast HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n', { idleMs: 3000, isComplete: wholeResponses(1) });
   assert.match(again.text, /^HTTP\/1\.1 200 [^]*fast$/);
+});
+
+test('with a descriptor budget, the upstream sockets keep to their share however few clients are connected: one client\'s requests to three upstreams leave at most maxUpstreamSockets open (a review: a pool filled that way left the later clients no descriptor)', async (t) => {
+  const backends: Backend[] = [];
+  for (let i = 0; i < 3; i++) backends.push(await listenBackend(http.createServer((req, res) => res.end('ok'))));
+  const { port, close } = await startTestProxy(`[proxy.a]\npath = /\nstrategy = round-robin\n${backends.map((b) => `pass = ${b.url}\n`).join('')}`, {
+    descriptorBudget: { openFileLimit: 40, maxClientConnections: 4, maxUpstreamSockets: 2 },
+    deps: { log: () => {} },
+  });
+  t.after(async () => {
+    await close();
+    for (const backend of backends) await backend.close();
+  });
+  const pipelined = Array.from({ length: 6 }, (_, i) => `GET /r${i} HTTP/1.1\r\nHost: h\r\n\r\n`);
+  const { text } = await rawRequest(port, pipelined, { idleMs: 3000, isComplete: wholeResponses(6) });
+  assert.equal(text.match(/HTTP\/1\.1 200 /g)?.length, 6, text);
+  const connections = async (): Promise<number> => {
+    let sum = 0;
+    for (const backend of backends) sum += await new Promise<number>((resolve) => backend.server.getConnections((_, count) => resolve(count)));
+    return sum;
+  };
+  let open = await connections();
+  for (let tries = 0; tries < 50 && open > 2; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 20)); // a closed connection reaches the backend a moment later
+    open = await connections();
+  }
+  assert.equal(open, 2, 'got more upstream connections open than the share of 2');
 });

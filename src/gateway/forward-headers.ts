@@ -244,13 +244,16 @@ function hasTrailersToken(value: string): boolean {
 /**
  * Fields that may not come as trailers (RFC 9110 §6.5.1: framing, routing, request modifiers,
  * authentication, response control and how to process the content), lower-cased: Go's
- * `badTrailer` list. A trailer `Content-Length: 99` must not reach a client that may read it.
+ * `badTrailer` list, and `cookie` and `set-cookie` (§6.5.1 names `Set-Cookie` among the
+ * authentication fields) and `x-http-method-override` (a request modifier: frameworks read it in
+ * place of the method the proxy judged). A trailer `Content-Length: 99` must not reach a client
+ * that may read it, nor a trailer `Cookie` a backend that merges trailers into its headers.
  */
 const FORBIDDEN_TRAILERS = new FieldNameSet([
   'authorization', 'cache-control', 'connection', 'content-encoding', 'content-length', 'content-range',
-  'content-type', 'expect', 'host', 'keep-alive', 'max-forwards', 'pragma', 'proxy-authenticate',
-  'proxy-authorization', 'proxy-connection', 'range', 'realm', 'te', 'trailer', 'transfer-encoding',
-  'www-authenticate',
+  'content-type', 'cookie', 'expect', 'host', 'keep-alive', 'max-forwards', 'pragma', 'proxy-authenticate',
+  'proxy-authorization', 'proxy-connection', 'range', 'realm', 'set-cookie', 'te', 'trailer', 'transfer-encoding',
+  'www-authenticate', 'x-http-method-override',
 ]);
 
 /**

@@ -11,7 +11,7 @@
  *      real one, which the proxy has judged and re-framed (nginx drops every name with `_`);
  *   2. drop client-sent forwarding headers unless the peer is a trusted proxy: every `X-Forwarded-*`
  *      (`-For`, `-Host`, `-Proto`, but also `-Port`, `-Prefix`, … that frameworks build URLs from),
- *      `Forwarded`, `X-Real-IP` and the other client-address headers of `CLIENT_ADDRESS_HEADERS`
+ *      `Forwarded`, `X-Real-IP` and the other client-address, host and client-certificate headers of `VOUCHED_HEADERS`
  *      (the rewritten-URL headers of `REWRITTEN_TARGET_HEADERS` are dropped from every peer);
  *      spelt with `_` for `-` (`X_Forwarded_For`) they are dropped from every peer, a trusted one too: CGI-style backends map both spellings onto one
  *      variable, and a trusted load balancer appends to `X-Forwarded-For` but passes the client's
@@ -71,8 +71,33 @@ const CLIENT_ADDRESS_NAMES = [
   'proxy-client-ip',
   'wl-proxy-client-ip',
   'x-envoy-external-address',
+  'x-original-forwarded-for',
+  'x-real-client-ip',
+  'x-azure-clientip',
+  'x-azure-socketip',
 ];
-const CLIENT_ADDRESS_HEADERS = new FieldNameSet(CLIENT_ADDRESS_NAMES);
+
+/**
+ * The other headers a front proxy vouches for, lower-cased: the host the client asked for
+ * (`X-Original-Host`, `X-Host`, read by frameworks as `X-Forwarded-Host` is) and the client
+ * certificate it verified (`X-SSL-Client-Cert` and its kin, which mutual-TLS setups pass to the
+ * backend). A client's own would make a backend build URLs for another host or trust a
+ * certificate nobody checked.
+ */
+const FRONT_PROXY_NAMES = [
+  'x-original-host',
+  'x-host',
+  'x-ssl-client-cert',
+  'ssl-client-cert',
+  'x-client-cert',
+  'x-ssl-client-verify',
+  'x-ssl-client-dn',
+  'x-ssl-client-s-dn',
+  'x-client-verify',
+  'x-client-dn',
+];
+/** Every name besides `X-Forwarded-*` that is kept from a trusted peer only. */
+const VOUCHED_HEADERS = new FieldNameSet([...CLIENT_ADDRESS_NAMES, ...FRONT_PROXY_NAMES]);
 
 /**
  * The headers in which a front proxy says which URL it rewrote, read by some backends in place of
@@ -87,13 +112,13 @@ const REWRITTEN_TARGET_HEADERS = new FieldNameSet(REWRITTEN_TARGET_NAMES);
 
 /** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows (`x-forwarded…` and both lists): any other name is answered at once. */
 const FORWARDING_FIRST_LETTERS = byteTable((b) =>
-  ['x-forwarded', ...CLIENT_ADDRESS_NAMES, ...REWRITTEN_TARGET_NAMES].some((name) => name.charCodeAt(0) === b || name.charCodeAt(0) === b + 0x20),
+  ['x-forwarded', ...CLIENT_ADDRESS_NAMES, ...FRONT_PROXY_NAMES, ...REWRITTEN_TARGET_NAMES].some((name) => name.charCodeAt(0) === b || name.charCodeAt(0) === b + 0x20),
 );
 
 /**
  * What a header name (any case, `_` read as `-`) carries that a client could forge (step 2 of the
  * file comment): `vouched`, the client's address or the request's host or scheme (`X-Forwarded-*`
- * and `CLIENT_ADDRESS_HEADERS`: kept from a trusted peer), `rewritten-target`
+ * and `VOUCHED_HEADERS`: kept from a trusted peer), `rewritten-target`
  * (`REWRITTEN_TARGET_HEADERS`: dropped from every peer), or undefined. Allocates nothing unless
  * the name holds a `_`.
  */
@@ -101,7 +126,7 @@ function forwardingHeaderKind(name: string, hasUnderscore: boolean): 'vouched' |
   if (FORWARDING_FIRST_LETTERS[name.charCodeAt(0)] !== 1) return undefined;
   const dashed = hasUnderscore ? name.replaceAll('_', '-') : name;
   if (REWRITTEN_TARGET_HEADERS.has(dashed)) return 'rewritten-target';
-  const isVouched = startsWithIgnoringCase(dashed, 'x-forwarded-') || equalsIgnoringCase(dashed, 'x-forwarded') || CLIENT_ADDRESS_HEADERS.has(dashed);
+  const isVouched = startsWithIgnoringCase(dashed, 'x-forwarded-') || equalsIgnoringCase(dashed, 'x-forwarded') || VOUCHED_HEADERS.has(dashed);
   return isVouched ? 'vouched' : undefined;
 }
 
@@ -203,7 +228,7 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
  * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `CLIENT_ADDRESS_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer
+ * `VOUCHED_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer
  * is: the proxy judged those in the head, and a backend that merges trailers into its headers must not find a spoof there.
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {

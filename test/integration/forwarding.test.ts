@@ -51,8 +51,13 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP, the other client-address 
     'True-Client-IP': '7.7.7.7', 'X-Client-IP': '7.7.7.7', 'Client-IP': '7.7.7.7', 'X-Cluster-Client-IP': '7.7.7.7', 'CF-Connecting-IP': '7.7.7.7',
     'Fastly-Client-IP': '7.7.7.7', 'X-Originating-IP': '7.7.7.7', 'WL-Proxy-Client-IP': '7.7.7.7', 'X-Forwarded': 'for=7.7.7.7',
     'X-Original-URL': '/admin', 'X-Rewrite-URL': '/admin', 'X-Original-URI': '/admin', 'X-Envoy-Original-Path': '/admin', 'X-Custom': 'kept',
+    // the original host and a verified client certificate, as front proxies pass them on
+    'X-Original-Forwarded-For': '7.7.7.7', 'X-Azure-ClientIP': '7.7.7.7', 'X-Original-Host': 'evil.test', 'X-Host': 'evil.test', 'X-SSL-Client-Cert': 'forged', 'X-SSL-Client-Verify': 'SUCCESS',
   };
-  const forgeable = ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'wl-proxy-client-ip', 'x-forwarded'];
+  const forgeable = [
+    'x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'wl-proxy-client-ip', 'x-forwarded',
+    'x-original-forwarded-for', 'x-azure-clientip', 'x-original-host', 'x-host', 'x-ssl-client-cert', 'x-ssl-client-verify',
+  ];
   // Dropped from a trusted peer too: a load balancer passes the client's copy on (a review).
   const rewrittenTargets = ['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path'];
   // A trusted load balancer appends to X-Forwarded-For but passes X_Forwarded_For on as the client sent it.

@@ -372,8 +372,17 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
     // Started once every listener listens: a worker whose `tls_listen` fails after its `listen` bound
     // is a start failure (it exits), not a crash of a started worker to replace at once.
     let listeningCount = 0;
-    // A message to a worker that is going away fails with EPIPE; its exit is handled below.
-    worker.on('error', () => {});
+    // A message to a worker that is going away fails with EPIPE; its exit is handled below. A fork
+    // that failed (no descriptor or process left for it: EMFILE, ENFILE, EAGAIN) emits 'error' and
+    // never 'exit' (a break test: a worker killed while the primary had no descriptor free was
+    // never replaced): that is a start that failed, retried with backoff like any other.
+    let isForkFailed = false;
+    worker.on('error', (error: NodeJS.ErrnoException) => {
+      if (worker.process.pid !== undefined || isForkFailed) return;
+      isForkFailed = true;
+      startFailure = `the fork failed: ${error.code ?? error.message}${error.code === 'EMFILE' || error.code === 'ENFILE' ? ' (no file descriptor left: raise ulimit -n)' : ''}`;
+      onGone(null, null);
+    });
     worker.on('message', (message: unknown) => {
       if (!isMessage(message)) return;
       const typed = message as WorkerMessage;
@@ -422,6 +431,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       slot.worker = undefined;
       if (isStopping) return;
       const how = signal ?? `code ${code}`;
+      const who = worker.process.pid === undefined ? `in slot ${slot.number}` : String(worker.process.pid);
       if (slot.isStarted) {
         log(`worker ${worker.process.pid} exited (${how}); starting a new one`);
         return startWorker(slot);
@@ -433,13 +443,13 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
       // worker's own reason is the one line a single process prints for it (a listener that cannot
       // be opened: listen-failure.ts), so the two modes fail with the same words.
       if (!hasAnyStarted && signal === null) {
-        log(startFailure === undefined ? `error: worker ${worker.process.pid} could not start: ${reason}; stopping` : `error: ${startFailure}`);
+        log(startFailure === undefined ? `error: worker ${who} could not start: ${reason}; stopping` : `error: ${startFailure}`);
         return shutDown(1);
       }
       slot.failedStarts++;
       const delayMs = restartDelayMs(slot.failedStarts);
       slot.failure = { reason, retryAtMs: Date.now() + delayMs };
-      log(`worker ${worker.process.pid} could not start: ${reason}; next attempt in ${delayMs / 1000} s (${slot.failedStarts} failed start(s) in a row)`);
+      log(`worker ${who} could not start: ${reason}; next attempt in ${delayMs / 1000} s (${slot.failedStarts} failed start(s) in a row)`);
       slot.retryTimer = setTimeout(() => startWorker(slot), delayMs);
     };
   };

@@ -28,6 +28,7 @@
  * token too, and with no token they are refused (403). Errors are `{"error": "…"}` JSON.
  */
 import http from 'node:http';
+import { adminConnectionLimit, readOpenFileLimit } from '../process/descriptor-budget.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -97,6 +98,8 @@ export class AdminServer {
     this.#options = options;
     this.#isLoopback = isLoopbackHost(options.config.listen.host);
     this.server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 });
+    // Connections over the cap are closed at once by node (descriptor-budget.ts): the process's descriptors are for the proxy's clients.
+    this.server.maxConnections = adminConnectionLimit(readOpenFileLimit());
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => {
       void this.#handle(clientReq).then((reply) => send(clientRes, clientReq.method === 'HEAD' ? { ...reply, body: '' } : reply));
     });

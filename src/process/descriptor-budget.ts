@@ -68,3 +68,18 @@ export function readOpenFileLimit(limitsText?: string): number | undefined {
   const match = /^Max open files +(\d+) /m.exec(text);
   return match === null ? undefined : Number(match[1]);
 }
+
+/** The most connections the `[admin]` listener serves at once, whatever the descriptor limit: 64. */
+export const MAX_ADMIN_CONNECTIONS = 64;
+
+/**
+ * The `[admin]` listener's connection cap: MAX_ADMIN_CONNECTIONS, and at most a quarter of what the
+ * reserve leaves of `openFileLimit` (at least 1). The admin listener runs in the cluster primary,
+ * which accepts every proxied connection before handing it to a worker: idle admin connections
+ * that took its last descriptors made it drop every new client connection, unlogged (a break test,
+ * `ulimit -n 64`). An operator's dashboards and scrapers need a few. Undefined limit: the cap alone.
+ */
+export function adminConnectionLimit(openFileLimit: number | undefined): number {
+  if (openFileLimit === undefined) return MAX_ADMIN_CONNECTIONS;
+  return Math.max(1, Math.min(MAX_ADMIN_CONNECTIONS, Math.floor((openFileLimit - RESERVED_DESCRIPTORS) / 4)));
+}

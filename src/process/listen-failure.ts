@@ -11,7 +11,12 @@ const LISTEN_FAILURES: Readonly<Record<string, string>> = {
   EADDRINUSE: 'another process listens on that address and port',
   EACCES: 'ports below 1024 need root or the CAP_NET_BIND_SERVICE capability',
   EADDRNOTAVAIL: "that address is none of this host's (see `ip addr`)",
+  EMFILE: 'this process has no file descriptor left (raise ulimit -n, systemd\'s LimitNOFILE)',
+  ENFILE: 'the system has no file descriptor left (fs.file-max)',
 };
+
+/** Failures that are the process's or the machine's, not the listen settings': no hint to check them. */
+const RESOURCE_FAILURES = new Set(['EMFILE', 'ENFILE']);
 
 /** True for node's error of a listener that could not be opened. */
 export function isListenFailure(error: unknown): error is NodeJS.ErrnoException {
@@ -32,5 +37,6 @@ export function listenFailure(error: NodeJS.ErrnoException & { address?: string;
     error.address === undefined || error.port === undefined || error.code === undefined
       ? error.message
       : `cannot listen on ${formatListenAddress({ host: error.address, port: error.port })}: ${error.code}`;
-  return `${what}${meaning === undefined ? '' : `, ${meaning}`} (check listen, tls_listen and [admin] listen)`;
+  const hint = RESOURCE_FAILURES.has(error.code ?? '') ? '' : ' (check listen, tls_listen and [admin] listen)';
+  return `${what}${meaning === undefined ? '' : `, ${meaning}`}${hint}`;
 }

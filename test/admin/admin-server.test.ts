@@ -7,6 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
+import { adminConnectionLimit, readOpenFileLimit } from '../../src/process/descriptor-budget.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { ProxyServer } from '../../src/gateway/proxy-server.js';
 import { startLocalAdmin, type LocalAdmin } from '../../src/admin/local-admin.js';
@@ -602,6 +604,36 @@ test('no admin path takes a trailing slash: /status/, /metrics/, /routes/a/upstr
     assert.equal(s.proxy.routes[0]!.upstreams[0]!.isDraining, false, 'got the upstream drained through …/drain/');
     assert.equal((await request(s.admin.port, 'GET', '/routes/a/upstreams')).status, 200, 'got the path without a slash refused');
   } finally {
+    await s.close();
+  }
+});
+
+test('the admin listener serves at most adminConnectionLimit connections at once: one more is closed at once, and one that left makes room (a break test: idle admin connections took the primary\'s last descriptors)', async () => {
+  const s = await setup();
+  const sockets: net.Socket[] = [];
+  try {
+    const cap = adminConnectionLimit(readOpenFileLimit());
+    for (let i = 0; i < cap; i++) {
+      const socket = net.connect(s.admin.port, '127.0.0.1');
+      socket.on('error', () => {});
+      sockets.push(socket);
+      await new Promise((resolve) => socket.once('connect', resolve));
+    }
+    await waitFor('the admin server to hold every connection', async () => (await new Promise<number>((resolve) => s.admin.admin.server.getConnections((_, n) => resolve(n)))) === cap);
+    const over = net.connect(s.admin.port, '127.0.0.1');
+    over.on('error', () => {});
+    sockets.push(over);
+    const received = await new Promise<string>((resolve) => {
+      let text = '';
+      over.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      over.once('close', () => resolve(`closed after ${JSON.stringify(text)}`));
+      over.write('GET /status.json HTTP/1.1\r\nHost: h\r\n\r\n');
+    });
+    assert.equal(received, 'closed after ""');
+    sockets[0]!.destroy();
+    await waitFor('a request served again', async () => (await request(s.admin.port, 'GET', '/status.json').catch(() => ({ status: 0 }))).status === 200);
+  } finally {
+    for (const socket of sockets) socket.destroy();
     await s.close();
   }
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
-import { descriptorBudget, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
+import { adminConnectionLimit, descriptorBudget, MAX_ADMIN_CONNECTIONS, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
 import { REFUSAL_LOG_INTERVAL_MS } from '../../src/gateway/proxy-server.js';
 import { listenBackend, rawRequest, startTestProxy, waitFor, wholeResponses, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from '../admin/fake-clock.js';
@@ -38,6 +38,15 @@ test('descriptorBudget keeps RESERVED_DESCRIPTORS out and splits the rest betwee
   assert.deepEqual(descriptorBudget(65), { openFileLimit: 65, maxClientConnections: 16, maxUpstreamSockets: 17 });
   assert.deepEqual(descriptorBudget(33), { openFileLimit: 33, maxClientConnections: 1, maxUpstreamSockets: 1 });
   assert.deepEqual(descriptorBudget(8), { openFileLimit: 8, maxClientConnections: 1, maxUpstreamSockets: 1 });
+});
+
+test('adminConnectionLimit: at most 64 admin connections, and at most a quarter of what the reserve leaves of the descriptor limit', () => {
+  assert.equal(MAX_ADMIN_CONNECTIONS, 64);
+  assert.equal(adminConnectionLimit(undefined), 64);
+  assert.equal(adminConnectionLimit(524_288), 64);
+  assert.equal(adminConnectionLimit(64), 8);
+  assert.equal(adminConnectionLimit(36), 1);
+  assert.equal(adminConnectionLimit(10), 1);
 });
 
 /** Opens a connection and resolves once it is established. */

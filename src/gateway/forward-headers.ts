@@ -110,7 +110,7 @@ const VOUCHED_HEADERS = new FieldNameSet([...CLIENT_ADDRESS_NAMES, ...FRONT_PROX
 const REWRITTEN_TARGET_NAMES = ['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path'];
 const REWRITTEN_TARGET_HEADERS = new FieldNameSet(REWRITTEN_TARGET_NAMES);
 
-/** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows (`x-forwarded…` and both lists): any other name is answered at once. */
+/** 1 for the first letter, in either case, of every name `forwardingHeaderKind` knows (`x-forwarded…` and the three lists): any other name is answered at once. */
 const FORWARDING_FIRST_LETTERS = byteTable((b) =>
   ['x-forwarded', ...CLIENT_ADDRESS_NAMES, ...FRONT_PROXY_NAMES, ...REWRITTEN_TARGET_NAMES].some((name) => name.charCodeAt(0) === b || name.charCodeAt(0) === b + 0x20),
 );

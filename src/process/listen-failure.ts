@@ -11,7 +11,7 @@ const LISTEN_FAILURES: Readonly<Record<string, string>> = {
   EADDRINUSE: 'another process listens on that address and port',
   EACCES: 'ports below 1024 need root or the CAP_NET_BIND_SERVICE capability',
   EADDRNOTAVAIL: "that address is none of this host's (see `ip addr`)",
-  EMFILE: 'this process has no file descriptor left (raise ulimit -n, systemd\'s LimitNOFILE)',
+  EMFILE: "this process has no file descriptor left (raise ulimit -n, systemd's LimitNOFILE)",
   ENFILE: 'the system has no file descriptor left (fs.file-max)',
 };
 

@@ -35,7 +35,7 @@ import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
 import type { LimitsProvider } from '../limits/limits.js';
 import { LocalLimits } from '../limits/local-limits.js';
-import type { DescriptorBudget } from '../process/descriptor-budget.js';
+import { probeLimit, readOpenFileLimit, type DescriptorBudget } from '../process/descriptor-budget.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -80,6 +80,8 @@ export interface ProxyServerOptions {
   readonly descriptorBudget?: DescriptorBudget;
   /** Timers of the budget's log (`descriptorBudget`); default the global ones, unref'ed. */
   readonly timers?: Timers;
+  /** The most health probes in flight at once (HealthCheckerOptions.maxProbesInFlight). Default: `probeLimit` of this process's descriptor limit. */
+  readonly maxProbesInFlight?: number;
 }
 
 /** The window over which closed client connections are counted for one log line: 10 s. */
@@ -186,6 +188,8 @@ export class ProxyServer implements DiscoveryTarget {
       log: this.#deps.log,
       probe: this.#probe,
       timers: options.healthTimers,
+      // Each probe is a socket: they may not take the descriptors the listeners need (descriptor-budget.ts).
+      maxProbesInFlight: options.maxProbesInFlight ?? probeLimit(readOpenFileLimit()),
     });
     this.#accessLog = options.accessLog ?? openAccessLog(config.server.accessLog, config.server.accessLogFormat, config.server.accessLogPlace);
     const accessLog = this.#accessLog;

@@ -83,3 +83,15 @@ export function adminConnectionLimit(openFileLimit: number | undefined): number 
   if (openFileLimit === undefined) return MAX_ADMIN_CONNECTIONS;
   return Math.max(1, Math.min(MAX_ADMIN_CONNECTIONS, Math.floor((openFileLimit - RESERVED_DESCRIPTORS) / 4)));
 }
+
+/**
+ * The most health probes in flight at once in one process: a quarter of what the reserve leaves of
+ * `openFileLimit` (at least 1), each probe being a socket; no limit when the limit is unknown. The
+ * cluster primary probes every upstream and also accepts every proxied connection: 83 probes that
+ * hung took its last descriptors under `ulimit -n 64`, and it dropped most new client connections
+ * until they timed out (a break test).
+ */
+export function probeLimit(openFileLimit: number | undefined): number {
+  if (openFileLimit === undefined) return Infinity;
+  return Math.max(1, Math.floor((openFileLimit - RESERVED_DESCRIPTORS) / 4));
+}

@@ -142,8 +142,10 @@ test('with workers = 2, a worker that dies while the primary has no descriptor f
   // The primary's soft limit lowered below the descriptors it holds (the dead worker's channel frees some): a fork needs new ones.
   const open = readdirSync(`/proc/${child.pid}/fd`).length;
   execFileSync('prlimit', ['--pid', String(child.pid), `--nofile=${open - 4}:${FD_LIMIT}`]);
-  process.kill(workers[0]!, 'SIGKILL');
-  await waitFor('the failed fork in the log', () => (/worker in slot \d could not start: the fork failed: EMFILE \(no file descriptor left: raise ulimit -n\); next attempt in 1 s/.test(stderr()) ? true : undefined), 20_000);
+  process.kill(workers[0]!, 'SIGKILL'); // on a busy machine it may not be listening yet: then its replacement is already a retry
+  await waitFor('the failed fork in the log', () => (/worker in slot \d could not start: the fork failed: EMFILE \(no file descriptor left: raise ulimit -n\); next attempt in \d+ s/.test(stderr()) ? true : undefined), 20_000).catch((error: Error) => {
+    throw new Error(`${error.message}; stderr:\n${stderr()}`);
+  });
 
   execFileSync('prlimit', ['--pid', String(child.pid), `--nofile=${FD_LIMIT}:${FD_LIMIT}`]);
   await waitFor('the replacement started', () => (/worker \d+ started in slot \d after \d+ failed start/.test(stderr()) ? true : undefined), 20_000);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
-import { adminConnectionLimit, descriptorBudget, MAX_ADMIN_CONNECTIONS, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
+import { adminConnectionLimit, descriptorBudget, MAX_ADMIN_CONNECTIONS, probeLimit, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
 import { REFUSAL_LOG_INTERVAL_MS } from '../../src/gateway/proxy-server.js';
 import { listenBackend, rawRequest, startTestProxy, waitFor, wholeResponses, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from '../admin/fake-clock.js';
@@ -47,6 +47,13 @@ test('adminConnectionLimit: at most 64 admin connections, and at most a quarter 
   assert.equal(adminConnectionLimit(64), 8);
   assert.equal(adminConnectionLimit(36), 1);
   assert.equal(adminConnectionLimit(10), 1);
+});
+
+test('probeLimit: a quarter of what the reserve leaves of the descriptor limit, at least 1; no limit when it is unknown', () => {
+  assert.equal(probeLimit(undefined), Infinity);
+  assert.equal(probeLimit(64), 8);
+  assert.equal(probeLimit(524_288), 131_064);
+  assert.equal(probeLimit(30), 1);
 });
 
 /** Opens a connection and resolves once it is established. */

@@ -54,7 +54,16 @@ export interface HealthCheckerOptions {
   readonly now?: () => number;
   /** Where transition lines go (one line, no newline). Default: nowhere. */
   readonly log?: (line: string) => void;
+  /**
+   * The most probes in flight at once, each a socket: an upstream whose turn comes while that many
+   * are out waits, in turn order, for one of them to end, and is probed then. Default: no limit. The proxy passes a share of its file descriptors
+   * (src/process/descriptor-budget.ts `probeLimit`).
+   */
+  readonly maxProbesInFlight?: number;
 }
+
+/** How often the probes that waited for `maxProbesInFlight` are logged, at most: 60 s. */
+export const WAITED_LOG_INTERVAL_MS = 60_000;
 
 /** One upstream under watch. */
 interface Watch {
@@ -79,12 +88,20 @@ export class HealthChecker {
   readonly #log: (line: string) => void;
   readonly #watches = new Map<Upstream, Watch>();
   #isRunning = false;
+  readonly #maxProbesInFlight: number;
+  /** Probes sent and not settled yet, aborted ones too (their sockets close when they settle). */
+  #probesInFlight = 0;
+  /** Watches whose turn came at `maxProbesInFlight`, in the order their turns came: each is probed when one ends. */
+  readonly #waiting = new Set<Watch>();
+  /** Probes that waited since the last line about them, and when that line was written (`now()` ms). */
+  #waited = { count: 0, loggedAtMs: -Infinity };
 
   constructor(options: HealthCheckerOptions) {
     this.#probe = options.probe ?? realProbe;
     this.#timers = options.timers ?? systemTimers;
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? (() => {});
+    this.#maxProbesInFlight = options.maxProbesInFlight ?? Infinity;
     this.update(options.routes);
   }
 
@@ -205,7 +222,29 @@ export class HealthChecker {
   #tick(watch: Watch): void {
     watch.tickedAtMs = this.#now();
     this.#arm(watch, watch.route.health.intervalMs);
-    if (watch.inFlight === undefined) this.#sendProbe(watch, watch.route.health);
+    if (watch.inFlight !== undefined) return;
+    if (this.#probesInFlight < this.#maxProbesInFlight) return this.#sendProbe(watch, watch.route.health);
+    if (this.#waiting.has(watch)) return; // still waiting from its last turn
+    this.#waiting.add(watch);
+    const waited = this.#waited;
+    waited.count++;
+    const nowMs = this.#now();
+    if (nowMs - waited.loggedAtMs < WAITED_LOG_INTERVAL_MS) return;
+    this.#log(
+      `warning: ${plural(this.#maxProbesInFlight, 'health probe')} in flight, the most this process sends at once with its file descriptors: ` +
+        `${plural(waited.count, 'probe')} waited for one to end (raise ulimit -n)`,
+    );
+    waited.count = 0;
+    waited.loggedAtMs = nowMs;
+  }
+
+  /** Sends the probes that waited for `maxProbesInFlight`, oldest turn first, while there is room. */
+  #sendWaiting(): void {
+    for (const watch of this.#waiting) {
+      if (this.#probesInFlight >= this.#maxProbesInFlight) return;
+      this.#waiting.delete(watch);
+      if (this.#isRunning && watch.inFlight === undefined && this.#watches.get(watch.upstream) === watch) this.#sendProbe(watch, watch.route.health);
+    }
   }
 
   /** The next tick in `delayMs`; unref()ed so health checks alone never keep the process alive. */
@@ -218,6 +257,7 @@ export class HealthChecker {
   #sendProbe(watch: Watch, check: HealthCheckConfig): void {
     const controller = new AbortController();
     watch.inFlight = controller;
+    this.#probesInFlight++;
     let probing: Promise<ProbeResult>;
     try {
       probing = this.#probe(watch.upstream.config, check, { timeoutMs: check.timeoutMs, signal: controller.signal, tls: watch.tls });
@@ -227,6 +267,8 @@ export class HealthChecker {
     probing
       .catch((error: unknown): ProbeResult => ({ ok: false, latencyMs: 0, error: `probe failed: ${String(error)}` }))
       .then((result) => {
+        this.#probesInFlight--;
+        this.#sendWaiting();
         if (watch.inFlight !== controller) return; // stopped, removed or replaced by a new probe meanwhile
         watch.inFlight = undefined;
         this.#apply(watch, result);
@@ -258,6 +300,7 @@ export class HealthChecker {
     const inFlight = watch.inFlight;
     watch.inFlight = undefined;
     inFlight?.abort();
+    this.#waiting.delete(watch);
   }
 }
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HealthCheckConfig } from '../../../src/config/config.js';
-import { HealthChecker } from '../../../src/upstream/health/health-checker.js';
+import { HealthChecker, WAITED_LOG_INTERVAL_MS } from '../../../src/upstream/health/health-checker.js';
 import type { ProbeResult } from '../../../src/upstream/health/probe.js';
 import type { Upstream } from '../../../src/upstream/upstream.js';
 import { healthConfig, makeUpstream, routeConfig } from '../upstream-fixtures.js';
@@ -46,6 +46,49 @@ describe('HealthChecker', () => {
     assert.equal(call.options.timeoutMs, 500, `got timeoutMs ${call.options.timeoutMs}, want 500`);
     assert.equal(call.check.method, 'HEAD');
     t.checker.stop();
+  });
+
+  it('sends at most maxProbesInFlight probes at once: an upstream whose turn comes at the cap waits, in turn order, and is probed when one ends; the waits are logged at once, then at most once a minute', async () => {
+    const timers = new FakeTimers();
+    const fake = new FakeProbe(timers.now);
+    const lines: string[] = [];
+    const upstreams = [9001, 9002, 9003, 9004].map((port) => makeUpstream(port));
+    const route = routeConfig({ health: healthConfig({ intervalMs: 1000, timeoutMs: 500, fall: 1 }) });
+    const checker = new HealthChecker({ routes: [{ route, upstreams }], probe: fake.probe, timers, now: timers.now, log: (line) => lines.push(line), maxProbesInFlight: 2 });
+    const calls = (): number[] => [9001, 9002, 9003, 9004].map((port) => fake.callsFor(port));
+    checker.start();
+    assert.deepEqual(calls(), [1, 1, 0, 0]);
+    const warning = (count: string): string => `warning: 2 health probes in flight, the most this process sends at once with its file descriptors: ${count} waited for one to end (raise ulimit -n)`;
+    assert.deepEqual(lines, [warning('1 probe')], 'the first wait is logged at once, the second within the minute is not');
+    assert.equal(upstreams[2]!.lastProbe, undefined);
+
+    fake.answer(9002, REFUSED);
+    await flush();
+    assert.deepEqual(calls(), [1, 1, 1, 0], '9003, whose turn came first, goes out as soon as one ends');
+    assert.equal(upstreams[1]!.healthState, 'down', 'the answered probe counts as before');
+    fake.answer(9001, OK);
+    await flush();
+    assert.deepEqual(calls(), [1, 1, 1, 1], 'then 9004');
+    timers.advance(1000); // every turn comes at the cap again: 9001 and 9002 wait, in that order
+    assert.deepEqual(calls(), [1, 1, 1, 1]);
+    fake.answer(9003, OK);
+    fake.answer(9004, OK);
+    await flush();
+    assert.deepEqual(calls(), [2, 2, 1, 1], 'the waiting ones go out before the ones that were just probed');
+    const warnings = (): string[] => lines.filter((line) => line.startsWith('warning:'));
+    assert.equal(warnings().length, 1, `got ${JSON.stringify(lines)}`);
+
+    timers.advance(WAITED_LOG_INTERVAL_MS); // 9003 and 9004 wait from their next turn on (counted once each)
+    fake.answer(9001, OK);
+    await flush();
+    assert.deepEqual(calls(), [2, 2, 2, 1], '9003 waited longest');
+    timers.advance(1000); // 9001's turn finds two in flight: it waits, and the minute is over
+    // Waits since the first line: 9004 at the start, 9001 and 9002 at 1 s, 9003 and 9004 at 2 s, 9001 now.
+    assert.deepEqual(warnings(), [warning('1 probe'), warning('6 probes')]);
+    checker.stop();
+    fake.answer(9002, OK);
+    await flush();
+    assert.deepEqual(calls(), [2, 2, 2, 1], 'after stop, nothing that waited is sent');
   });
 
   it('skips routes whose health_check is off', () => {

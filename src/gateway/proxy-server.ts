@@ -30,6 +30,7 @@ import type { TlsClientSettings } from '../wire/tls-client.js';
 import { HealthChecker, type HealthCheckTarget } from '../upstream/health/health-checker.js';
 import { unrefTimers, type Timers } from '../timers.js';
 import { plural } from '../log/plural.js';
+import { CountedWarning } from '../log/counted-warning.js';
 import { Http1Server, type ServerAnswer } from '../wire/http1-server.js';
 import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
@@ -150,14 +151,12 @@ export class ProxyServer implements DiscoveryTarget {
   readonly #configAtStart: Config;
   /** Client TCP connections open now, on both listeners (counted only with a descriptor budget). */
   #clientConnections = 0;
-  /** Connections closed for the budget and not logged yet, and the timer of the window's end (undefined: no window open). */
-  #refusals: { count: number; timer: unknown } = { count: 0, timer: undefined };
-  readonly #timers: Timers;
+  /** Client connections closed for the budget (undefined without one). */
+  readonly #refusals: CountedWarning | undefined;
 
   constructor(config: Config, options: ProxyServerOptions = {}) {
     this.#deps = { now: () => performance.now(), random: Math.random, log: logLine, ...options.deps };
     this.#epochNow = options.epochNow ?? Date.now;
-    this.#timers = options.timers ?? unrefTimers;
     // The certificates first: a broken pair stops the start (ConfigValueError at its tls_cert line).
     // One out of date is served with a warning (certificate-pair.ts): there is nothing better to serve.
     const certificates = this.#readCertificates(config.server, options.certificateTexts, () => true);
@@ -181,6 +180,15 @@ export class ProxyServer implements DiscoveryTarget {
       // A tunnel's upstream socket left the pool (detach) but still holds one of its descriptors.
       maxOpen: budget === undefined ? undefined : () => budget.maxUpstreamSockets - this.#context.tunnels.size,
     });
+    this.#refusals =
+      budget === undefined
+        ? undefined
+        : new CountedWarning(REFUSAL_LOG_INTERVAL_MS, options.timers ?? unrefTimers, (count, isWindowed) =>
+            this.#deps.log(
+              `warning: worker ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
+                `closed ${plural(count, 'new connection')}${isWindowed ? ` in the last ${REFUSAL_LOG_INTERVAL_MS / 1000} s` : ''}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
+            ),
+          );
     const admit = budget === undefined ? undefined : (socket: Socket): boolean => this.#admit(socket, budget);
     this.#poolTargets = this.#currentPoolTargets();
     this.#healthChecker = new HealthChecker({
@@ -258,27 +266,12 @@ export class ProxyServer implements DiscoveryTarget {
   /** Counts a new client connection, or refuses it when `budget.maxClientConnections` are open (ProxyServerOptions.descriptorBudget). */
   #admit(socket: Socket, budget: DescriptorBudget): boolean {
     if (this.#clientConnections >= budget.maxClientConnections) {
-      this.#refusals.count++;
-      // The first refusal is logged at once; the ones in the window it opens, at the window's end.
-      if (this.#refusals.timer === undefined) this.#logRefusals(budget, '');
+      this.#refusals?.note();
       return false;
     }
     this.#clientConnections++;
     socket.once('close', () => this.#clientConnections--);
     return true;
-  }
-
-  /** Logs the refusals not logged yet, if any, and opens a window of REFUSAL_LOG_INTERVAL_MS for the next ones. */
-  #logRefusals(budget: DescriptorBudget, when: string): void {
-    const refusals = this.#refusals;
-    refusals.timer = undefined;
-    if (refusals.count === 0) return;
-    this.#deps.log(
-      `warning: worker ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
-        `closed ${plural(refusals.count, 'new connection')}${when}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
-    );
-    refusals.count = 0;
-    refusals.timer = this.#timers.setTimeout(() => this.#logRefusals(budget, ` in the last ${REFUSAL_LOG_INTERVAL_MS / 1000} s`), REFUSAL_LOG_INTERVAL_MS);
   }
 
   #trackClientSocket(socket: Socket): void {
@@ -564,7 +557,7 @@ export class ProxyServer implements DiscoveryTarget {
    */
   async close(timeoutMs = this.#configAtStart.server.shutdownTimeoutMs): Promise<boolean> {
     this.#healthChecker.stop();
-    if (this.#refusals.timer !== undefined) this.#timers.clearTimeout(this.#refusals.timer);
+    this.#refusals?.stop();
     this.#context.isDraining = true;
     const tlsServer = this.#tls?.server;
     const closed = Promise.all([

@@ -80,8 +80,7 @@ export const MAX_ADMIN_CONNECTIONS = 64;
  * `ulimit -n 64`). An operator's dashboards and scrapers need a few. Undefined limit: the cap alone.
  */
 export function adminConnectionLimit(openFileLimit: number | undefined): number {
-  if (openFileLimit === undefined) return MAX_ADMIN_CONNECTIONS;
-  return Math.max(1, Math.min(MAX_ADMIN_CONNECTIONS, Math.floor((openFileLimit - RESERVED_DESCRIPTORS) / 4)));
+  return openFileLimit === undefined ? MAX_ADMIN_CONNECTIONS : Math.min(MAX_ADMIN_CONNECTIONS, quarterShare(openFileLimit));
 }
 
 /**
@@ -92,6 +91,10 @@ export function adminConnectionLimit(openFileLimit: number | undefined): number 
  * until they timed out (a break test).
  */
 export function probeLimit(openFileLimit: number | undefined): number {
-  if (openFileLimit === undefined) return Infinity;
+  return openFileLimit === undefined ? Infinity : quarterShare(openFileLimit);
+}
+
+/** A quarter of what RESERVED_DESCRIPTORS leave of `openFileLimit`, at least 1. */
+function quarterShare(openFileLimit: number): number {
   return Math.max(1, Math.floor((openFileLimit - RESERVED_DESCRIPTORS) / 4));
 }

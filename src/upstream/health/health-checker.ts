@@ -29,6 +29,7 @@ import { probe as realProbe, type ProbeFunction, type ProbeResult } from './prob
 import { initialHealth, nextHealth, type RiseFallState } from './rise-fall.js';
 import { systemTimers, type Timers } from '../../timers.js';
 import { plural } from '../../log/plural.js';
+import { CountedWarning } from '../../log/counted-warning.js';
 
 /** The timer functions the checker uses; the global ones by default. Handles are opaque. */
 
@@ -62,7 +63,7 @@ export interface HealthCheckerOptions {
   readonly maxProbesInFlight?: number;
 }
 
-/** How often the probes that waited for `maxProbesInFlight` are logged, at most: 60 s. */
+/** The window over which the probes that waited for `maxProbesInFlight` are counted for one log line: 60 s. */
 export const WAITED_LOG_INTERVAL_MS = 60_000;
 
 /** One upstream under watch. */
@@ -88,13 +89,15 @@ export class HealthChecker {
   readonly #log: (line: string) => void;
   readonly #watches = new Map<Upstream, Watch>();
   #isRunning = false;
+  /** `#timers`, each timer `unref()`ed: health checks alone never keep the process alive. */
+  readonly #unrefedTimers: Timers;
   readonly #maxProbesInFlight: number;
   /** Probes sent and not settled yet, aborted ones too (their sockets close when they settle). */
   #probesInFlight = 0;
   /** Watches whose turn came at `maxProbesInFlight`, in the order their turns came: each is probed when one ends. */
   readonly #waiting = new Set<Watch>();
-  /** Probes that waited since the last line about them, and when that line was written (`now()` ms). */
-  #waited = { count: 0, loggedAtMs: -Infinity };
+  /** Probes that had to wait. */
+  readonly #waited: CountedWarning;
 
   constructor(options: HealthCheckerOptions) {
     this.#probe = options.probe ?? realProbe;
@@ -102,6 +105,21 @@ export class HealthChecker {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? (() => {});
     this.#maxProbesInFlight = options.maxProbesInFlight ?? Infinity;
+    const timers = this.#timers;
+    this.#unrefedTimers = {
+      setTimeout: (callback, ms) => {
+        const timer = timers.setTimeout(callback, ms);
+        (timer as { unref?: () => void } | undefined)?.unref?.();
+        return timer;
+      },
+      clearTimeout: (handle) => timers.clearTimeout(handle),
+    };
+    this.#waited = new CountedWarning(WAITED_LOG_INTERVAL_MS, this.#unrefedTimers, (count, isWindowed) =>
+      this.#log(
+        `warning: ${plural(this.#maxProbesInFlight, 'health probe')} in flight, the most this process sends at once with its file descriptors: ` +
+          `${plural(count, 'probe')} waited for one to end${isWindowed ? ` in the last ${WAITED_LOG_INTERVAL_MS / 1000} s` : ''} (raise ulimit -n)`,
+      ),
+    );
     this.update(options.routes);
   }
 
@@ -122,6 +140,7 @@ export class HealthChecker {
     if (!this.#isRunning) return;
     this.#isRunning = false;
     for (const watch of this.#watches.values()) this.#quiet(watch);
+    this.#waited.stop();
   }
 
   /**
@@ -226,16 +245,7 @@ export class HealthChecker {
     if (this.#probesInFlight < this.#maxProbesInFlight) return this.#sendProbe(watch, watch.route.health);
     if (this.#waiting.has(watch)) return; // still waiting from its last turn
     this.#waiting.add(watch);
-    const waited = this.#waited;
-    waited.count++;
-    const nowMs = this.#now();
-    if (nowMs - waited.loggedAtMs < WAITED_LOG_INTERVAL_MS) return;
-    this.#log(
-      `warning: ${plural(this.#maxProbesInFlight, 'health probe')} in flight, the most this process sends at once with its file descriptors: ` +
-        `${plural(waited.count, 'probe')} waited for one to end (raise ulimit -n)`,
-    );
-    waited.count = 0;
-    waited.loggedAtMs = nowMs;
+    this.#waited.note();
   }
 
   /** Sends the probes that waited for `maxProbesInFlight`, oldest turn first, while there is room. */
@@ -249,9 +259,7 @@ export class HealthChecker {
 
   /** The next tick in `delayMs`; unref()ed so health checks alone never keep the process alive. */
   #arm(watch: Watch, delayMs: number): void {
-    const timer = this.#timers.setTimeout(() => this.#tick(watch), delayMs);
-    (timer as { unref?: () => void } | undefined)?.unref?.();
-    watch.timer = timer;
+    watch.timer = this.#unrefedTimers.setTimeout(() => this.#tick(watch), delayMs);
   }
 
   #sendProbe(watch: Watch, check: HealthCheckConfig): void {

@@ -30,7 +30,7 @@
 import http from 'node:http';
 import { adminConnectionLimit, readOpenFileLimit } from '../process/descriptor-budget.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { AdminConfig } from '../config/config.js';
 import { AdminRequestError } from '../errors.js';
@@ -93,14 +93,37 @@ export class AdminServer {
   readonly server: http.Server;
   readonly #options: AdminServerOptions;
   readonly #isLoopback: boolean;
+  /** Open connections, oldest first (the cap's bookkeeping). */
+  readonly #connections = new Set<Socket>();
+  /** Connections with a request in flight: never closed to make room. */
+  readonly #busy = new Set<Socket>();
 
   constructor(options: AdminServerOptions) {
     this.#options = options;
     this.#isLoopback = isLoopbackHost(options.config.listen.host);
     this.server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 });
-    // Connections over the cap are closed at once by node (descriptor-budget.ts): the process's descriptors are for the proxy's clients.
-    this.server.maxConnections = adminConnectionLimit(readOpenFileLimit());
+    // At most adminConnectionLimit connections (descriptor-budget.ts): the process's descriptors are
+    // for the proxy's clients. A new one over the cap closes the oldest without a request in flight
+    // (idle, or still sending its head) instead of being refused, so connections that send nothing
+    // cannot shut operators and heartbeats out (a break test: 64 of them did, without a token).
+    const cap = adminConnectionLimit(readOpenFileLimit());
+    this.server.on('connection', (socket: Socket) => {
+      if (this.#connections.size >= cap) {
+        const idle = [...this.#connections].find((open) => !this.#busy.has(open));
+        (idle ?? socket).destroy();
+        if (idle === undefined) return;
+        this.#connections.delete(idle);
+      }
+      this.#connections.add(socket);
+      socket.once('close', () => {
+        this.#connections.delete(socket);
+        this.#busy.delete(socket);
+      });
+    });
     this.server.on('request', (clientReq: IncomingMessage, clientRes: ServerResponse) => {
+      const socket = clientReq.socket;
+      this.#busy.add(socket);
+      clientRes.once('finish', () => this.#busy.delete(socket));
       void this.#handle(clientReq).then((reply) => send(clientRes, clientReq.method === 'HEAD' ? { ...reply, body: '' } : reply));
     });
     // Without a 'connect' listener node:http closes a CONNECT's connection without a word.

@@ -236,10 +236,11 @@ const NON_ASCII = /[^\x00-\x7f]/;
 /**
  * Characters a JSON line must not carry as they are, although JSON allows them: line and paragraph
  * separators (U+2028, U+2029: line readers such as Python's `splitlines` break there), C1 controls
- * (U+0080–U+009F) and the bidirectional controls (U+202A–U+202E, U+2066–U+2069), which make a line
- * display as another (a review: decoding UTF-8 let a client put them into the log).
+ * (U+0080–U+009F) and the bidirectional controls (Unicode's Bidi_Control set: U+061C, U+200E,
+ * U+200F, U+202A–U+202E, U+2066–U+2069), which make a line display as another (a review: decoding
+ * UTF-8 let a client put them into the log).
  */
-const UNSAFE_IN_LOG_LINE = /[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const UNSAFE_IN_LOG_LINE = /[\u0080-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const EVERY_UNSAFE_IN_LOG_LINE = new RegExp(UNSAFE_IN_LOG_LINE.source, 'g');
 
 export function formatJson(r: AccessLogRecord): string {

@@ -75,13 +75,16 @@ const CLIENT_ADDRESS_NAMES = [
   'x-real-client-ip',
   'x-azure-clientip',
   'x-azure-socketip',
+  'fly-client-ip',
+  'x-appengine-user-ip',
 ];
 
 /**
  * The other headers a front proxy vouches for, lower-cased: the host the client asked for
- * (`X-Original-Host`, `X-Host`, read by frameworks as `X-Forwarded-Host` is) and the client
- * certificate it verified (`X-SSL-Client-Cert` and its kin, which mutual-TLS setups pass to the
- * backend). A client's own would make a backend build URLs for another host or trust a
+ * (`X-Original-Host`, `X-Host`, read by frameworks as `X-Forwarded-Host` is), the client
+ * certificate it verified (`Client-Cert` and `Client-Cert-Chain` of RFC 9440, `X-SSL-Client-Cert`
+ * and its kin, which mutual-TLS setups pass to the backend) and the scheme (`Front-End-Https`,
+ * `X-Url-Scheme`, read as `X-Forwarded-Proto` is). A client's own would make a backend build URLs for another host or trust a
  * certificate nobody checked.
  */
 const FRONT_PROXY_NAMES = [
@@ -95,6 +98,13 @@ const FRONT_PROXY_NAMES = [
   'x-ssl-client-s-dn',
   'x-client-verify',
   'x-client-dn',
+  'ssl-client-verify',
+  'client-cert',
+  'client-cert-chain',
+  'x-arr-clientcert',
+  'x-amzn-mtls-clientcert',
+  'front-end-https',
+  'x-url-scheme',
 ];
 /** Every name besides `X-Forwarded-*` that is kept from a trusted peer only. */
 const VOUCHED_HEADERS = new FieldNameSet([...CLIENT_ADDRESS_NAMES, ...FRONT_PROXY_NAMES]);
@@ -270,15 +280,15 @@ function hasTrailersToken(value: string): boolean {
  * Fields that may not come as trailers (RFC 9110 §6.5.1: framing, routing, request modifiers,
  * authentication, response control and how to process the content), lower-cased: Go's
  * `badTrailer` list, and `cookie` and `set-cookie` (§6.5.1 names `Set-Cookie` among the
- * authentication fields) and `x-http-method-override` (a request modifier: frameworks read it in
- * place of the method the proxy judged). A trailer `Content-Length: 99` must not reach a client
+ * authentication fields) and the method overrides `x-http-method-override`, `x-http-method` and `x-method-override`
+ * (request modifiers: frameworks read them in place of the method the proxy judged). A trailer `Content-Length: 99` must not reach a client
  * that may read it, nor a trailer `Cookie` a backend that merges trailers into its headers.
  */
 const FORBIDDEN_TRAILERS = new FieldNameSet([
   'authorization', 'cache-control', 'connection', 'content-encoding', 'content-length', 'content-range',
   'content-type', 'cookie', 'expect', 'host', 'keep-alive', 'max-forwards', 'pragma', 'proxy-authenticate',
   'proxy-authorization', 'proxy-connection', 'range', 'realm', 'set-cookie', 'te', 'trailer', 'transfer-encoding',
-  'www-authenticate', 'x-http-method-override',
+  'www-authenticate', 'x-http-method', 'x-http-method-override', 'x-method-override',
 ]);
 
 /**

@@ -92,6 +92,8 @@ test('json: a User-Agent or Referer that is UTF-8 is logged as its text; other b
   assert.match(escaped, /"referer":"r\\u0085","user_agent":"a\\u2028b\\u202ec"/);
   const parsed = JSON.parse(escaped) as Record<string, unknown>;
   assert.deepEqual([parsed.user_agent, parsed.referer], ['a\u2028b\u202ec', 'r\u0085'], 'the same text once parsed');
+  const marks = formatJson({ ...record([]), userAgent: Buffer.from('a\u200eb\u200fc\u061cd\u2066e', 'utf8').toString('latin1') });
+  assert.match(marks, /"user_agent":"a\\u200eb\\u200fc\\u061cd\\u2066e"/, 'every Bidi_Control character is escaped (a break test: U+200E, U+200F and U+061C were not)');
   assert.equal(jsonText('curl/8'), 'curl/8');
   assert.equal(jsonText(undefined), undefined);
   assert.equal(formatCombined({ ...record([]), userAgent: utf8Cafe }).includes('"caf\\xC3\\xA9"'), true, 'combined still shows the bytes, as nginx');

@@ -53,10 +53,12 @@ test('X-Forwarded-* (every one), Forwarded, X-Real-IP, the other client-address 
     'X-Original-URL': '/admin', 'X-Rewrite-URL': '/admin', 'X-Original-URI': '/admin', 'X-Envoy-Original-Path': '/admin', 'X-Custom': 'kept',
     // the original host and a verified client certificate, as front proxies pass them on
     'X-Original-Forwarded-For': '7.7.7.7', 'X-Azure-ClientIP': '7.7.7.7', 'X-Original-Host': 'evil.test', 'X-Host': 'evil.test', 'X-SSL-Client-Cert': 'forged', 'X-SSL-Client-Verify': 'SUCCESS',
+    'Client-Cert': ':Zm9yZ2Vk:', 'X-ARR-ClientCert': 'forged', 'Front-End-Https': 'on', 'Fly-Client-IP': '7.7.7.7',
   };
   const forgeable = [
     'x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'x-cluster-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'wl-proxy-client-ip', 'x-forwarded',
     'x-original-forwarded-for', 'x-azure-clientip', 'x-original-host', 'x-host', 'x-ssl-client-cert', 'x-ssl-client-verify',
+    'client-cert', 'x-arr-clientcert', 'front-end-https', 'fly-client-ip',
   ];
   // Dropped from a trusted peer too: a load balancer passes the client's copy on (a review).
   const rewrittenTargets = ['x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-envoy-original-path'];

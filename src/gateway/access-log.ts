@@ -201,6 +201,17 @@ function escapeField(value: string | undefined): string {
   return value.replace(/["\\\x00-\x1f\x7f-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
+/**
+ * The Basic-auth user name, which is decoded text and sits unquoted between the address and the
+ * time, as `escapeField` writes a header: its UTF-8 bytes, each above ASCII as `\xHH`, and spaces
+ * as `\x20` too, so that a name cannot add fields to the line (a break test: a client that was
+ * not even logged in shifted every field after it, and wrote U+202E as it was).
+ */
+function userField(user: string | undefined): string {
+  if (user === undefined || user === '') return '-';
+  return escapeField(Buffer.from(user, 'utf8').toString('latin1')).replaceAll(' ', '\\x20');
+}
+
 export function formatCombined(r: AccessLogRecord): string {
   const upstreams = r.attempts.length === 0 ? '-' : r.attempts.map((a) => a.upstream).join(', ');
   // A status with an error is a response whose body failed after its head: `200 PRX_UPSTREAM_RESET`.
@@ -209,7 +220,7 @@ export function formatCombined(r: AccessLogRecord): string {
   const tunnel = r.tunnel === undefined ? '' : ` tunnel_bytes_in=${r.tunnel.bytesFromClient} tunnel_bytes_out=${r.tunnel.bytesFromUpstream}`;
   const refusal = r.refusal === undefined ? '' : ` refused=${r.refusal}`;
   return (
-    `${r.clientIp} - ${escapeField(r.user)} [${formatCommonLogTime(r.time)}] ` +
+    `${r.clientIp} - ${userField(r.user)} [${formatCommonLogTime(r.time)}] ` +
     `"${escapeField(r.httpVersion === undefined ? r.receivedLine : `${r.method} ${r.target} HTTP/${r.httpVersion}`)}" ${r.status} ${r.bytesSent} ` +
     `"${escapeField(r.referer)}" "${escapeField(r.userAgent)}" route=${r.route ?? '-'} upstream="${upstreams}" ` +
     `upstream_status="${escapeField(statuses)}" duration_ms=${r.durationMs.toFixed(2)}${refusal}${tunnel}`

@@ -44,6 +44,13 @@ test('fields are escaped as nginx escapes them: quotes, backslashes, control byt
   assert.match(line, / "caf\\xC3\\xA9 \\x22x\\x22\\x5C\\x0A\\xC3\\xBF" route=a /, `got ${line}`);
 });
 
+test('combined: the user name, decoded text in an unquoted field, is written as its UTF-8 bytes with spaces escaped too, so it cannot shift the fields after it (a break test)', () => {
+  const line = formatCombined({ ...record([]), user: 'x - - [01/Jan/2020 "GET /admin" é\u202e' });
+  assert.match(line, /^127\.0\.0\.1 - x\\x20-\\x20-\\x20\[01\/Jan\/2020\\x20\\x22GET\\x20\/admin\\x22\\x20\\xC3\\xA9\\xE2\\x80\\xAE \[/, `got ${line}`);
+  assert.equal(line.split(' ').length, formatCombined({ ...record([]), user: 'tom' }).split(' ').length, 'as many fields as for a plain name');
+  assert.match(formatCombined({ ...record([]), user: 'tom' }), /^127\.0\.0\.1 - tom \[/);
+});
+
 test('upstream_status keeps a TLS reason on the line and inside its quotes, whatever the certificate says', () => {
   const reason = `PRX_UPSTREAM_TLS: Hostname/IP does not match certificate's altnames: Host: a. is not in the cert's altnames: DNS:x" evil="1`;
   const line = formatCombined(record([{ upstream: 'h:443', error: reason }]));

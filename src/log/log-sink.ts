@@ -119,6 +119,14 @@ export class FileSink implements LogSink {
   #droppedSinceFailure = 0;
   /** A failed write left part of a line in the file: the next write starts with `\n`, so that part stays a line of its own. */
   #isLineCut = false;
+  /**
+   * The rest of a line a non-blocking pipe took only part of (EAGAIN after a short write: a FIFO
+   * reader that is behind, and a line longer than the pipe has room for). It is written before the
+   * next line, so the reader still gets whole lines; lines that come while it cannot be written
+   * are dropped whole and counted (a break test: lines over 4 KiB reached a slow FIFO reader cut,
+   * and the JSON did not parse).
+   */
+  #pendingTail: Buffer | undefined;
 
   readonly #writeBytes: WriteBytes;
 
@@ -139,11 +147,26 @@ export class FileSink implements LogSink {
     if (this.#fd === undefined) return false;
     const bytes = Buffer.from(this.#isLineCut ? `\n${text}` : text);
     let offset = 0;
+    let isTail = this.#pendingTail !== undefined;
     try {
+      if (isTail) {
+        const tail = this.#pendingTail!;
+        while (offset < tail.length) offset += this.#writeBytes(this.#fd, tail, offset);
+        this.#pendingTail = undefined;
+        isTail = false;
+        offset = 0;
+      }
       while (offset < bytes.length) offset += this.#writeBytes(this.#fd, bytes, offset);
       this.#isLineCut = false;
     } catch (error) {
-      if (offset > 0) this.#isLineCut = true; // a short write, then ENOSPC: the line is cut
+      if (isTail) {
+        this.#pendingTail = this.#pendingTail!.subarray(offset); // still owed; this line is dropped whole
+      } else if (offset > 0 && (error as NodeJS.ErrnoException).code === 'EAGAIN') {
+        this.#pendingTail = bytes.subarray(offset); // the pipe took part of it: the rest goes first next time
+        return true;
+      } else if (offset > 0) {
+        this.#isLineCut = true; // a short write, then ENOSPC: the line is cut
+      }
       this.#droppedSinceFailure++;
       if (this.#failure === undefined) {
         this.#failure = (error as NodeJS.ErrnoException).code ?? (error as Error).message;

@@ -116,6 +116,29 @@ test('FileSink: a line cut by a short write on a full disk is ended before the n
   sink.close();
 });
 
+test('FileSink: a line a non-blocking pipe took only part of (EAGAIN) is finished before the next line, and lines that come while it cannot be are dropped whole, so every line read is whole (a break test: lines over 4 KiB reached a slow FIFO reader cut)', () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'proxy-sink-')), 'access.log');
+  let room = Infinity; // bytes the "pipe" takes before EAGAIN
+  const sink = new FileSink(path, () => {}, (fd, bytes, offset) => {
+    if (room === 0) throw Object.assign(new Error('EAGAIN: resource temporarily unavailable'), { code: 'EAGAIN' });
+    const length = Math.min(room, bytes.length - offset);
+    room -= length;
+    return writeSync(fd, bytes, offset, length);
+  });
+  room = 6;
+  assert.equal(sink.write('a long line\n'), true, 'part of it is in, the rest is owed: not dropped');
+  assert.equal(sink.write('dropped while the rest is owed\n'), false);
+  room = Infinity;
+  assert.equal(sink.write('next\n'), true);
+  assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['a long line', 'next', '']);
+  room = 0;
+  assert.equal(sink.write('no room at all\n'), false, 'EAGAIN before any byte: the line is dropped whole, as before');
+  room = Infinity;
+  assert.equal(sink.write('last\n'), true);
+  assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['a long line', 'next', 'last', '']);
+  sink.close();
+});
+
 test('FileSink: reopen after a rename writes the next line to a new file at the path, as logrotate expects', () => {
   const dir = mkdtempSync(join(tmpdir(), 'proxy-log-sink-'));
   const path = join(dir, 'access.log');

@@ -201,9 +201,10 @@ export class FileSink implements LogSink {
     return true;
   }
 
-  /** Closes the descriptor; later writes are dropped. */
+  /** Closes the descriptor, after one more try at the rest of a line a pipe took only part of; later writes are dropped. */
   close(): void {
     if (this.#fd === undefined) return;
+    if (this.#pendingTail !== undefined) this.write(''); // writes the rest first, when the pipe has room now
     closeSync(this.#fd);
     this.#fd = undefined;
   }

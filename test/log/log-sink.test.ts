@@ -116,7 +116,7 @@ test('FileSink: a line cut by a short write on a full disk is ended before the n
   sink.close();
 });
 
-test('FileSink: a line a non-blocking pipe took only part of (EAGAIN) is finished before the next line, and lines that come while it cannot be are dropped whole, so every line read is whole (a break test: lines over 4 KiB reached a slow FIFO reader cut)', () => {
+test('FileSink: a line a non-blocking pipe took only part of (EAGAIN) is finished before the next line, and lines that come while it cannot be are dropped whole, so every line read is whole, also at close (a break test: lines over 4 KiB reached a slow FIFO reader cut)', () => {
   const path = join(mkdtempSync(join(tmpdir(), 'proxy-sink-')), 'access.log');
   let room = Infinity; // bytes the "pipe" takes before EAGAIN
   const sink = new FileSink(path, () => {}, (fd, bytes, offset) => {
@@ -136,7 +136,11 @@ test('FileSink: a line a non-blocking pipe took only part of (EAGAIN) is finishe
   room = Infinity;
   assert.equal(sink.write('last\n'), true);
   assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['a long line', 'next', 'last', '']);
-  sink.close();
+  room = 3;
+  assert.equal(sink.write('owed at close\n'), true);
+  room = Infinity;
+  sink.close(); // one more try at the rest before the descriptor goes
+  assert.deepEqual(readFileSync(path, 'utf8').split('\n'), ['a long line', 'next', 'last', 'owed at close', '']);
 });
 
 test('FileSink: reopen after a rename writes the next line to a new file at the path, as logrotate expects', () => {

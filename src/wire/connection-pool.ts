@@ -127,6 +127,10 @@ export interface PoolStats {
   readonly open: number;
   /** Sockets waiting in idle lists. */
   readonly idle: number;
+  /** Open connections reading into a large buffer (`LARGE_READ_BUFFER_BYTES`). */
+  readonly largeReadBuffers: number;
+  /** Large buffers given back by connections that went idle, kept for the next large body (at most 8). */
+  readonly spareLargeReadBuffers: number;
 }
 
 /**
@@ -137,8 +141,8 @@ export interface PoolStats {
  */
 export interface ConnectionHandler {
   /**
-   * Bytes from the upstream. Over plain TCP `chunk` is a view of the connection's own read buffer (see
-   * `READ_BUFFER_BYTES`), which the next read overwrites: copy what you keep past the call, and
+   * Bytes from the upstream. Over plain TCP `chunk` is a view of the connection's read buffer (see
+   * `LARGE_READ_BUFFER_BYTES`), which the next read overwrites: copy what you keep past the call, and
    * pause the socket while a writer still holds a view (resume when it is done with it). Over TLS
    * it is a fresh buffer (see `connect`); the same rules hold, so the holder need not know which.
    */
@@ -177,6 +181,8 @@ export class UpstreamConnection {
   idleSince: number | undefined = undefined;
   /** The pool's bookkeeping: the handle of its idle timer, armed or undefined (see `ConnectionPool.release`). */
   idleTimer: unknown = undefined;
+  /** The pool's bookkeeping: the large read buffer a plain connection reads into while it carries a large body (see `LARGE_READ_BUFFER_BYTES`). */
+  largeReadBuffer: Buffer | undefined = undefined;
 
   /**
    * @param tls the settings of a TLS connection (its socket is a `tls.TLSSocket`); undefined for plain TCP
@@ -213,15 +219,25 @@ export const OWN_NAME_MEMORY_MS = 1000;
 const MAX_OWN_NAMES = 1024;
 
 /**
- * Size of each plain connection's read buffer, bytes: 256 KiB, four times node's own read size.
- * A large response body then crosses the proxy in a quarter of the reads and writes: 1 MiB
- * responses took 12–19% less CPU per response than with 64 KiB (four alternated pairs); 128 KiB
- * did no better than 64, and 512 KiB or 1 MiB no better than 256 (docs/performance.md). Memory is
- * claimed only as reads fill the buffer (`allocUnsafe`, untouched pages are not resident): a
- * connection that only ever carried small responses holds a few KiB of it, one that carried a large
- * body up to the whole 256 KiB.
+ * Size of the read buffer each plain connection owns, bytes: 16 KiB, enough for the whole of most
+ * responses (head and body) in one read. It is what an idle pooled connection holds.
  */
-export const READ_BUFFER_BYTES = 256 * 1024;
+export const SMALL_READ_BUFFER_BYTES = 16 * 1024;
+
+/**
+ * Size of the read buffer a plain connection reads into while it carries a large body, bytes:
+ * 256 KiB, four times node's own read size. A large response body then crosses the proxy in a
+ * quarter of the reads and writes: 1 MiB responses took 12–19% less CPU per response than with
+ * 64 KiB (four alternated pairs); 128 KiB did no better than 64, and 512 KiB or 1 MiB no better
+ * than 256 (docs/performance.md). A connection switches to one when a read fills its small buffer,
+ * and gives it back when it is idle again after a read (see `nextReadBuffer`), so that pooled
+ * connections do not each keep a quarter of a MiB: 200 of them, idle after a run of 1 MiB
+ * responses, held 18 MiB more resident memory than with 16 KiB buffers.
+ */
+export const LARGE_READ_BUFFER_BYTES = 256 * 1024;
+
+/** Large read buffers kept for the next large body once their connection is idle; more are left to the collector. */
+const MAX_SPARE_LARGE_BUFFERS = 8;
 
 /**
  * Keep-alive pool of upstream sockets, keyed by origin (and TLS settings).
@@ -238,6 +254,8 @@ export class ConnectionPool {
   private readonly timers: Timers;
   private readonly now: () => number;
   private readonly maxSessions: number;
+  /** Large read buffers of connections that went idle, for the next large body (see `nextReadBuffer` in `connect`). */
+  private readonly spareLargeBuffers: Buffer[] = [];
   private readonly ownListeners: OwnListenerMatcher | undefined;
   private readonly maxOpen: (() => number) | undefined;
 
@@ -408,7 +426,9 @@ export class ConnectionPool {
   }
 
   stats(): PoolStats {
-    return { open: this.open.size, idle: this.idleCount };
+    let largeReadBuffers = 0;
+    for (const connection of this.open) if (connection.largeReadBuffer !== undefined) largeReadBuffers++;
+    return { open: this.open.size, idle: this.idleCount, largeReadBuffers, spareLargeReadBuffers: this.spareLargeBuffers.length };
   }
 
   // ---- helpers ----------------------------------------------------------------------------------
@@ -493,18 +513,41 @@ export class ConnectionPool {
         // stops them.
         socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true }, key, tlsSettings, tlsName);
       } else {
-        // Reads go into one buffer per connection, reused for its whole life, instead of a new buffer
-        // per read: no allocation and no garbage per read, so a fast stream of large bodies
+        // Reads go into a buffer the connection keeps, reused read after read, instead of a new
+        // buffer per read: no allocation and no garbage per read, so a fast stream of large bodies
         // neither grows the process (freed buffers wait for the garbage collector) nor faults in
         // fresh pages all the time. The price is the rule on `ConnectionHandler.onData`.
-        const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-        const onRead = (bytes: number): boolean => {
-          const chunk = readBuffer.subarray(0, bytes);
+        const smallBuffer = Buffer.allocUnsafe(SMALL_READ_BUFFER_BYTES);
+        let hasRead = false;
+        let wasFilled = false;
+        const onRead = (bytes: number, buffer: Buffer): boolean => {
+          hasRead = true;
+          wasFilled = bytes === buffer.length;
+          const chunk = buffer.subarray(0, bytes);
           if (connection.handler === undefined) this.destroy(connection);
           else connection.handler.onData(chunk);
           return true; // a handler that must stop reading pauses the socket itself
         };
-        socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, onread: { buffer: readBuffer, callback: onRead } }, key, tlsSettings, tlsName);
+        // Node asks for the buffer of the next read at the start and after every read (net.Socket's
+        // `onread.buffer` as a function). The small one, unless the last read filled it while the
+        // connection is in use: a large body is coming, and gets the large one. That goes back to
+        // the spares once the connection is idle in its list; only then, because a released
+        // connection's views are gone (copied by the end of the tick, before any other read
+        // runs), while one destroyed in use may leave a view with a client that is still writing.
+        const nextReadBuffer = (): Buffer => {
+          if (!hasRead) return smallBuffer; // the first call comes before `connection` below exists
+          const largeBuffer = connection.largeReadBuffer;
+          if (largeBuffer === undefined) {
+            if (!wasFilled || connection.handler === undefined) return smallBuffer;
+            connection.largeReadBuffer = this.spareLargeBuffers.pop() ?? Buffer.allocUnsafe(LARGE_READ_BUFFER_BYTES);
+            return connection.largeReadBuffer;
+          }
+          if (connection.idleSince === undefined) return largeBuffer; // in use, or destroyed
+          if (this.spareLargeBuffers.length < MAX_SPARE_LARGE_BUFFERS) this.spareLargeBuffers.push(largeBuffer);
+          connection.largeReadBuffer = undefined;
+          return smallBuffer;
+        };
+        socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, onread: { buffer: nextReadBuffer, callback: onRead } }, key, tlsSettings, tlsName);
       }
       const connection = new UpstreamConnection(socket, host, port, isForUpgrade, tlsSettings, tlsName);
       // A pooled socket never keeps the process alive, idle or not (no `ref` and `unref` per

@@ -3,7 +3,8 @@
  * closed by the upstream or sent stray bytes are dropped, idle timeout, per-origin idle limit,
  * connect errors and timeouts, abort, `localhost` on either address family, a new connection to
  * the proxy's own listener refused before a byte is written, and close() leaving no
- * sockets behind. Also a full round trip through serializeRequestHead + ResponseParser.
+ * sockets behind, the read buffers (small, large for a large body, the large one given back when
+ * idle). Also a full round trip through serializeRequestHead + ResponseParser.
  */
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConnectionPool, OWN_NAME_MEMORY_MS, type UpstreamConnection } from '../../src/wire/connection-pool.js';
+import { ConnectionPool, LARGE_READ_BUFFER_BYTES, OWN_NAME_MEMORY_MS, SMALL_READ_BUFFER_BYTES, type UpstreamConnection } from '../../src/wire/connection-pool.js';
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
@@ -148,14 +149,14 @@ describe('ConnectionPool', () => {
     const busy = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isNewRequired: true });
     await roundTrip(idle, 'GET', '/idle');
     pool.release(idle);
-    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     pool.retire('127.0.0.1', upstream.port);
-    assert.deepEqual(pool.stats(), { open: 1, idle: 0 }, 'got the idle connection kept, want it closed now');
+    assert.deepEqual(pool.stats(), { open: 1, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'got the idle connection kept, want it closed now');
     await once(upstream.connections[0]!, 'close');
     const { body } = await roundTrip(busy, 'GET', '/busy');
     assert.match(body, /^GET \/busy/, 'the exchange in flight finishes on its connection');
     pool.release(busy);
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got the busy connection pooled after its exchange, want it closed');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'got the busy connection pooled after its exchange, want it closed');
     await once(upstream.connections[1]!, 'close');
     const fresh = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     assert.equal(fresh.wasReused, false, 'an address that comes back starts with new connections');
@@ -180,7 +181,7 @@ describe('ConnectionPool', () => {
       { body: 'GET /r2 #3', wasReused: true },
     ]);
     assert.equal(upstream.connections.length, 1, `got ${upstream.connections.length} upstream connections, want 1`);
-    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
   });
 
   it('hands out the most recently released socket first (LIFO)', async () => {
@@ -204,15 +205,63 @@ describe('ConnectionPool', () => {
     assert.equal(toOther.wasReused, false);
   });
 
+  it('a connection reads into its small buffer, switches to a large one for a large body, and gives it back when idle again', async () => {
+    const large = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < large.length; i++) large[i] = i % 251;
+    const server = http.createServer((req, res) => res.end(req.url === '/large' ? large : 'small'));
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const pool = new ConnectionPool({});
+    cleanups.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }), () => pool.close());
+    /** One request, released from inside the read that completes it, as the proxy's exchange does. */
+    const exchange = async (path: string) => {
+      const connection = await pool.acquire('127.0.0.1', port, CONNECT);
+      return new Promise<{ body: Buffer; largestChunk: number; largeBuffersDuringBody: number }>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let largestChunk = 0;
+        let largeBuffersDuringBody = 0;
+        const parser = new ResponseParser({
+          method: 'GET',
+          onHead: () => {},
+          onBody: (chunk) => {
+            chunks.push(Buffer.from(chunk));
+            largestChunk = Math.max(largestChunk, chunk.length);
+            largeBuffersDuringBody = Math.max(largeBuffersDuringBody, pool.stats().largeReadBuffers);
+          },
+          onComplete: () => {
+            pool.release(connection);
+            resolve({ body: Buffer.concat(chunks), largestChunk, largeBuffersDuringBody });
+          },
+        });
+        connection.handler = { onData: (data) => parser.execute(data), onEnd: () => parser.finish(), onError: reject, onClose: () => reject(new Error('closed')), onTimeout: () => {} };
+        connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']));
+      });
+    };
+    const small = await exchange('/small');
+    assert.equal(small.body.toString(), 'small');
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'a small response needs no large buffer');
+    for (const round of [1, 2]) {
+      const { body, largestChunk, largeBuffersDuringBody } = await exchange('/large');
+      assert.ok(body.equals(large), `round ${round}: got ${body.length} bytes that differ from the 1 MiB sent`);
+      assert.ok(largestChunk > SMALL_READ_BUFFER_BYTES, `round ${round}: got reads of at most ${largestChunk} bytes, want some into the large buffer`);
+      assert.ok(largestChunk <= LARGE_READ_BUFFER_BYTES);
+      assert.equal(largeBuffersDuringBody, 1, `round ${round}: want the connection on a large buffer during the body`);
+      assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 1 }, `round ${round}: want the large buffer given back (and reused in round 2, not a second one made)`);
+    }
+    assert.equal((await exchange('/small')).body.toString(), 'small');
+  });
+
   it('drops an idle socket the upstream closes', async () => {
     const { upstream, pool } = await setUp();
     const connection = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     await roundTrip(connection, 'GET', '/');
     pool.release(connection);
-    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     upstream.connections[0]?.end(); // the upstream's keep-alive timeout, say
     await once(connection.socket, 'close');
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got the closed socket still pooled');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'got the closed socket still pooled');
     const next = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     assert.equal(next.wasReused, false);
     assert.equal((await roundTrip(next, 'GET', '/again')).body, 'GET /again #2');
@@ -225,7 +274,7 @@ describe('ConnectionPool', () => {
     pool.release(connection);
     upstream.connections[0]?.write('HTTP/1.1 408 Request Timeout\r\n\r\n');
     await once(connection.socket, 'close');
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
   });
 
   it('destroys an idle socket when its idle timeout fires', async () => {
@@ -267,7 +316,7 @@ describe('ConnectionPool', () => {
     clockMs = 3234;
     timers.fireAll();
     assert.equal(connection.socket.destroyed, true, 'got the socket alive 1234 ms into its idle time');
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
   });
 
   it('keeps at most maxIdlePerOrigin idle sockets, dropping the oldest', async () => {
@@ -292,7 +341,7 @@ describe('ConnectionPool', () => {
     const third = await pool.acquire('127.0.0.1', other.port, CONNECT);
     assert.equal(older.socket.destroyed, true, 'got the longest-idle connection kept, want it closed to make room');
     assert.equal(newer.socket.destroyed, false);
-    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     assert.equal(pool.acquireIdle('127.0.0.1', upstream.port), newer, 'an idle connection of the origin is still taken, without a connect');
     await assert.rejects(pool.acquire('127.0.0.1', other.port, { ...CONNECT, isNewRequired: true }), (error: unknown) => {
       assert.ok(error instanceof ProxyResourceError, `got ${String(error)}, want ProxyResourceError`);
@@ -302,7 +351,7 @@ describe('ConnectionPool', () => {
     assert.equal(other.connections.length, 1, 'the refused connect made no connection');
     maxOpen = 3; // the budget grew (a client connection closed)
     const fourth = await pool.acquire('127.0.0.1', other.port, { ...CONNECT, isNewRequired: true });
-    assert.deepEqual(pool.stats(), { open: 3, idle: 0 });
+    assert.deepEqual(pool.stats(), { open: 3, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     for (const connection of [newer, third, fourth]) pool.destroy(connection);
   });
 
@@ -323,7 +372,7 @@ describe('ConnectionPool', () => {
       assert.equal(error.message, `connect ECONNREFUSED 127.0.0.1:${port}`);
       return true;
     });
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
   });
 
   it('refuses a connection to one of ownListeners before making it (an IP literal, a name all of whose addresses are own), and connects to other ports', async () => {
@@ -338,7 +387,7 @@ describe('ConnectionPool', () => {
     assert.equal(literal.message, `127.0.0.1:${upstream.port} is this proxy's own listener (listen [::]:${upstream.port}): the request would loop`);
     const name = await refusal('localhost');
     assert.ok(name instanceof UpstreamLoopError, `got ${String(name)} for localhost, want UpstreamLoopError`);
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got a refused connection kept by the pool');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'got a refused connection kept by the pool');
     await new Promise((resolve) => setTimeout(resolve, 50)); // a connection made anyway would have been accepted by now
     assert.equal(upstream.connections.length, 0, `got ${upstream.connections.length} connections at the listener, want none made`);
     const connection = await pool.acquire('127.0.0.1', other.port, CONNECT);
@@ -375,7 +424,7 @@ describe('ConnectionPool', () => {
     const error = await pool.acquire('upstream.test', upstream.port, CONNECT).then(() => undefined, (reason: unknown) => reason);
     assert.ok(error instanceof UpstreamLoopError, `got ${String(error)}, want UpstreamLoopError`);
     assert.equal(error.message, `127.0.0.1:${upstream.port} is this proxy's own listener (listen 0.0.0.0:${upstream.port}): the request would loop`);
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 }, 'got a refused connection kept by the pool');
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'got a refused connection kept by the pool');
     await waitUntil(() => upstream.connections.length === 1 && upstream.connections[0]!.closed);
     assert.equal(upstream.connections[0]!.bytesRead, 0, `got ${upstream.connections[0]!.bytesRead} bytes at the listener, want 0`);
   });
@@ -449,13 +498,13 @@ describe('ConnectionPool', () => {
     assert.equal((await roundTrip(upgrade, 'GET', '/once')).body, 'GET /once #2');
     pool.release(upgrade); // an upgrade request answered without a 101: closed, not pooled
     assert.equal(upgrade.socket.destroyed, true, 'got an upgrade connection kept, want it closed on release');
-    assert.deepEqual(pool.stats(), { open: 1, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
 
     const tunnel = await pool.acquire('127.0.0.1', upstream.port, { ...CONNECT, isForUpgrade: true });
     const listeners = (): number[] => ['data', 'end', 'error', 'timeout', 'close'].map((event) => tunnel.socket.listenerCount(event));
     const before = listeners();
     const socket = pool.detach(tunnel);
-    assert.deepEqual(pool.stats(), { open: 1, idle: 1 }, 'a detached connection is no longer the pool\'s');
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'a detached connection is no longer the pool\'s');
     const after = listeners();
     assert.deepEqual(after, before.map((count) => count - 1), `got listeners ${after} after detach (${before} before), want the pool's one of each removed`);
     await pool.close();
@@ -472,9 +521,9 @@ describe('ConnectionPool', () => {
     const idle = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     const inUse = await pool.acquire('127.0.0.1', upstream.port, CONNECT);
     pool.release(idle);
-    assert.deepEqual(pool.stats(), { open: 2, idle: 1 });
+    assert.deepEqual(pool.stats(), { open: 2, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     await pool.close();
-    assert.deepEqual(pool.stats(), { open: 0, idle: 0 });
+    assert.deepEqual(pool.stats(), { open: 0, idle: 0, largeReadBuffers: 0, spareLargeReadBuffers: 0 });
     assert.equal(idle.socket.closed && inUse.socket.closed, true, 'got a pool socket not closed after close() resolved');
     await assert.rejects(pool.acquire('127.0.0.1', upstream.port, CONNECT), UpstreamConnectError);
     // the upstream's ends of the two connections see our close and go away too
@@ -505,7 +554,7 @@ describe('ConnectionPool', () => {
   });
 });
 
-/** Runs `script` (ESM) in a child node process and asserts it exits by itself, code 0, within 10 s, printing `released {"open":2,"idle":1}`. */
+/** Runs `script` (ESM) in a child node process and asserts it exits by itself, code 0, within 10 s, printing `released {"open":2,"idle":1,"largeReadBuffers":0,"spareLargeReadBuffers":0}`. */
 async function assertExitsAlone(script: string): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -516,5 +565,5 @@ async function assertExitsAlone(script: string): Promise<void> {
   clearTimeout(timer);
   assert.equal(signal, null, `the child was still running after 10 s (killed): a pool socket kept it alive; output: ${output}`);
   assert.equal(code, 0, output);
-  assert.equal(output, 'released {"open":2,"idle":1}');
+  assert.equal(output, 'released {"open":2,"idle":1,"largeReadBuffers":0,"spareLargeReadBuffers":0}');
 }

@@ -8,6 +8,7 @@
  * proxy's own listeners (src/wire/own-listeners.ts), which new upstream connections and health
  * probes may not reach: a request sent back to the proxy itself would loop.
  */
+import cluster from 'node:cluster';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
 import { parseCertificatePair, readCertificatePairs, type CertificatePair, type CertificateText } from '../tls/certificate-pair.js';
@@ -185,7 +186,7 @@ export class ProxyServer implements DiscoveryTarget {
         ? undefined
         : new CountedWarning(REFUSAL_LOG_INTERVAL_MS, options.timers ?? unrefTimers, (count, isWindowed) =>
             this.#deps.log(
-              `warning: worker ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
+              `warning: ${cluster.isWorker ? 'worker' : 'process'} ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
                 `closed ${plural(count, 'new connection')}${isWindowed ? ` in the last ${REFUSAL_LOG_INTERVAL_MS / 1000} s` : ''}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
             ),
           );

@@ -1,6 +1,6 @@
 /**
- * How many connections a cluster worker may hold, from its file descriptor limit, so that it
- * always keeps some descriptors free.
+ * How many connections a proxy process may hold, from its file descriptor limit, so that it
+ * always keeps some descriptors free: a cluster worker and a single process alike.
  *
  * Why a worker needs free descriptors: with `workers = N` node:cluster's primary accepts every
  * connection and hands it to a worker over the IPC channel (round robin, SCHED_RR). A worker with
@@ -11,18 +11,22 @@
  * clients): both workers stopped receiving connections for good, and after the idle clients left
  * every new connection was closed unanswered. Node has no API to resume a worker's turn.
  *
+ * Why a single process needs them too: idle clients that take every descriptor leave none for an
+ * upstream connection, so every request on the connections already open is a 503 (measured:
+ * `ulimit -n 64`, 44 idle clients held, the next request on one of them a 503), and libuv closes
+ * the new connections it cannot take without a log line.
+ *
  * So the descriptors left after a reserve for the process itself are split in two fixed shares:
- * a worker serves at most `maxClientConnections` client connections (a new one over that is
- * closed at once, as libuv closes a connection it accepted without a descriptor for it) and holds
- * at most `maxUpstreamSockets` upstream sockets, pooled ones and tunnels' together (a new upstream
- * connection over that first closes the longest-idle pooled one, and with none idle is the
- * proxy's own shortage, a 503). Fixed shares, because a pool filled while few clients were
- * connected must not leave the clients that come later without descriptors (a review: one
- * client's requests to 40 upstreams left 31 idle pooled connections, then 40 idle clients took
- * the rest, and the worker stalled as before). The split follows HAProxy's rule for its default
- * `maxconn`, taken from `ulimit -n`: two descriptors per proxied connection, after the reserve. A
- * single process (`workers = 1`) needs none of this: libuv already closes a connection it cannot
- * take, and nothing waits for it.
+ * a process serves at most `maxClientConnections` client connections (a new one over that is
+ * closed at once, as libuv closes a connection it accepted without a descriptor for it, and
+ * logged) and holds at most `maxUpstreamSockets` upstream sockets, pooled ones and tunnels'
+ * together (a new upstream connection over that first closes the longest-idle pooled one, and
+ * with none idle is the proxy's own shortage, a 503). Fixed shares, because a pool filled while
+ * few clients were connected must not leave the clients that come later without descriptors (a
+ * review: one client's requests to 40 upstreams left 31 idle pooled connections, then 40 idle
+ * clients took the rest, and the worker stalled as before). The split follows HAProxy's rule for
+ * its default `maxconn`, taken from `ulimit -n`: two descriptors per proxied connection, after the
+ * reserve.
  */
 import { readFileSync } from 'node:fs';
 
@@ -33,7 +37,7 @@ import { readFileSync } from 'node:fs';
  */
 export const RESERVED_DESCRIPTORS = 32;
 
-/** The connection limits of one worker (see the file comment). */
+/** The connection limits of one proxy process, a worker or the single one (see the file comment). */
 export interface DescriptorBudget {
   /** The soft RLIMIT_NOFILE the limits come from. */
   readonly openFileLimit: number;

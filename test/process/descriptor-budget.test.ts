@@ -95,7 +95,7 @@ test('a ProxyServer with a descriptor budget closes client connections over maxC
   const third = await connect(port);
   sockets.push(third);
   assert.equal(await closedWithin(third, 2000), 'closed after ""');
-  const warning = `warning: worker ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
+  const warning = `warning: process ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
   assert.deepEqual(lines, [warning]);
 
   for (let i = 0; i < 2; i++) {

@@ -238,12 +238,19 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
  * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `VOUCHED_HEADERS` and `REWRITTEN_TARGET_HEADERS`, in either spelling), whoever the peer
- * is: the proxy judged those in the head, and a backend that merges trailers into its headers must not find a spoof there.
+ * `VOUCHED_HEADERS` and `REWRITTEN_TARGET_HEADERS`), whoever the peer is: the proxy judged those in
+ * the head, and a backend that merges trailers into its headers must not find a spoof there. Each
+ * of these, and each of `FORBIDDEN_TRAILERS`, also spelt with `_` for `-` (`X_HTTP_Method_Override`,
+ * `Set_Cookie`): CGI-style backends read both spellings as one (step 1 of the file comment).
  */
 export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
   return forwardableTrailers(rawTrailers).filter(([name]) => {
-    return !HOP_BY_HOP_HEADERS.has(name) && forwardingHeaderKind(name, name.includes('_')) === undefined && !(name.includes('_') && isUnderscoreFramingHeader(name.toLowerCase()));
+    if (HOP_BY_HOP_HEADERS.has(name)) return false;
+    const hasUnderscore = name.includes('_');
+    if (forwardingHeaderKind(name, hasUnderscore) !== undefined) return false;
+    if (!hasUnderscore) return true;
+    const dashed = name.replaceAll('_', '-');
+    return !FORBIDDEN_TRAILERS.has(dashed) && !isUnderscoreFramingHeader(dashed.toLowerCase());
   });
 }
 

@@ -175,6 +175,13 @@ function startProject(): ChildProcess {
   return start('project', [process.execPath, join(root, 'dist/main.js'), '--config', join(work, 'project.ini')], proxyCore);
 }
 
+/** The soft open-file limit of process `pid` (Linux /proc), or undefined. */
+function openFileLimitOf(pid: number): number | undefined {
+  const line = readFileSync(`/proc/${pid}/limits`, 'latin1').split('\n').find((text) => text.startsWith('Max open files'));
+  const soft = line?.split(/\s{2,}/)[1];
+  return soft === undefined || soft === 'unlimited' ? undefined : Number(soft);
+}
+
 /** This project with the `--only limits` pair's routes: /plain and /limited, the same but for a rate_limit that never triggers. */
 function startProjectLimits(): void {
   const route = (name: string, extra: string): string => `[proxy.${name}]\npath = /${name}\npass = http://127.0.0.1:${PORTS.backend}/small\n${extra}`;
@@ -611,7 +618,7 @@ async function main(): Promise<void> {
   });
   if (ofRelay.length > 0) lines.push(`This project's req/s ÷ the ${RELAY}, the limit for a Node proxy on one core: ${ofRelay.join(', ')}.`);
   if (peakRss !== undefined) lines.push(`This project's peak RSS during the runs: ${peakRss.toFixed(1)} MiB.`);
-  if (idle !== undefined) lines.push(`10,000 idle keep-alive client connections: ${idle.ok} held, ${idle.errors} errors, proxy RSS ${idle.rssMiB.toFixed(1)} MiB.`);
+  if (idle !== undefined) lines.push(`10,000 idle keep-alive client connections: ${idle.ok} held, ${idle.errors} errors, proxy RSS ${idle.rssMiB.toFixed(1)} MiB (the proxy's ulimit -n: ${openFileLimitOf(project!.pid!) ?? 'unknown'}).`);
   if (limits !== undefined) {
     lines.push(`The cost of a rate_limit that never triggers (one process, route /plain vs /limited, in rounds of both back to back):`, '');
     lines.push('| workload | req/s | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|');
@@ -619,7 +626,7 @@ async function main(): Promise<void> {
       lines.push(`| ${workload.name} | ${m.requestsPerSecond.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${m.errors} |`);
     }
   }
-  lines.push('', ...targetLines(results, peakRss, idle?.rssMiB, limits));
+  lines.push('', ...targetLines(results, peakRss, idle, limits));
   for (const note of notes) lines.push(`Note: ${note}.`);
   const table = lines.join('\n');
   console.log(table);
@@ -672,7 +679,7 @@ function medianOf(list: readonly Measurement[]): Measurement {
 function targetLines(
   results: Map<string, Map<string, Measurement>>,
   peakRss: number | undefined,
-  idleRss: number | undefined,
+  idle: { readonly ok: number; readonly rssMiB: number } | undefined,
   limits: { readonly ratio: number } | undefined,
 ): string[] {
   const [small, big, post, tlsKeepAlive, tlsNewConnection, tlsFullHandshake] = WORKLOADS.map((workload) => results.get(workload.name));
@@ -696,7 +703,10 @@ function targetLines(
   ratio(post, GO, 'POST 64 KiB: req/s ÷ Go httputil', 1.5);
   ratio(big, 'direct to backend', '1 MiB: req/s ÷ direct', 0.9);
   if (peakRss !== undefined) rows.push(`| peak RSS < 100 MiB | ${peakRss.toFixed(1)} MiB | ${peakRss < 100 ? 'yes' : 'no'} |`);
-  if (idleRss !== undefined) rows.push(`| 10,000 idle keep-alive clients < 150 MiB | ${idleRss.toFixed(1)} MiB | ${idleRss < 150 ? 'yes' : 'no'} |`);
+  if (idle !== undefined) {
+    const held = idle.ok === 10_000 ? '' : ` (${idle.ok} held)`;
+    rows.push(`| 10,000 idle keep-alive clients < 150 MiB | ${idle.rssMiB.toFixed(1)} MiB${held} | ${idle.rssMiB < 150 && held === '' ? 'yes' : 'no'} |`);
+  }
   if (limits !== undefined) {
     const share = limits.ratio;
     const cost = (1 - share) * 100;

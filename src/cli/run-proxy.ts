@@ -14,7 +14,7 @@ import { formatListenAddress } from '../config/values.js';
 import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { DiscoveryRunner } from './discovery-runner.js';
-import { descriptorBudget, readOpenFileLimit } from '../process/descriptor-budget.js';
+import { readOpenFileLimit, singleProcessBudget } from '../process/descriptor-budget.js';
 import { keepYoungGenerationSmall } from '../process/young-generation.js';
 import { STOP_SIGNALS, type LifecycleSignal, type SignalSource } from '../process/process-signals.js';
 
@@ -79,7 +79,7 @@ export async function startProxy(
   keepYoungGenerationSmall();
   // Descriptors kept for upstream sockets, and clients over the share closed and logged (descriptor-budget.ts).
   const openFileLimit = readOpenFileLimit();
-  const proxy = new ProxyServer(config, { descriptorBudget: openFileLimit === undefined ? undefined : descriptorBudget(openFileLimit) });
+  const proxy = new ProxyServer(config, { descriptorBudget: openFileLimit === undefined ? undefined : singleProcessBudget(openFileLimit) });
   const { listen, tlsListen } = config.server;
   const discovery = new DiscoveryRunner({ target: proxy, log });
   let acme: AcmeManager | undefined;

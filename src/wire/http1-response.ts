@@ -202,7 +202,7 @@ export class Http1Response implements ClientResponse {
     } else {
       this.#queue(chunk);
     }
-    if (this.#outputBytes >= FLUSH_AT_BYTES) return this.#flush(undefined);
+    if (this.#outputBytes >= FLUSH_AT_BYTES) return this.#flush(undefined, true);
     return !this.#connection.socket.writableNeedDrain;
   }
 
@@ -218,7 +218,7 @@ export class Http1Response implements ClientResponse {
       if (this.#isChunked) this.#queue('\r\n');
     }
     if (this.#isChunked) this.#queue(`0\r\n${this.#trailers}\r\n`);
-    this.#flush((error) => this.#onFinished(error));
+    this.#flush((error) => this.#onFinished(error), false); // the caller may reuse what it wrote before: copied
     return this;
   }
 
@@ -232,7 +232,7 @@ export class Http1Response implements ClientResponse {
    */
   destroy(): this {
     if (!this.#isDestroyed) {
-      if (this.#output.length > 0) this.#flush(undefined);
+      if (this.#output.length > 0) this.#flush(undefined, false);
       this.#isDestroyed = true;
       const { socket, tcpSocket } = this.#connection;
       if (this.#isCloseDelimited && this.#isHeadQueued && !this.#isFinished && !socket.destroyed && !tcpSocket.destroyed) tcpSocket.resetAndDestroy();
@@ -335,19 +335,28 @@ export class Http1Response implements ClientResponse {
    * Writes the queued output. Body chunks may be views of an upstream connection's read buffer,
    * which the caller reuses once `write` returned true (src/wire/upstream-exchange.ts, BodySink):
    *
-   * - under 16 KiB in all, the output is copied into one new buffer and written: the caller's
-   *   chunks are free at once; false means the socket's buffer is full (wait for `drain`);
-   * - more, it is written in place (no copy of large bodies); if the socket could not take it all
-   *   at once, the chunks are still held: false, and `drain` once the socket wrote them.
+   * - under 16 KiB in all, or when `mayWriteInPlace` is false, the output is copied into one new
+   *   buffer and written: the caller's chunks are free at once; false means the socket's buffer is
+   *   full (wait for `drain`);
+   * - more, from `write`, it is written in place (no copy of large bodies); if the socket could not
+   *   take it all at once, the chunks are still held: false, and `drain` once the socket wrote them.
+   *
+   * Only `write` may write in place, because only its own return value tells the caller whether
+   * its chunks are still held. The other flushes (`end`, `destroy`, the end of the tick) come after
+   * `write` returned true for the chunks still queued, and the caller may have reused their buffer
+   * by then. A break test found another client's bytes at the end of a chunked body: `end` added
+   * the last chunk and trailers to a queue just under 16 KiB, the queue was written in place, and
+   * a slow client's socket still held its tail when the upstream connection, released, read the
+   * next response into the same buffer. What `end` copies is under 16 KiB plus the trailers.
    */
-  #flush(callback: ((error?: Error | null) => void) | undefined): boolean {
+  #flush(callback: ((error?: Error | null) => void) | undefined, mayWriteInPlace: boolean): boolean {
     const socket = this.#connection.socket;
     const output = this.#output;
     const bytes = this.#outputBytes;
     this.#output = [];
     this.#outputBytes = 0;
     if (this.#isDestroyed) return false;
-    if (bytes < FLUSH_AT_BYTES) {
+    if (bytes < FLUSH_AT_BYTES || !mayWriteInPlace) {
       if (output.length === 0) return socket.write(EMPTY, callback);
       if (output.length === 1 && typeof output[0] === 'string') return socket.write(output[0], 'latin1', callback);
       const buffer = Buffer.allocUnsafe(bytes);
@@ -372,7 +381,7 @@ export class Http1Response implements ClientResponse {
   /** The end-of-tick flush (see `#queue`). */
   flushQueued(): void {
     this.#isFlushQueued = false;
-    if (this.#output.length > 0) this.#flush(undefined);
+    if (this.#output.length > 0) this.#flush(undefined, false);
   }
 
   #onFinished(error: Error | null | undefined): void {

@@ -532,8 +532,9 @@ export class ConnectionPool {
         // `onread.buffer` as a function). The small one, unless the last read filled it while the
         // connection is in use: a large body is coming, and gets the large one. That goes back to
         // the spares once the connection is idle in its list; only then, because a released
-        // connection's views are gone (copied by the end of the tick, before any other read
-        // runs), while one destroyed in use may leave a view with a client that is still writing.
+        // connection's views are gone (a holder releases it only when it holds none: the client
+        // response copies what it still queues, Http1Response `#flush`), while one destroyed in use
+        // may leave a view with a client that is still writing.
         const nextReadBuffer = (): Buffer => {
           if (!hasRead) return smallBuffer; // the first call comes before `connection` below exists
           const largeBuffer = connection.largeReadBuffer;

@@ -31,7 +31,8 @@
  * A single process (`singleProcessBudget`) may run short for a moment and recovers (its 503s end
  * when clients leave), so it lets clients have three quarters of the sockets and upstream sockets
  * whatever the clients leave, at least a quarter: idle clients can no longer take them all, and
- * 10,000 idle clients fit in the usual limit of 20,000 (the halves would close the last 16).
+ * 10,000 idle clients fit in the usual limit of 20,000 (the halves would close the last 16). Its
+ * sockets are what the reserve, the health probes' cap and the admin listener's cap leave.
  */
 import { readFileSync } from 'node:fs';
 
@@ -64,9 +65,15 @@ export function workerBudget(openFileLimit: number): DescriptorBudget {
   return { openFileLimit, sockets, maxClientConnections, maxUpstreamSockets: sockets - maxClientConnections };
 }
 
-/** A single process's limits: ⌊3 × sockets / 4⌋ client connections; upstream sockets whatever those leave. */
+/**
+ * A single process's limits: ⌊3 × sockets / 4⌋ client connections, upstream sockets whatever those
+ * leave. The process also sends the health probes and serves the `[admin]` listener, so their caps
+ * (`probeLimit`, `adminConnectionLimit`) come out of its sockets first: without that, 8 probes in
+ * flight and 8 idle admin connections took the reserve at `ulimit -n 64`, and clients within their
+ * share got 503s for EMFILE and resets nothing logged (a break test).
+ */
 export function singleProcessBudget(openFileLimit: number): DescriptorBudget {
-  const sockets = Math.max(2, openFileLimit - RESERVED_DESCRIPTORS);
+  const sockets = Math.max(2, openFileLimit - RESERVED_DESCRIPTORS - probeLimit(openFileLimit) - adminConnectionLimit(openFileLimit));
   return { openFileLimit, sockets, maxClientConnections: Math.max(1, Math.floor((3 * sockets) / 4)), maxUpstreamSockets: sockets };
 }
 

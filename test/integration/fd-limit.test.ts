@@ -92,7 +92,7 @@ test('an upstream connect that fails for want of file descriptors (EMFILE) is a 
   assert.ok(first.requests.length > 0 && second.requests.length > 0, `got ${first.requests.length} and ${second.requests.length} requests at the two upstreams, want both used`);
 });
 
-test('a single process serves at most three quarters of what 32 reserved descriptors leave of ulimit -n as client connections: the clients over it are closed at once and logged, and a request on an admitted one still reaches its upstream', { timeout: 60_000 }, async (t) => {
+test('a single process serves at most three quarters of what the reserve, the probes\' cap and the admin cap leave of ulimit -n as client connections: the clients over it are closed at once and logged, and a request on an admitted one still reaches its upstream', { timeout: 60_000 }, async (t) => {
   const cli = await buildCli(); // first: a failed build leaves nothing running
   const backend = await startBackend();
   const port = await freePort();
@@ -122,9 +122,9 @@ test('a single process serves at most three quarters of what 32 reserved descrip
     await new Promise((resolve) => socket.once('connect', resolve));
   }
   const closed = (await Promise.all(closedEarly)).filter(Boolean).length;
-  // ⌊3 × (64 − 32) / 4⌋ = 24 client connections, the first of them `first`: 17 of the 40 over the share.
-  assert.equal(closed, 17, `got ${closed} of 40 idle clients closed, want the 17 over the 24 the share allows`);
-  await waitFor('the warning', () => (/warning: process \d+ serves at most 24 client connections with 64 file descriptors \(ulimit -n\): closed \d+ new connections?/.test(stderr()) ? true : undefined));
+  // ⌊3 × (64 − 32 − 8 − 8) / 4⌋ = 12 client connections, the first of them `first`: 29 of the 40 over the share.
+  assert.equal(closed, 29, `got ${closed} of 40 idle clients closed, want the 29 over the 12 the share allows`);
+  await waitFor('the warning', () => (/warning: process \d+ serves at most 12 client connections with 64 file descriptors \(ulimit -n\): closed \d+ new connections?/.test(stderr()) ? true : undefined));
   const answer = await new Promise<string>((resolve) => {
     let text = '';
     first.on('data', (chunk: Buffer) => {
@@ -134,6 +134,61 @@ test('a single process serves at most three quarters of what 32 reserved descrip
     first.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n');
   });
   assert.match(answer, /^HTTP\/1\.1 200 /, `got ${answer.split('\r\n')[0]}: the upstream share left no descriptor for the request`);
+});
+
+test('a single process at its client cap with 8 health probes and 8 admin connections in flight still has a descriptor for each admitted client\'s upstream connection: no EMFILE (a break test: both caps came out of the 32 reserved descriptors, and clients within their share got 503s and resets)', { timeout: 60_000 }, async (t) => {
+  const cli = await buildCli(); // first: a failed build leaves nothing running
+  // Upstreams that accept and never answer: probes to them and requests through them stay in flight.
+  const silent: net.Server[] = [];
+  const held: net.Socket[] = [];
+  for (let i = 0; i < 9; i++) {
+    const server = net.createServer((socket) => held.push(socket.on('error', () => {})));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    silent.push(server);
+  }
+  const url = (server: net.Server): string => `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const config = writeConfig(
+    `[server]\nlisten = 127.0.0.1:${port}\naccess_log = stderr\n[admin]\nlisten = 127.0.0.1:${adminPort}\n` +
+      `[proxy.probed]\npath = /probed\n${silent.slice(1).map((server) => `pass = ${url(server)}\n`).join('')}health_check = on\nhealth_interval = 1s\nhealth_timeout = 20s\n` +
+      `[proxy.hang]\npath = /hang\npass = ${url(silent[0]!)}\nread_timeout = 30s\n`,
+  );
+  const { child, stderr, idle } = startLimited(cli, config);
+  t.after(async () => {
+    for (const socket of idle) socket.destroy();
+    killAll([child.pid]);
+    for (const socket of held) socket.destroy();
+    for (const server of silent) server.close();
+  });
+  await waitFor('the listening line', () => (stderr().includes('proxy listening') ? true : undefined), 20_000);
+  await waitFor('8 probes in flight', () => (held.length >= 8 ? true : undefined), 20_000);
+  for (let i = 0; i < 8; i++) {
+    const socket = net.connect(adminPort, '127.0.0.1').on('error', () => {});
+    idle.push(socket);
+    await new Promise((resolve) => socket.once('connect', resolve));
+  }
+  // 16 clients, each with a request that holds an upstream connection: 12 are admitted (64 − 32 − 8 − 8 = 16 sockets, three quarters for clients).
+  const outcomes: Promise<string>[] = [];
+  for (let i = 0; i < 16; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    idle.push(socket);
+    outcomes.push(new Promise((resolve) => {
+      let text = '';
+      const timer = setTimeout(() => resolve('waiting'), 4000);
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('error', () => {});
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve(text === '' ? 'closed' : text.split('\r\n')[0]!);
+      });
+    }));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`GET /hang/${i} HTTP/1.1\r\nHost: h\r\n\r\n`);
+  }
+  const counts: Record<string, number> = {};
+  for (const outcome of await Promise.all(outcomes)) counts[outcome] = (counts[outcome] ?? 0) + 1;
+  assert.deepEqual(counts, { waiting: 12, closed: 4 }, `got ${JSON.stringify(counts)}; stderr:\n${stderr().slice(-2000)}`);
+  assert.doesNotMatch(stderr(), /EMFILE/);
 });
 
 test('with workers = 2, pooled connections to 30 upstreams and idle clients beyond what the descriptor limit allows: the clients over it are closed at once and logged, and once they leave the workers serve again (node:cluster never gives a worker with no descriptor free another connection)', { timeout: 60_000 }, async (t) => {

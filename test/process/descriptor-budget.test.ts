@@ -42,12 +42,13 @@ test('workerBudget keeps RESERVED_DESCRIPTORS out and splits the rest in fixed h
   assert.deepEqual([0, 8, 16].map((clients) => upstreamSocketsLeft(budget, clients)), [16, 16, 16], 'a worker\'s upstream half does not move with its clients');
 });
 
-test('singleProcessBudget lets clients have three quarters of the sockets, and upstream sockets whatever the clients leave, at least a quarter; 10,000 clients fit in a limit of 20,000', () => {
-  assert.deepEqual(singleProcessBudget(64), { openFileLimit: 64, sockets: 32, maxClientConnections: 24, maxUpstreamSockets: 32 });
-  assert.deepEqual(singleProcessBudget(20_000), { openFileLimit: 20_000, sockets: 19_968, maxClientConnections: 14_976, maxUpstreamSockets: 19_968 });
+test('singleProcessBudget takes the health probes\' and the admin listener\'s caps out with the reserve, lets clients have three quarters of the rest, and upstream sockets whatever the clients leave; 10,000 clients fit in a limit of 20,000', () => {
+  assert.deepEqual(singleProcessBudget(64), { openFileLimit: 64, sockets: 16, maxClientConnections: 12, maxUpstreamSockets: 16 }, '64 − 32 − 8 probes − 8 admin connections');
+  assert.deepEqual(singleProcessBudget(1024), { openFileLimit: 1024, sockets: 680, maxClientConnections: 510, maxUpstreamSockets: 680 }, '1024 − 32 − 248 − 64');
+  assert.deepEqual(singleProcessBudget(20_000), { openFileLimit: 20_000, sockets: 14_912, maxClientConnections: 11_184, maxUpstreamSockets: 14_912 });
   assert.deepEqual(singleProcessBudget(33), { openFileLimit: 33, sockets: 2, maxClientConnections: 1, maxUpstreamSockets: 2 });
   const budget = singleProcessBudget(64);
-  assert.deepEqual([0, 1, 10, 24].map((clients) => upstreamSocketsLeft(budget, clients)), [32, 31, 22, 8]);
+  assert.deepEqual([0, 1, 6, 12].map((clients) => upstreamSocketsLeft(budget, clients)), [16, 15, 10, 4]);
 });
 
 test('adminConnectionLimit: at most 64 admin connections, and at most a quarter of what the reserve leaves of the descriptor limit', () => {
@@ -205,9 +206,9 @@ test('with a single process\'s budget, the upstream sockets are what the client 
       void held.then(() => res.end('slow'));
     }),
   );
-  // 4 sockets: 3 client connections at most; upstream sockets 4 − clients.
+  // 4 sockets: 3 client connections at most (as singleProcessBudget shares them); upstream sockets 4 − clients.
   const { port, close } = await startTestProxy(`[proxy.a]\npath = /\npass = ${backend.url}\n`, {
-    descriptorBudget: singleProcessBudget(RESERVED_DESCRIPTORS + 4),
+    descriptorBudget: { openFileLimit: 64, sockets: 4, maxClientConnections: 3, maxUpstreamSockets: 4 },
     deps: { log: () => {} },
   });
   const [first, second] = [await connect(port), await connect(port)];

@@ -14,7 +14,6 @@ import { formatListenAddress } from '../config/values.js';
 import { ProxyServer, type ReloadSummary } from '../gateway/proxy-server.js';
 import { loadConfigFile } from './load-config-file.js';
 import { DiscoveryRunner } from './discovery-runner.js';
-import { readOpenFileLimit, singleProcessBudget } from '../process/descriptor-budget.js';
 import { keepYoungGenerationSmall } from '../process/young-generation.js';
 import { STOP_SIGNALS, type LifecycleSignal, type SignalSource } from '../process/process-signals.js';
 
@@ -77,9 +76,7 @@ export async function startProxy(
   startBeside?: (proxy: ProxyServer, discovery: DiscoveryRunner) => Promise<void>,
 ): Promise<RunningProxy> {
   keepYoungGenerationSmall();
-  // Descriptors kept for upstream sockets, and clients over the share closed and logged (descriptor-budget.ts).
-  const openFileLimit = readOpenFileLimit();
-  const proxy = new ProxyServer(config, { descriptorBudget: openFileLimit === undefined ? undefined : singleProcessBudget(openFileLimit) });
+  const proxy = new ProxyServer(config);
   const { listen, tlsListen } = config.server;
   const discovery = new DiscoveryRunner({ target: proxy, log });
   let acme: AcmeManager | undefined;

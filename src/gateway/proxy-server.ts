@@ -8,7 +8,6 @@
  * proxy's own listeners (src/wire/own-listeners.ts), which new upstream connections and health
  * probes may not reach: a request sent back to the proxy itself would loop.
  */
-import cluster from 'node:cluster';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Config, ServerConfig, UpstreamConfig } from '../config/config.js';
 import { parseCertificatePair, readCertificatePairs, type CertificatePair, type CertificateText } from '../tls/certificate-pair.js';
@@ -37,7 +36,7 @@ import { AcmeChallengeStore } from './acme-challenge.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from '../upstream/health/probe.js';
 import type { LimitsProvider } from '../limits/limits.js';
 import { LocalLimits } from '../limits/local-limits.js';
-import { probeLimit, readOpenFileLimit, upstreamSocketsLeft, type DescriptorBudget } from '../process/descriptor-budget.js';
+import { probeLimit, readOpenFileLimit, type DescriptorBudget } from '../process/descriptor-budget.js';
 
 export interface ProxyServerOptions {
   /** Injected clock/randomness; defaults are the real ones. */
@@ -73,11 +72,11 @@ export interface ProxyServerOptions {
    */
   readonly limits?: LimitsProvider;
   /**
-   * The connection limits of this process, from its file descriptor limit
-   * (src/process/descriptor-budget.ts: `workerBudget`, `singleProcessBudget`): a client connection
-   * over `maxClientConnections` is closed at once (the first at once in the log, the others counted
-   * over REFUSAL_LOG_INTERVAL_MS), and an upstream connection over `upstreamSocketsLeft` (pooled
-   * and tunnels') a 503 PRX_PROXY_RESOURCES when no pooled one is idle. Default: no limits.
+   * The connection limits of a cluster worker, from its file descriptor limit
+   * (src/process/descriptor-budget.ts): a client connection over `maxClientConnections` is closed
+   * at once (the first at once in the log, the others counted over REFUSAL_LOG_INTERVAL_MS), and
+   * an upstream connection over `maxUpstreamSockets` (pooled and tunnels') a 503
+   * PRX_PROXY_RESOURCES when no pooled one is idle. Default: no limits.
    */
   readonly descriptorBudget?: DescriptorBudget;
   /** Timers of the budget's log (`descriptorBudget`); default the global ones, unref'ed. */
@@ -179,14 +178,14 @@ export class ProxyServer implements DiscoveryTarget {
       idleTimeoutMs: 4000,
       ownListeners: this.#ownListeners,
       // A tunnel's upstream socket left the pool (detach) but still holds one of its descriptors.
-      maxOpen: budget === undefined ? undefined : () => upstreamSocketsLeft(budget, this.#clientConnections) - this.#context.tunnels.size,
+      maxOpen: budget === undefined ? undefined : () => budget.maxUpstreamSockets - this.#context.tunnels.size,
     });
     this.#refusals =
       budget === undefined
         ? undefined
         : new CountedWarning(REFUSAL_LOG_INTERVAL_MS, options.timers ?? unrefTimers, (count, isWindowed) =>
             this.#deps.log(
-              `warning: ${cluster.isWorker ? 'worker' : 'process'} ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
+              `warning: worker ${process.pid} serves at most ${budget.maxClientConnections} client connections with ${budget.openFileLimit} file descriptors (ulimit -n): ` +
                 `closed ${plural(count, 'new connection')}${isWindowed ? ` in the last ${REFUSAL_LOG_INTERVAL_MS / 1000} s` : ''}; raise the limit (ulimit -n, systemd's LimitNOFILE)`,
             ),
           );
@@ -281,8 +280,8 @@ export class ProxyServer implements DiscoveryTarget {
   }
 
   // One 'close' listener each for all client sockets (`close` comes once), not a closure and a
-  // `once` wrapper per socket: those were about 250 bytes per connection, 2.5 MiB for 10,000 idle
-  // clients. Each is called with the socket as `this`.
+  // `once` wrapper with its state per socket: a heap snapshot of 10,000 idle clients held about
+  // 2–3 MB of those. Each is called with the socket as `this`.
   readonly #onAdmittedClose = (): void => {
     this.#clientConnections--;
   };

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
-import { adminConnectionLimit, MAX_ADMIN_CONNECTIONS, probeLimit, readOpenFileLimit, RESERVED_DESCRIPTORS, singleProcessBudget, upstreamSocketsLeft, workerBudget } from '../../src/process/descriptor-budget.js';
+import { adminConnectionLimit, descriptorBudget, MAX_ADMIN_CONNECTIONS, probeLimit, readOpenFileLimit, RESERVED_DESCRIPTORS } from '../../src/process/descriptor-budget.js';
 import { REFUSAL_LOG_INTERVAL_MS } from '../../src/gateway/proxy-server.js';
 import { listenBackend, rawRequest, startTestProxy, waitFor, wholeResponses, type Backend } from '../helpers/proxy-harness.js';
 import { FakeClock } from '../admin/fake-clock.js';
@@ -31,24 +31,13 @@ test('readOpenFileLimit reads the soft limit of the "Max open files" line; no li
   }
 });
 
-test('workerBudget keeps RESERVED_DESCRIPTORS out and splits the rest in fixed halves between client connections and upstream sockets, two descriptors a proxied connection (HAProxy\'s maxconn rule)', () => {
+test('descriptorBudget keeps RESERVED_DESCRIPTORS out and splits the rest between client connections and upstream sockets, two descriptors a proxied connection (HAProxy\'s maxconn rule)', () => {
   assert.equal(RESERVED_DESCRIPTORS, 32);
-  assert.deepEqual(workerBudget(64), { openFileLimit: 64, sockets: 32, maxClientConnections: 16, maxUpstreamSockets: 16 });
-  assert.deepEqual(workerBudget(1024), { openFileLimit: 1024, sockets: 992, maxClientConnections: 496, maxUpstreamSockets: 496 });
-  assert.deepEqual(workerBudget(65), { openFileLimit: 65, sockets: 33, maxClientConnections: 16, maxUpstreamSockets: 17 });
-  assert.deepEqual(workerBudget(33), { openFileLimit: 33, sockets: 2, maxClientConnections: 1, maxUpstreamSockets: 1 });
-  assert.deepEqual(workerBudget(8), { openFileLimit: 8, sockets: 2, maxClientConnections: 1, maxUpstreamSockets: 1 });
-  const budget = workerBudget(64);
-  assert.deepEqual([0, 8, 16].map((clients) => upstreamSocketsLeft(budget, clients)), [16, 16, 16], 'a worker\'s upstream half does not move with its clients');
-});
-
-test('singleProcessBudget takes the health probes\' and the admin listener\'s caps out with the reserve, lets clients have three quarters of the rest, and upstream sockets whatever the clients leave; 10,000 clients fit in a limit of 20,000', () => {
-  assert.deepEqual(singleProcessBudget(64), { openFileLimit: 64, sockets: 16, maxClientConnections: 12, maxUpstreamSockets: 16 }, '64 − 32 − 8 probes − 8 admin connections');
-  assert.deepEqual(singleProcessBudget(1024), { openFileLimit: 1024, sockets: 680, maxClientConnections: 510, maxUpstreamSockets: 680 }, '1024 − 32 − 248 − 64');
-  assert.deepEqual(singleProcessBudget(20_000), { openFileLimit: 20_000, sockets: 14_912, maxClientConnections: 11_184, maxUpstreamSockets: 14_912 });
-  assert.deepEqual(singleProcessBudget(33), { openFileLimit: 33, sockets: 2, maxClientConnections: 1, maxUpstreamSockets: 2 });
-  const budget = singleProcessBudget(64);
-  assert.deepEqual([0, 1, 6, 12].map((clients) => upstreamSocketsLeft(budget, clients)), [16, 15, 10, 4]);
+  assert.deepEqual(descriptorBudget(64), { openFileLimit: 64, maxClientConnections: 16, maxUpstreamSockets: 16 });
+  assert.deepEqual(descriptorBudget(1024), { openFileLimit: 1024, maxClientConnections: 496, maxUpstreamSockets: 496 });
+  assert.deepEqual(descriptorBudget(65), { openFileLimit: 65, maxClientConnections: 16, maxUpstreamSockets: 17 });
+  assert.deepEqual(descriptorBudget(33), { openFileLimit: 33, maxClientConnections: 1, maxUpstreamSockets: 1 });
+  assert.deepEqual(descriptorBudget(8), { openFileLimit: 8, maxClientConnections: 1, maxUpstreamSockets: 1 });
 });
 
 test('adminConnectionLimit: at most 64 admin connections, and at most a quarter of what the reserve leaves of the descriptor limit', () => {
@@ -91,7 +80,7 @@ function closedWithin(socket: net.Socket, ms: number): Promise<string> {
 test('a ProxyServer with a descriptor budget closes client connections over maxClientConnections at once, logs the first at once and the others at the end of a 10 s window, and serves again once one left', async (t) => {
   const lines: string[] = [];
   const clock = new FakeClock();
-  const budget = { openFileLimit: 36, sockets: 4, maxClientConnections: 2, maxUpstreamSockets: 2 };
+  const budget = { openFileLimit: 36, maxClientConnections: 2, maxUpstreamSockets: 2 };
   const { port, close } = await startTestProxy('[proxy.a]\npath = /\npass = http://127.0.0.1:9\n', {
     descriptorBudget: budget,
     timers: clock,
@@ -106,7 +95,7 @@ test('a ProxyServer with a descriptor budget closes client connections over maxC
   const third = await connect(port);
   sockets.push(third);
   assert.equal(await closedWithin(third, 2000), 'closed after ""');
-  const warning = `warning: process ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
+  const warning = `warning: worker ${process.pid} serves at most 2 client connections with 36 file descriptors (ulimit -n): closed 1 new connection; raise the limit (ulimit -n, systemd's LimitNOFILE)`;
   assert.deepEqual(lines, [warning]);
 
   for (let i = 0; i < 2; i++) {
@@ -146,7 +135,7 @@ test('with a descriptor budget, an upstream connection over maxUpstreamSockets w
     }),
   );
   const { port, logs, close } = await startTestProxy(`[proxy.a]\npath = /\npass = ${backend.url}\n`, {
-    descriptorBudget: { openFileLimit: 36, sockets: 4, maxClientConnections: 2, maxUpstreamSockets: 1 },
+    descriptorBudget: { openFileLimit: 36, maxClientConnections: 2, maxUpstreamSockets: 1 },
     deps: { log: () => {} },
   });
   t.after(async () => {
@@ -172,7 +161,7 @@ test('with a descriptor budget, the upstream sockets keep to their share however
   const backends: Backend[] = [];
   for (let i = 0; i < 3; i++) backends.push(await listenBackend(http.createServer((req, res) => res.end('ok'))));
   const { port, close } = await startTestProxy(`[proxy.a]\npath = /\nstrategy = round-robin\n${backends.map((b) => `pass = ${b.url}\n`).join('')}`, {
-    descriptorBudget: { openFileLimit: 40, sockets: 8, maxClientConnections: 4, maxUpstreamSockets: 2 },
+    descriptorBudget: { openFileLimit: 40, maxClientConnections: 4, maxUpstreamSockets: 2 },
     deps: { log: () => {} },
   });
   t.after(async () => {
@@ -193,56 +182,4 @@ test('with a descriptor budget, the upstream sockets keep to their share however
     open = await connections();
   }
   assert.equal(open, 2, 'got more upstream connections open than the share of 2');
-});
-
-test('with a single process\'s budget, the upstream sockets are what the client connections leave: with every client slot taken one upstream socket is left, and a client that leaves gives its descriptor to the upstream side', async (t) => {
-  let release = (): void => {};
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let isSlowHeld = false;
-  const backend = await listenBackend(
-    http.createServer((req, res) => {
-      if (req.url !== '/slow') return res.end('fast');
-      isSlowHeld = true;
-      void held.then(() => res.end('slow'));
-    }),
-  );
-  // 4 sockets: 3 client connections at most (as singleProcessBudget shares them); upstream sockets 4 − clients.
-  const { port, close } = await startTestProxy(`[proxy.a]\npath = /\npass = ${backend.url}\n`, {
-    descriptorBudget: { openFileLimit: 64, sockets: 4, maxClientConnections: 3, maxUpstreamSockets: 4 },
-    deps: { log: () => {} },
-  });
-  const [first, second] = [await connect(port), await connect(port)];
-  t.after(async () => {
-    release();
-    first.destroy();
-    second.destroy();
-    await close();
-    await backend.close();
-  });
-  /** One request on `socket`, its response's status line. */
-  const statusOf = (socket: net.Socket, path: string): Promise<string> =>
-    new Promise((resolve) => {
-      let text = '';
-      const onData = (chunk: Buffer): void => {
-        text += chunk.toString('latin1');
-        if (!/\r\n\r\n[^]*(fast|slow|\n)$/.test(text)) return;
-        socket.off('data', onData);
-        resolve(text.split('\r\n')[0]!);
-      };
-      socket.on('data', onData);
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n\r\n`);
-    });
-  // The third client holds the one upstream socket its slot leaves.
-  const slow = rawRequest(port, 'GET /slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n', { idleMs: 5000, isComplete: wholeResponses(1) });
-  await waitFor(() => isSlowHeld, 3000, 'the slow request at the backend');
-  assert.match(await statusOf(first, '/fast'), /^HTTP\/1\.1 503 /, 'three clients leave one upstream socket, and the slow request holds it');
-  second.destroy();
-  let status = '';
-  for (const deadline = Date.now() + 3000; !/^HTTP\/1\.1 200 /.test(status) && Date.now() < deadline; ) {
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the proxy sees the close
-    status = await statusOf(first, '/fast');
-  }
-  assert.match(status, /^HTTP\/1\.1 200 /, 'a client that left gives its descriptor to the upstream side');
-  release();
-  assert.match((await slow).text, /^HTTP\/1\.1 200 [^]*slow$/);
 });

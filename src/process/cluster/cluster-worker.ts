@@ -28,7 +28,7 @@ import { MetricsCollector } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
 import { LeaseLimits, SWEEP_INTERVAL_MS } from './lease-limits.js';
-import { readOpenFileLimit, workerBudget } from '../descriptor-budget.js';
+import { descriptorBudget, readOpenFileLimit } from '../descriptor-budget.js';
 import { isMessage, type AcmeState, type PrimaryMessage, type ReportMessage, type StartMessage, type UpstreamStateMessage, type WorkerMessage } from './cluster-messages.js';
 
 /** How often a worker pushes its counters to the primary unasked: 1 s (what a SIGKILL can lose, counter-ledger.ts). */
@@ -72,7 +72,7 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
           ticketKeys: Buffer.from(ticketKeys),
           limits,
           certificateTexts: certificates,
-          descriptorBudget: openFileLimit === undefined ? undefined : workerBudget(openFileLimit),
+          descriptorBudget: openFileLimit === undefined ? undefined : descriptorBudget(openFileLimit),
         });
         metrics.attach(proxy);
         applyUpstreamState(proxy, upstreamState);

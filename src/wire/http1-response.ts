@@ -57,7 +57,7 @@ export interface ResponseConnection {
 const STRICT_TRANSPORT_SECURITY = 'strict-transport-security';
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 const CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
-/** Queued output of at least this many bytes is written at once, in place; less is copied into one buffer at the end of the tick. */
+/** Queued output of at least this many bytes is written at once, in place, by `write`; less, or what another flush sends, is copied into one buffer (see `#flush`). */
 const FLUSH_AT_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
 

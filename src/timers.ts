@@ -17,8 +17,20 @@ export const systemTimers: Timers = {
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
+/**
+ * `timers` with every timer `unref()`ed when its handle can be (node's can; a fake clock's handle
+ * need not): a pending one never keeps the process alive.
+ */
+export function unrefed(timers: Timers): Timers {
+  return {
+    setTimeout: (callback, ms) => {
+      const timer = timers.setTimeout(callback, ms);
+      (timer as { unref?: () => void } | undefined)?.unref?.();
+      return timer;
+    },
+    clearTimeout: (handle) => timers.clearTimeout(handle),
+  };
+}
+
 /** node's own timers, `unref()`ed: a pending one never keeps the process alive. */
-export const unrefTimers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: systemTimers.clearTimeout,
-};
+export const unrefTimers: Timers = unrefed(systemTimers);

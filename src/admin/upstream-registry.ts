@@ -28,7 +28,7 @@
  */
 import type { RouteConfig, UpstreamConfig } from '../config/config.js';
 import { AdminRequestError, ConfigValueError } from '../errors.js';
-import { systemTimers, type Timers } from '../timers.js';
+import { systemTimers, unrefed, type Timers } from '../timers.js';
 import { parsePassLine } from '../config/pass-line.js';
 import { InvalidValueError, parseDuration } from '../config/values.js';
 import { suggest } from '../config/did-you-mean.js';
@@ -89,7 +89,7 @@ export class UpstreamRegistry {
   constructor(options: UpstreamRegistryOptions) {
     this.#target = options.target;
     this.#now = options.now ?? Date.now;
-    this.#timers = options.timers ?? systemTimers;
+    this.#timers = unrefed(options.timers ?? systemTimers); // an entry's expiry alone never keeps the process alive
     this.#log = options.log ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
     this.#notePassPaths();
@@ -152,7 +152,6 @@ export class UpstreamRegistry {
     if (previous !== undefined) this.#timers.clearTimeout(previous.timer);
     const nowMs = this.#now();
     const timer = this.#timers.setTimeout(() => this.#expire(routeName, config.origin), ttlMs);
-    (timer as { unref?: () => void } | undefined)?.unref?.();
     const entry: LiveEntry = { routeName, config, ttlMs, refreshedAtMs: nowMs, expiresAtMs: nowMs + ttlMs, timer };
     entries.set(config.origin, entry);
     const hasChanged = previous === undefined || previous.config.weight !== config.weight || previous.config.isBackup !== config.isBackup;

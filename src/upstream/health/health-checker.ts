@@ -27,7 +27,7 @@ import type { Upstream } from '../upstream.js';
 import type { TlsClientSettings } from '../../wire/tls-client.js';
 import { probe as realProbe, type ProbeFunction, type ProbeResult } from './probe.js';
 import { initialHealth, nextHealth, type RiseFallState } from './rise-fall.js';
-import { systemTimers, type Timers } from '../../timers.js';
+import { systemTimers, unrefed, type Timers } from '../../timers.js';
 import { plural } from '../../log/plural.js';
 import { CountedWarning } from '../../log/counted-warning.js';
 
@@ -105,15 +105,7 @@ export class HealthChecker {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? (() => {});
     this.#maxProbesInFlight = options.maxProbesInFlight ?? Infinity;
-    const timers = this.#timers;
-    this.#unrefedTimers = {
-      setTimeout: (callback, ms) => {
-        const timer = timers.setTimeout(callback, ms);
-        (timer as { unref?: () => void } | undefined)?.unref?.();
-        return timer;
-      },
-      clearTimeout: (handle) => timers.clearTimeout(handle),
-    };
+    this.#unrefedTimers = unrefed(this.#timers);
     this.#waited = new CountedWarning(WAITED_LOG_INTERVAL_MS, this.#unrefedTimers, (count, isWindowed) =>
       this.#log(
         `warning: ${plural(this.#maxProbesInFlight, 'health probe')} in flight, the most this process sends at once with its file descriptors: ` +

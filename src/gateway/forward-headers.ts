@@ -237,35 +237,33 @@ export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[]
 
 /**
  * The client's trailers that go on to the upstream, as `[name, value]` pairs: `forwardableTrailers`
- * without hop-by-hop headers and the forwarding headers a client could forge (`X-Forwarded-*`,
- * `VOUCHED_HEADERS` and `REWRITTEN_TARGET_HEADERS`), whoever the peer is: the proxy judged those in
- * the head, and a backend that merges trailers into its headers must not find a spoof there. Each
- * of these, and each of `FORBIDDEN_TRAILERS`, also spelt with `_` for `-` (`X_HTTP_Method_Override`,
- * `Set_Cookie`): CGI-style backends read both spellings as one (step 1 of the file comment).
+ * (with `named`, the request head's `namedHopByHopHeaders`) without the forwarding headers a
+ * client could forge (`X-Forwarded-*`, `VOUCHED_HEADERS` and `REWRITTEN_TARGET_HEADERS`, also spelt
+ * with `_`), whoever the peer is: the proxy judged those in the head, and a backend that merges
+ * trailers into its headers must not find a spoof there.
  */
-export function forwardableRequestTrailers(rawTrailers: readonly string[]): [string, string][] {
-  return forwardableTrailers(rawTrailers).filter(([name]) => {
-    if (HOP_BY_HOP_HEADERS.has(name)) return false;
-    const hasUnderscore = name.includes('_');
-    if (forwardingHeaderKind(name, hasUnderscore) !== undefined) return false;
-    if (!hasUnderscore) return true;
-    const dashed = name.replaceAll('_', '-');
-    return !FORBIDDEN_TRAILERS.has(dashed) && !isUnderscoreFramingHeader(dashed.toLowerCase());
-  });
+export function forwardableRequestTrailers(rawTrailers: readonly string[], named: FieldNameSet | undefined): [string, string][] {
+  return forwardableTrailers(rawTrailers, named).filter(([name]) => forwardingHeaderKind(name, name.includes('_')) === undefined);
 }
 
 /**
  * The `Trailer` announcement for the client (RFC 9110 §6.6.2): the names every upstream `Trailer`
- * header lists, without those that may not be trailers (`forwardableTrailers` drops them from the
- * trailers themselves, so they must not be announced either; Go's client refuses a response that
- * announces `Content-Length`). Undefined when none is left.
+ * header lists, without those `forwardableTrailers` drops from the trailers themselves (with the
+ * head's own `Connection` names), so they are not announced either (Go's client refuses a response
+ * that announces `Content-Length`). Undefined when none is left.
  */
 export function announcedTrailers(upstreamRawHeaders: readonly string[]): string | undefined {
   let names: string[] | undefined;
+  let named: FieldNameSet | undefined;
+  let isNamedRead = false;
   for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
     if (!equalsIgnoringCase(upstreamRawHeaders[i]!, 'trailer')) continue;
+    if (!isNamedRead) {
+      named = namedHopByHopHeaders(upstreamRawHeaders);
+      isNamedRead = true;
+    }
     for (const name of listElements(upstreamRawHeaders[i + 1]!)) {
-      if (!FORBIDDEN_TRAILERS.has(name)) (names ??= []).push(name);
+      if (mayBeTrailer(name, named)) (names ??= []).push(name);
     }
   }
   return names?.join(', ');
@@ -299,16 +297,26 @@ const FORBIDDEN_TRAILERS = new FieldNameSet([
 ]);
 
 /**
- * The trailers that may go on, as `[name, value]` pairs: every field but those of
- * `FORBIDDEN_TRAILERS` (dropped, as Go's server refuses to write them), in order. For the
+ * The trailers that may go on, as `[name, value]` pairs, in order: every field but those of
+ * `FORBIDDEN_TRAILERS` (dropped, as Go's server refuses to write them) and the hop-by-hop ones,
+ * those the message's head named in `Connection` included (a break test: `Connection: X-Secret`
+ * removed the header and the same field came on as a trailer), each also spelt with `_` for `-`
+ * (`Set_Cookie`, `Content_Length`: CGI-style readers take both spellings as one). For the
  * upstream's trailers to the client, and the client's to the upstream (Go forwards both).
  * @param rawTrailers `[name, value, …]` as the response parser or the chunked decoder read them
+ * @param named the `namedHopByHopHeaders` of the head the trailers end
  */
-export function forwardableTrailers(rawTrailers: readonly string[]): [string, string][] {
+export function forwardableTrailers(rawTrailers: readonly string[], named: FieldNameSet | undefined): [string, string][] {
   const out: [string, string][] = [];
   for (let i = 0; i < rawTrailers.length; i += 2) {
     const name = rawTrailers[i]!;
-    if (!FORBIDDEN_TRAILERS.has(name)) out.push([name, rawTrailers[i + 1]!]);
+    if (mayBeTrailer(name, named)) out.push([name, rawTrailers[i + 1]!]);
   }
   return out;
+}
+
+/** Whether a field may be forwarded as a trailer (`forwardableTrailers`). */
+function mayBeTrailer(name: string, named: FieldNameSet | undefined): boolean {
+  const dashed = name.includes('_') ? name.replaceAll('_', '-') : name;
+  return !FORBIDDEN_TRAILERS.has(dashed) && !isHopByHop(dashed, named) && !isHopByHop(name, named);
 }

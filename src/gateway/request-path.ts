@@ -44,6 +44,7 @@ import { Tunnel } from './upgrade-tunnel.js';
 import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { httpsRedirectLocation } from './https-redirect.js';
+import { namedHopByHopHeaders } from './hop-by-hop.js';
 import { announcedTrailers, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
@@ -350,7 +351,7 @@ async function proxyRequest(
           checkedHeaderLength: headers.length, // every field is valid as it is (headersFor)
           body,
           isChunkedBody: isChunked,
-          forwardTrailers: forwardableRequestTrailers,
+          forwardTrailers: isChunked ? (rawTrailers) => forwardableRequestTrailers(rawTrailers, namedHopByHopHeaders(clientReq.rawHeaders)) : undefined, // trailers end only a chunked body
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
           isNewConnectionRequired: isRetry,
@@ -527,7 +528,7 @@ function relayResponse(
     onEnd(rawTrailers) {
       isEnded = true;
       onDone();
-      if (rawTrailers.length > 0) clientRes.addTrailers(forwardableTrailers(rawTrailers));
+      if (rawTrailers.length > 0) clientRes.addTrailers(forwardableTrailers(rawTrailers, namedHopByHopHeaders(upstreamHead.rawHeaders)));
       clientRes.end();
     },
     onError(error) {

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { announcedTrailers, buildClientResponseHeaders, forwardableRequestTrailers } from '../../src/gateway/forward-headers.js';
+import { announcedTrailers, buildClientResponseHeaders, forwardableRequestTrailers, forwardableTrailers } from '../../src/gateway/forward-headers.js';
 import { namedHopByHopHeaders } from '../../src/gateway/hop-by-hop.js';
 
 test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 204 with Content-Length: 4 relayed), a 304 and a 200 keep theirs', () => {
@@ -37,10 +37,25 @@ test('announcedTrailers: the names of every Trailer header, in order, without th
 
 test('forwardableRequestTrailers: a client trailer that could pass for a forwarding or hop-by-hop header, in any spelling, is dropped', () => {
   const raw = ['X-Checksum', 'abc', 'x-forwarded-for', '6.6.6.6', 'X_Forwarded_Host', 'evil', 'Forwarded', 'for=1', 'X-Real-IP', '1.2.3.4', 'Upgrade', 'h2c', 'Keep-Alive', '5', 'Content_Length', '9', 'Host', 'h', 'Cookie', 'a=b'];
-  assert.deepEqual(forwardableRequestTrailers(raw), [['X-Checksum', 'abc']], 'a Cookie trailer is dropped too (RFC 9110 §6.5.1)');
+  assert.deepEqual(forwardableRequestTrailers(raw, undefined), [['X-Checksum', 'abc']], 'a Cookie trailer is dropped too (RFC 9110 §6.5.1)');
 });
 
 test('forwardableRequestTrailers: a trailer that may not be one, spelt with `_` for `-`, is dropped as the dashed name is (a CGI-style backend reads both as one)', () => {
   const raw = ['X_HTTP_Method_Override', 'DELETE', 'x_method_override', 'PUT', 'Set_Cookie', 's=1', 'Proxy_Authorization', 'Basic x', 'WWW_Authenticate', 'Basic', 'Content_Type', 'text/evil', 'Transfer_Encoding', 'chunked', 'X_Custom_Sum', 'ok'];
-  assert.deepEqual(forwardableRequestTrailers(raw), [['X_Custom_Sum', 'ok']]);
+  assert.deepEqual(forwardableRequestTrailers(raw, undefined), [['X_Custom_Sum', 'ok']]);
+});
+
+test('a field the head named in Connection is hop-by-hop as a trailer too, in both directions, and is not announced (a break test: Connection: X-Secret removed the header and the trailer came on)', () => {
+  const head = ['Transfer-Encoding', 'chunked', 'Connection', 'close, X-Secret', 'X-Secret', 'h', 'Trailer', 'X-Secret, X-Sum'];
+  const named = namedHopByHopHeaders(head);
+  const trailers = ['X-Secret', 't', 'x-secret', 't2', 'X_Secret', 't3', 'X-Sum', 'ok'];
+  assert.deepEqual(forwardableTrailers(trailers, named), [['X-Sum', 'ok']]);
+  assert.deepEqual(forwardableRequestTrailers(trailers, named), [['X-Sum', 'ok']]);
+  assert.equal(announcedTrailers(head), 'X-Sum');
+  assert.deepEqual(forwardableTrailers(trailers, undefined), [['X-Secret', 't'], ['x-secret', 't2'], ['X_Secret', 't3'], ['X-Sum', 'ok']], 'a head that names nothing leaves them alone');
+});
+
+test('forwardableTrailers: the response trailers that may not be trailers are dropped in their `_` spelling too, as the request\'s are', () => {
+  const raw = ['Set_Cookie', 'c=d', 'Content_Length', '98', 'Transfer_Encoding', 'chunked', 'Keep_Alive', 'y', 'WWW_Authenticate', 'Basic', 'X_Good', 'yes', 'Server-Timing', 'db;dur=1'];
+  assert.deepEqual(forwardableTrailers(raw, undefined), [['X_Good', 'yes'], ['Server-Timing', 'db;dur=1']]);
 });

@@ -239,7 +239,7 @@ test('trailers are forwarded, framing and routing fields among them dropped; Exp
   assert.match(Buffer.concat(received).toString(), /got 4 bytes/);
 });
 
-test('request trailers are forwarded to the upstream, framing, routing, hop-by-hop and forwarding fields among them dropped, whether the body came whole or in pieces', async (t) => {
+test('request trailers are forwarded to the upstream, framing, routing, hop-by-hop (the head\'s Connection names too) and forwarding fields among them dropped, whether the body came whole or in pieces', async (t) => {
   const seen: { body: string; trailers: string[] }[] = [];
   const backend = await startBackend((req, res, body) => {
     seen.push({ body: body.toString('latin1'), trailers: req.rawTrailers });
@@ -250,15 +250,15 @@ test('request trailers are forwarded to the upstream, framing, routing, hop-by-h
     await proxy.close();
     await backend.close();
   });
-  const trailers = 'X-Checksum: abc\r\nContent-Length: 99\r\nHost: evil\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nX-Real-IP: 1.2.3.4\r\nUpgrade: websocket\r\nX-Note: two words\r\n\r\n';
-  const whole = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n${trailers}`);
+  const trailers = 'X-Checksum: abc\r\nContent-Length: 99\r\nHost: evil\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nX-Real-IP: 1.2.3.4\r\nUpgrade: websocket\r\nX-Secret: t\r\nSet_Cookie: s=1\r\nX-Note: two words\r\n\r\n';
+  const whole = await rawRequest(proxy.port, `POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Secret\r\n\r\n5\r\nhello\r\n0\r\n${trailers}`);
   assert.match(whole.text, /^HTTP\/1\.1 200 /);
 
   const socket = net.connect(proxy.port, '127.0.0.1');
   t.after(() => socket.destroy());
   let answer = '';
   socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
-  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n');
+  socket.write('POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: X-Secret\r\n\r\n3\r\nabc\r\n'); // X-Secret: hop-by-hop, as a trailer too
   await waitFor(() => proxy.proxy.serverStats.requests === 2, 3000, 'the second head read'); // it goes upstream without the rest, which streams
   socket.write(`2\r\nde\r\n0\r\n${trailers}`);
   await waitFor(() => answer.endsWith('ok'), 3000, 'the streamed request answered');

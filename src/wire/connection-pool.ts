@@ -168,6 +168,8 @@ export class UpstreamConnection {
   wasReused = false;
   /** Its key was retired (`ConnectionPool.retire`) while it was in use: closed on release, never idle again. */
   isRetired = false;
+  /** The pool's bookkeeping: handed out (connecting or carrying a request), neither released nor destroyed since. */
+  isInUse = false;
 
   /** `host:port` (plus the TLS settings' identity and verified name: `poolKey`), the key of the origin's idle list. */
   readonly originKey: string;
@@ -273,8 +275,6 @@ export class ConnectionPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
   /** Connections in the idle lists. */
   private idleCount = 0;
-  /** Connections handed out and neither released nor destroyed. */
-  private readonly active = new Set<UpstreamConnection>();
   /** Every connection not destroyed and whose socket has not emitted `close` yet. */
   private readonly open = new Set<UpstreamConnection>();
   /** Removes the pool's listeners from an upgrade connection's socket (see `detach`). */
@@ -344,7 +344,8 @@ export class ConnectionPool {
       this.destroy(connection);
       return;
     }
-    if (!this.active.delete(connection)) return;
+    if (!connection.isInUse) return;
+    connection.isInUse = false;
     connection.handler = undefined; // from now on any byte, EOF or error drops it (see connect)
     const socket = connection.socket;
     if (this.isClosed || connection.isRetired || !isUsable(socket) || socket.readableLength > 0) {
@@ -378,7 +379,7 @@ export class ConnectionPool {
     removeListeners();
     connection.handler = undefined;
     this.open.delete(connection);
-    this.active.delete(connection);
+    connection.isInUse = false;
     connection.socket.setTimeout(0);
     return connection.socket;
   }
@@ -388,7 +389,7 @@ export class ConnectionPool {
     connection.handler = undefined;
     this.listenerRemovers.delete(connection);
     this.open.delete(connection);
-    this.active.delete(connection);
+    connection.isInUse = false;
     this.removeIdle(connection);
     if (connection.idleTimer !== undefined) {
       this.timers.clearTimeout(connection.idleTimer);
@@ -411,7 +412,7 @@ export class ConnectionPool {
     const key = poolKey(host, port, tls, tlsName);
     for (const connection of [...(this.idle.get(key) ?? [])]) this.destroy(connection);
     this.idle.delete(key);
-    for (const connection of this.active) if (connection.originKey === key) connection.isRetired = true;
+    for (const connection of this.open) if (connection.isInUse && connection.originKey === key) connection.isRetired = true;
     this.sessions.delete(key);
   }
 
@@ -445,7 +446,7 @@ export class ConnectionPool {
         continue;
       }
       connection.wasReused = true;
-      this.active.add(connection);
+      connection.isInUse = true;
       return connection;
     }
     return undefined;
@@ -556,7 +557,7 @@ export class ConnectionPool {
       // which does, and a closed pool destroys every socket. An upgrade's socket goes to a tunnel.
       if (!isForUpgrade) socket.unref();
       this.open.add(connection);
-      this.active.add(connection);
+      connection.isInUse = true;
       // The connection's one set of listeners (and `onRead` above), for its whole life: to the
       // holder's handler, or, while idle, anything at all drops the connection (the upstream may
       // not speak first).
@@ -693,8 +694,29 @@ function isUsable(socket: net.Socket): boolean {
  * settings' `serverName`, else `tlsName`, else `host`) after spaces (never part of a host).
  */
 export function poolKey(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): string {
-  return tls === undefined ? `${host}:${port}` : `${host}:${port} ${tls.identity} ${tls.serverName ?? tlsName ?? host}`;
+  if (tls !== undefined) return `${host}:${port} ${tls.identity} ${tls.serverName ?? tlsName ?? host}`;
+  let keys = plainKeys.get(host);
+  if (keys === undefined) {
+    if (plainKeys.size >= MAX_PLAIN_KEY_HOSTS) plainKeys.clear();
+    keys = new Map();
+    plainKeys.set(host, keys);
+  }
+  let key = keys.get(port);
+  if (key === undefined) {
+    key = `${host}:${port}`;
+    keys.set(port, key);
+  }
+  return key;
 }
+
+/**
+ * The plain keys made so far, per host and port: every request looks its origin's idle list up by
+ * key, and a key built anew is a string V8 must flatten, hash and compare byte by byte, where one
+ * made once has its hash kept (3% of a small GET's instructions, docs/performance.md). Emptied
+ * when it reaches MAX_PLAIN_KEY_HOSTS hosts (discovery and the registry can bring new ones forever).
+ */
+const plainKeys = new Map<string, Map<number, string>>();
+const MAX_PLAIN_KEY_HOSTS = 1024;
 
 function formatOrigin(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;

@@ -143,15 +143,17 @@ export interface BodyEvents {
 
 export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
   readonly progress: AttemptProgress = { isConnected: false, hasStreamedBody: false, isReusedSocket: false, hasResponseBytes: false };
-  /** Settles with the final response head, or rejects with a RequestError. */
-  readonly response: Promise<ResponseHead>;
 
   readonly #options: ExchangeOptions;
   #connection: UpstreamConnection | undefined;
   #parser: ResponseParser;
-  #resolveHead!: (head: ResponseHead) => void;
-  #rejectHead!: (error: RequestError) => void;
+  /** `response`, made when first read (see there); its settling functions until then undefined. */
+  #response: Promise<ResponseHead> | undefined;
+  #resolveHead: ((head: ResponseHead) => void) | undefined;
+  #rejectHead: ((error: RequestError) => void) | undefined;
   #head: ResponseHead | undefined;
+  /** Why there is no head: the exchange failed before one came. */
+  #headError: RequestError | undefined;
   #isRequestSent = false;
   #isComplete = false;
   #isDone = false;
@@ -185,16 +187,30 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
   constructor(options: ExchangeOptions) {
     this.#options = options;
     this.#parser = this.#createParser();
-    this.response = new Promise<ResponseHead>((resolve, reject) => {
-      this.#resolveHead = resolve;
-      this.#rejectHead = reject;
-    });
-    this.response.catch(() => {}); // the caller reads it; a rejection nobody awaited is not a crash
     try {
       this.#start();
     } catch (error) {
       this.#fail(asRequestError(error as Error));
     }
+  }
+
+  /**
+   * Settles with the final response head, or rejects with a RequestError. Made when first read, so
+   * that an exchange whose failure nobody asks about leaves no rejected promise behind (an
+   * unhandled rejection), without a `catch` on every request's promise to prevent one.
+   */
+  get response(): Promise<ResponseHead> {
+    if (this.#response === undefined) {
+      if (this.#head !== undefined) this.#response = Promise.resolve(this.#head);
+      else if (this.#headError !== undefined) this.#response = Promise.reject(this.#headError);
+      else {
+        this.#response = new Promise<ResponseHead>((resolve, reject) => {
+          this.#resolveHead = resolve;
+          this.#rejectHead = reject;
+        });
+      }
+    }
+    return this.#response;
   }
 
   /**
@@ -272,7 +288,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
       });
     } catch (error) {
       this.#isDone = true;
-      this.#rejectHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(`failed: ${String(error)}`, upstream.origin)));
+      this.#failHead(this.#failure ?? (error instanceof RequestError ? error : new UpstreamResetError(`failed: ${String(error)}`, upstream.origin)));
       return;
     }
     if (this.#isDone) {
@@ -493,7 +509,7 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
           this.#ceaseSendingBody();
         }
         this.#head = head;
-        this.#resolveHead(head);
+        this.#resolveHead?.(head);
       },
       onBody: (chunk) => {
         if (this.#sink !== undefined) {
@@ -607,12 +623,19 @@ export class UpstreamExchange implements ConnectionHandler, RequestBodyReader {
     if (this.#isDone) return;
     this.#failure ??= error;
     this.#close();
-    if (this.#head === undefined) this.#rejectHead(this.#failure);
+    if (this.#head === undefined) this.#failHead(this.#failure);
     else if (this.#events !== undefined && !this.#isComplete) {
       const events = this.#events;
       this.#events = undefined;
       events.onError(this.#failure);
     }
+  }
+
+  /** No head will come: `response` rejects with `error` (now, or when it is made). */
+  #failHead(error: RequestError): void {
+    if (this.#headError !== undefined) return;
+    this.#headError = error;
+    this.#rejectHead?.(error);
   }
 
   #close(): void {

@@ -42,7 +42,9 @@ export function namedHopByHopHeaders(rawHeaders: readonly string[]): FieldNameSe
   let named: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (!equalsIgnoringCase(rawHeaders[i]!, 'connection')) continue;
-    for (const token of listElements(rawHeaders[i + 1]!)) {
+    const value = rawHeaders[i + 1]!;
+    if (equalsIgnoringCase(value, 'keep-alive') || equalsIgnoringCase(value, 'close')) continue; // the usual value, untrimmed (the parsers trim values): nothing named
+    for (const token of listElements(value)) {
       if (equalsIgnoringCase(token, 'close') || HOP_BY_HOP_HEADERS.has(token) || FRAMING_HEADERS.has(token)) continue;
       (named ??= []).push(token.toLowerCase());
     }

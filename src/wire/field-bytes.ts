@@ -91,6 +91,8 @@ export function startsWithIgnoringCase(name: string, lowerPrefix: string): boole
  */
 export class FieldNameSet {
   readonly #byLength: (string[] | undefined)[] = [];
+  /** 1 for the first byte of a member in either case: most names are answered by one table read. */
+  readonly #firstBytes = new Uint8Array(256);
   readonly #large: Set<string> | undefined;
 
   /** @param lowerNames lower-cased field names; duplicates count once */
@@ -104,11 +106,17 @@ export class FieldNameSet {
       this.#large = unique;
       return;
     }
-    for (const name of unique) (this.#byLength[name.length] ??= []).push(name);
+    for (const name of unique) {
+      (this.#byLength[name.length] ??= []).push(name);
+      const first = name.charCodeAt(0);
+      this.#firstBytes[first] = 1;
+      if (first >= 0x61 && first <= 0x7a) this.#firstBytes[first - 0x20] = 1;
+    }
   }
 
   has(name: string): boolean {
     if (this.#large !== undefined) return this.#large.has(name.toLowerCase());
+    if (this.#firstBytes[name.charCodeAt(0) & 0xff] !== 1) return false; // `& 0xff`: past latin1 (no field name) or NaN for '' reads entry 0, never set
     const candidates = this.#byLength[name.length];
     if (candidates === undefined) return false;
     for (let i = 0; i < candidates.length; i++) {

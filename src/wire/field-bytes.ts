@@ -82,6 +82,19 @@ export function startsWithIgnoringCase(name: string, lowerPrefix: string): boole
 }
 
 /**
+ * True when the bytes at `pos` equal `lower` (lowercase ASCII letters, digits and `-`) ignoring
+ * ASCII case. The caller has checked the length, and the bytes are token or field-value bytes;
+ * among those, `| 0x20` maps only an uppercase letter onto another byte of `lower`'s kind (the
+ * other bytes it would map onto a letter, a digit or `-` are controls), so none matches by accident.
+ */
+export function isNameAt(buffer: Buffer, pos: number, lower: Buffer): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    if (((buffer[pos + i] as number) | 0x20) !== lower[i]) return false;
+  }
+  return true;
+}
+
+/**
  * A set of field names, looked up in any case without allocating (`has('Content-Length')`), where
  * a `Set` of lower-cased names would need a `toLowerCase` per lookup. Names are grouped by length,
  * so most lookups end at one array read. A large set (more than `SCAN_MAX_NAMES` distinct names:

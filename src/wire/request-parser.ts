@@ -44,7 +44,7 @@
  * reused scratch array, and at the end the head is decoded once (latin1: bytes pass unchanged) and
  * the method, target, names and values are sliced from that string.
  */
-import { byteTable, COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, LF, SP } from './field-bytes.js';
+import { byteTable, COLON, CR, CRLF_CRLF, HTAB, IS_FIELD_CHAR, IS_TOKEN, isNameAt, LF, SP } from './field-bytes.js';
 import { judgeHttpVersionBytes } from './request-line-version.js';
 
 /** How the request body is delimited (RFC 9112 §6.3). */
@@ -386,19 +386,6 @@ function fieldNameFault(buffer: Buffer, nameStart: number, pos: number): string 
   if (byte === SP || byte === HTAB) return 'bad request: whitespace before the colon of a header';
   if (byte === LF) return 'bad request: bare LF in the header section';
   return 'bad request: invalid header name';
-}
-
-/**
- * True when the bytes at `pos` equal `lower` (lowercase ASCII letters, digits and `-`) ignoring
- * ASCII case. The caller has checked the length, and the bytes are token or field-value bytes;
- * among those, `| 0x20` maps only an uppercase letter onto another byte of `lower`'s kind (the
- * other bytes it would map onto a letter, a digit or `-` are controls), so none matches by accident.
- */
-function isNameAt(buffer: Buffer, pos: number, lower: Buffer): boolean {
-  for (let i = 0; i < lower.length; i++) {
-    if (((buffer[pos + i] as number) | 0x20) !== lower[i]) return false;
-  }
-  return true;
 }
 
 /**

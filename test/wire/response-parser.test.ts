@@ -308,10 +308,27 @@ describe('ResponseParser reads a head the same in one pass and line by line', ()
     ['Transfer-Encoding in two fields', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n'],
     ['status code 099', 'HTTP/1.1 099 Low\r\n\r\n'],
     ['the shortest head', 'HTTP/1.1 200\r\n\r\n'],
+    ['framing names in odd case', 'HTTP/1.1 200 OK\r\ncOnTeNt-LeNgTh: 2\r\nCONNECTION: CLOSE\r\n\r\nok'],
+    ['Transfer-Encoding in capitals', 'HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'],
+    ['names as long as the framing names, not them', 'HTTP/1.1 200 OK\r\nContent-Lengtx: 5\r\nTransfer-Encodinx: chunked\r\nConnectiox: close\r\n\r\nok'],
   ];
   for (const [name, text] of table) {
     it(`gives the same result whole and cut at each offset: ${name}`, () => assertSameAtEachCut(latin1(text), 'GET', name));
   }
+
+  it('reads the framing fields by name in any case in one pass, and no other name as one', () => {
+    const odd = collectResponse([latin1('HTTP/1.1 200 OK\r\ncOnTeNt-LeNgTh: 2\r\nCONNECTION: CLOSE\r\n\r\nok')], { isEof: false });
+    assert.equal(odd.head?.bodyKind, 'length');
+    assert.equal(odd.head?.contentLength, 2);
+    assert.equal(odd.head?.isKeepAlive, false, 'CONNECTION: CLOSE was not read');
+    assert.equal(odd.body, 'ok');
+    const chunked = collectResponse([latin1('HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n')], { isEof: false });
+    assert.equal(chunked.head?.bodyKind, 'chunked');
+    assert.equal(chunked.body, 'ok');
+    const lookAlike = collectResponse([latin1('HTTP/1.1 200 OK\r\nContent-Lengtx: 5\r\nTransfer-Encodinx: chunked\r\nConnectiox: close\r\n\r\nok')], { isEof: true });
+    assert.equal(lookAlike.head?.bodyKind, 'close', 'a name of the same length was read as a framing field');
+    assert.equal(lookAlike.body, 'ok');
+  });
 });
 
 describe('ResponseParser rejects malformed responses', () => {

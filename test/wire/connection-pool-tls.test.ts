@@ -64,7 +64,7 @@ function get(connection: UpstreamConnection, path: string): Promise<string> {
     });
     const fail = (error: Error): void => reject(error);
     connection.handler = { onData: (data) => parser.execute(data), onEnd: () => parser.finish(), onError: fail, onClose: () => fail(new Error('closed')), onTimeout: () => {} };
-    connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']));
+    connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']), 'latin1');
   });
 }
 

@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConnectionPool, LARGE_READ_BUFFER_BYTES, OWN_NAME_MEMORY_MS, SMALL_READ_BUFFER_BYTES, type UpstreamConnection } from '../../src/wire/connection-pool.js';
+import { ConnectionPool, LARGE_READ_BUFFER_BYTES, OWN_NAME_MEMORY_MS, poolKey, SMALL_READ_BUFFER_BYTES, type UpstreamConnection } from '../../src/wire/connection-pool.js';
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
@@ -107,7 +107,7 @@ function roundTrip(connection: UpstreamConnection, method: string, path: string)
       connection.handler = undefined;
     };
     connection.handler = { onData, onEnd, onError, onClose: () => onError(new Error('closed')), onTimeout: () => {} };
-    socket.write(serializeRequestHead(method, path, ['Host', 'upstream.test', 'User-Agent', 'pool-test']));
+    socket.write(serializeRequestHead(method, path, ['Host', 'upstream.test', 'User-Agent', 'pool-test']), 'latin1');
   });
 }
 
@@ -236,7 +236,7 @@ describe('ConnectionPool', () => {
           },
         });
         connection.handler = { onData: (data) => parser.execute(data), onEnd: () => parser.finish(), onError: reject, onClose: () => reject(new Error('closed')), onTimeout: () => {} };
-        connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']));
+        connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']), 'latin1');
       });
     };
     const small = await exchange('/small');
@@ -567,3 +567,18 @@ async function assertExitsAlone(script: string): Promise<void> {
   assert.equal(code, 0, output);
   assert.equal(output, 'released {"open":2,"idle":1,"largeReadBuffers":0,"spareLargeReadBuffers":0}');
 }
+
+describe('poolKey', () => {
+  it('names an origin by host and port, and TLS by identity and verified name, the same however often it is asked', () => {
+    assert.equal(poolKey('127.0.0.1', 9001), '127.0.0.1:9001');
+    assert.equal(poolKey('127.0.0.1', 9001), '127.0.0.1:9001', 'a key kept from the first call');
+    assert.equal(poolKey('127.0.0.1', 9002), '127.0.0.1:9002', 'another port of the same host');
+    assert.equal(poolKey('::1', 9001), '::1:9001');
+    const tls = { identity: 'ca-1' } as Parameters<typeof poolKey>[2];
+    assert.equal(poolKey('127.0.0.1', 9001, tls), '127.0.0.1:9001 ca-1 127.0.0.1');
+    assert.equal(poolKey('127.0.0.1', 9001, tls, 'a.test'), '127.0.0.1:9001 ca-1 a.test');
+    // More hosts than the kept keys hold (discovery can bring new ones forever): every key still right.
+    for (let i = 0; i < 3000; i++) assert.equal(poolKey(`10.0.${i >> 8}.${i & 255}`, 80 + (i % 3)), `10.0.${i >> 8}.${i & 255}:${80 + (i % 3)}`);
+    assert.equal(poolKey('127.0.0.1', 9001), '127.0.0.1:9001');
+  });
+});

@@ -145,3 +145,32 @@ test('a GET reset on a reused keep-alive connection to a lone upstream is sent o
   assert.equal(res.body.toString(), 'ok /flaky');
   assert.equal(flakyCount, 2, `got ${flakyCount} GET /flaky at the upstream, want 2`);
 });
+
+test('a GET reset on a reused keep-alive connection is sent once more on a fresh one on a route with a backup, and the primary is not counted as failed', async (t) => {
+  // A break test: the same-upstream resend applied only to a route of one `pass` line, so behind
+  // an upstream that closes keep-alive connections after a few requests a route with a `down` or
+  // `backup` line answered 3% of GETs with 502, and the first stale reset ejected a healthy primary
+  // (max_fails = 1) for its backup. The race is the pool's, not the upstream's (Go's transport).
+  let flakyCount = 0;
+  const primary = await startBackend((req, res) => {
+    if (req.url === '/flaky' && ++flakyCount === 1) req.socket.destroy();
+    else res.end(`primary ${req.url}`);
+  });
+  const backup = await startBackend((req, res) => res.end(`backup ${req.url}`));
+  const proxy = await startTestProxy(`[proxy.r]\npath = /\npass = ${primary.url}\npass = ${backup.url} backup\nmax_fails = 1\nfail_timeout = 60s\n`, QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await primary.close();
+    await backup.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200); // leaves a pooled connection to the primary
+
+  const res = await request(proxy.port, { path: '/flaky' });
+
+  assert.equal(res.status, 200, `got ${res.status}, want 200`);
+  assert.equal(res.body.toString(), 'primary /flaky');
+  assert.equal(flakyCount, 2, `got ${flakyCount} GET /flaky at the primary, want 2 (the reset one and the resend)`);
+  const after = await request(proxy.port, { path: '/after' });
+  assert.equal(after.body.toString(), 'primary /after', 'the primary was ejected for the stale connection: the next request went to the backup');
+  assert.equal(backup.requests.length, 0, `got ${backup.requests.length} requests at the backup, want 0`);
+});

@@ -696,16 +696,20 @@ function isUsable(socket: net.Socket): boolean {
 export function poolKey(host: string, port: number, tls?: TlsClientSettings, tlsName?: string): string {
   if (tls !== undefined) return `${host}:${port} ${tls.identity} ${tls.serverName ?? tlsName ?? host}`;
   let keys = plainKeys.get(host);
+  let key = keys?.get(port);
+  if (key !== undefined) return key;
+  if (plainKeyCount >= MAX_PLAIN_KEYS) {
+    plainKeys.clear();
+    plainKeyCount = 0;
+    keys = undefined;
+  }
   if (keys === undefined) {
-    if (plainKeys.size >= MAX_PLAIN_KEY_HOSTS) plainKeys.clear();
     keys = new Map();
     plainKeys.set(host, keys);
   }
-  let key = keys.get(port);
-  if (key === undefined) {
-    key = `${host}:${port}`;
-    keys.set(port, key);
-  }
+  key = `${host}:${port}`;
+  keys.set(port, key);
+  plainKeyCount++;
   return key;
 }
 
@@ -713,10 +717,11 @@ export function poolKey(host: string, port: number, tls?: TlsClientSettings, tls
  * The plain keys made so far, per host and port: every request looks its origin's idle list up by
  * key, and a key built anew is a string V8 must flatten, hash and compare byte by byte, where one
  * made once has its hash kept (3% of a small GET's instructions, docs/performance.md). Emptied
- * when it reaches MAX_PLAIN_KEY_HOSTS hosts (discovery and the registry can bring new ones forever).
+ * when it holds MAX_PLAIN_KEYS keys: discovery and the registry can bring new addresses forever.
  */
 const plainKeys = new Map<string, Map<number, string>>();
-const MAX_PLAIN_KEY_HOSTS = 1024;
+let plainKeyCount = 0;
+const MAX_PLAIN_KEYS = 4096;
 
 function formatOrigin(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;

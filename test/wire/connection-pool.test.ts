@@ -579,6 +579,7 @@ describe('poolKey', () => {
     assert.equal(poolKey('127.0.0.1', 9001, tls, 'a.test'), '127.0.0.1:9001 ca-1 a.test');
     // More hosts than the kept keys hold (discovery can bring new ones forever): every key still right.
     for (let i = 0; i < 3000; i++) assert.equal(poolKey(`10.0.${i >> 8}.${i & 255}`, 80 + (i % 3)), `10.0.${i >> 8}.${i & 255}:${80 + (i % 3)}`);
+    for (let port = 1; port < 6000; port++) assert.equal(poolKey('10.9.9.9', port), `10.9.9.9:${port}`, 'many ports of one host');
     assert.equal(poolKey('127.0.0.1', 9001), '127.0.0.1:9001');
   });
 });

@@ -43,7 +43,7 @@ export function namedHopByHopHeaders(rawHeaders: readonly string[]): FieldNameSe
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (!equalsIgnoringCase(rawHeaders[i]!, 'connection')) continue;
     const value = rawHeaders[i + 1]!;
-    if (equalsIgnoringCase(value, 'keep-alive') || equalsIgnoringCase(value, 'close')) continue; // the usual value, untrimmed (the parsers trim values): nothing named
+    if (equalsIgnoringCase(value, 'keep-alive') || equalsIgnoringCase(value, 'close')) continue; // the usual values (trimmed by the parsers), which name nothing: no split
     for (const token of listElements(value)) {
       if (equalsIgnoringCase(token, 'close') || HOP_BY_HOP_HEADERS.has(token) || FRAMING_HEADERS.has(token)) continue;
       (named ??= []).push(token.toLowerCase());

@@ -716,8 +716,9 @@ export function poolKey(host: string, port: number, tls?: TlsClientSettings, tls
 /**
  * The plain keys made so far, per host and port: every request looks its origin's idle list up by
  * key, and a key built anew is a string V8 must flatten, hash and compare byte by byte, where one
- * made once has its hash kept (3% of a small GET's instructions, docs/performance.md). Emptied
- * when it holds MAX_PLAIN_KEYS keys: discovery and the registry can bring new addresses forever.
+ * made once has its hash kept (with the in-use flag, 2% of a small GET's instructions,
+ * docs/performance.md). Emptied when it holds MAX_PLAIN_KEYS keys: discovery and the registry can
+ * bring new addresses forever.
  */
 const plainKeys = new Map<string, Map<number, string>>();
 let plainKeyCount = 0;

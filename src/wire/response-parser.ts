@@ -27,8 +27,8 @@
  *   well formed, so falling back to the lines costs only the wasted pass.
  * Both hand the three framing fields to the same readings (`readContentLength`,
  * `readTransferEncoding`, `readConnection`; the lines find them by name string, the one pass by
- * name bytes) and end in the one decision on the body (`onHeadEnd`). Body bytes are handed out as `subarray`s of the
- * input, never copied. A chunked body is read by chunked-decoder.ts, the decoder request bodies
+ * name bytes) and end in the one decision on the body (`onHeadEnd`). Body bytes are handed out as
+ * `subarray`s of the input, never copied. A chunked body is read by chunked-decoder.ts, the decoder request bodies
  * use too.
  */
 import { UpstreamProtocolError, UpstreamResetError } from '../errors.js';

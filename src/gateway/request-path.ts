@@ -333,13 +333,20 @@ async function proxyRequest(
     if (upstream === undefined) break;
     const traceHeader = route.config.trace ? formatTrace(route, upstream, attempt, { nowMs: context.now(), tried }) : undefined;
     tried.add(upstream);
-    const attemptLog: AttemptLog = { upstream: upstream.address };
+    let attemptLog: AttemptLog = { upstream: upstream.address };
     facts.attempts.push(attemptLog);
 
     const endActiveRequest = upstream.beginRequest();
     let upstreamHead: ResponseHead;
     try {
-      upstreamHead = await sendWithStaleRetry(method, () => isClientGone, (isRetry) => {
+      upstreamHead = await sendWithStaleRetry(method, () => isClientGone, (staleError) => {
+        if (staleError !== undefined) {
+          // The stale send is an attempt of its own in the log (it reached the upstream, which may
+          // have read it), and the resend to the same upstream gets the next record.
+          attemptLog.error = `${loggedError(staleError)} (a reused keep-alive connection: sent again on a new one)`;
+          attemptLog = { upstream: upstream.address };
+          facts.attempts.push(attemptLog);
+        }
         const headers = headersFor(upstream);
         current = new UpstreamExchange({
           pool: context.pool,
@@ -354,10 +361,9 @@ async function proxyRequest(
           forwardTrailers: isChunked ? (rawTrailers) => forwardableRequestTrailers(rawTrailers, namedHopByHopHeaders(clientReq.rawHeaders)) : undefined, // trailers end only a chunked body
           connectTimeoutMs: route.config.connectTimeoutMs,
           readTimeoutMs: route.config.readTimeoutMs,
-          isNewConnectionRequired: isRetry,
+          isNewConnectionRequired: staleError !== undefined,
           upgrade: clientReq.upgrade,
         });
-        if (isRetry) attemptLog.error = 'stale connection, sent again';
         return current;
       });
     } catch (error) {
@@ -446,11 +452,14 @@ function holdSlot(clientRes: ClientResponse, facts: RequestFacts, releaseSlot: (
 async function sendWithStaleRetry(
   method: string,
   isClientGone: () => boolean,
-  /** Starts an attempt's UpstreamExchange; `isRetry` asks for a new connection instead of a pooled one. */
-  start: (isRetry: boolean) => UpstreamExchange,
+  /**
+   * Starts an attempt's UpstreamExchange; `staleError` (the reset of the stale send) asks for the
+   * resend, on a new connection instead of a pooled one.
+   */
+  start: (staleError: UpstreamResetError | undefined) => UpstreamExchange,
 ): Promise<ResponseHead> {
-  for (let isRetry = false; ; isRetry = true) {
-    const attempt = start(isRetry);
+  for (let staleError: UpstreamResetError | undefined; ; ) {
+    const attempt = start(staleError);
     try {
       return await attempt.response;
     } catch (error) {
@@ -461,7 +470,8 @@ async function sendWithStaleRetry(
         !progress.hasResponseBytes &&
         !progress.hasStreamedBody &&
         error instanceof UpstreamResetError;
-      if (isRetry || !isStale || isClientGone()) throw error;
+      if (staleError !== undefined || !isStale || isClientGone()) throw error;
+      staleError = error;
     }
   }
 }

@@ -7,7 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, startBackend, startRawBackend, startTestProxy } from '../helpers/proxy-harness.js';
+import net from 'node:net';
+import { request, startBackend, startRawBackend, startTestProxy, waitFor } from '../helpers/proxy-harness.js';
 import { closedPort, onWholeRequest, type RawRequest } from './upstream-control.js';
 
 /** A route `r` on `/` over the given upstream URLs, in order (round-robin: the first pick is the first). */
@@ -170,7 +171,81 @@ test('a GET reset on a reused keep-alive connection is sent once more on a fresh
   assert.equal(res.status, 200, `got ${res.status}, want 200`);
   assert.equal(res.body.toString(), 'primary /flaky');
   assert.equal(flakyCount, 2, `got ${flakyCount} GET /flaky at the primary, want 2 (the reset one and the resend)`);
+  const flakyLog = proxy.logs.find((record) => record.target === '/flaky')!;
+  assert.deepEqual(
+    flakyLog.attempts.map((x) => [x.upstream, x.error ?? x.status]),
+    [
+      [`127.0.0.1:${primary.port}`, 'PRX_UPSTREAM_RESET: closed the connection before sending a response (a reused keep-alive connection: sent again on a new one)'],
+      [`127.0.0.1:${primary.port}`, 200],
+    ],
+    'the log tells the stale send and the resend apart',
+  );
   const after = await request(proxy.port, { path: '/after' });
   assert.equal(after.body.toString(), 'primary /after', 'the primary was ejected for the stale connection: the next request went to the backup');
   assert.equal(backup.requests.length, 0, `got ${backup.requests.length} requests at the backup, want 0`);
+});
+
+test('a resend that fails too is logged after the stale send, counted, and retried on the next upstream', async (t) => {
+  // A break test: the log kept one record for the two sends to the same upstream, the resend's
+  // error written over the stale one's.
+  let flakyCount = 0;
+  const first = await startBackend((req, res) => {
+    if (req.url === '/flaky') {
+      flakyCount++;
+      req.socket.destroy(); // on the pooled connection and on the new one
+    } else res.end(`first ${req.url}`);
+  });
+  const second = await startBackend((req, res) => res.end(`second ${req.url}`));
+  const proxy = await startTestProxy(routeIni([first.url, second.url], 'max_fails = 5\n'), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await first.close();
+    await second.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm-1' })).body.toString(), 'first /warm-1'); // a pooled connection to each
+  assert.equal((await request(proxy.port, { path: '/warm-2' })).body.toString(), 'second /warm-2');
+
+  const res = await request(proxy.port, { path: '/flaky' });
+
+  assert.equal(res.status, 200, `got ${res.status}, want 200`);
+  assert.equal(res.body.toString(), 'second /flaky');
+  assert.equal(flakyCount, 2, `got ${flakyCount} GET /flaky at the first upstream, want 2 (the stale send and the resend)`);
+  const attempts = proxy.logs.find((record) => record.target === '/flaky')!.attempts;
+  assert.deepEqual(attempts.map((x) => [x.upstream, x.error ?? x.status]), [
+    [`127.0.0.1:${first.port}`, 'PRX_UPSTREAM_RESET: closed the connection before sending a response (a reused keep-alive connection: sent again on a new one)'],
+    [`127.0.0.1:${first.port}`, 'PRX_UPSTREAM_RESET: closed the connection before sending a response'],
+    [`127.0.0.1:${second.port}`, 200],
+  ]);
+  const upstreamFirst = proxy.proxy.routes[0]!.upstreams[0]!;
+  assert.equal(upstreamFirst.failuresTotal, 1, `got ${upstreamFirst.failuresTotal} failures on the first upstream, want 1 (the resend's, not the stale send's)`);
+});
+
+test('a client that leaves during the resend is logged as gone (499, PRX_CLIENT_ABORT), after the stale send', async (t) => {
+  // A break test: the stale send's marker filled the record that the client's leaving writes to.
+  let abortCount = 0;
+  const backend = await startBackend((req, res) => {
+    if (req.url !== '/abort') res.end('ok');
+    else if (++abortCount === 1) req.socket.destroy(); // the pooled connection: reset
+    // the resend, on a new connection: never answered
+  });
+  const proxy = await startTestProxy(routeIni([backend.url]), QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await backend.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200);
+
+  const client = net.connect(proxy.port, '127.0.0.1');
+  client.on('error', () => {});
+  client.write('GET /abort HTTP/1.1\r\nHost: t\r\n\r\n');
+  await waitFor(() => abortCount === 2, 3000, 'the resend at the upstream');
+  client.destroy();
+  await waitFor(() => proxy.logs.some((record) => record.target === '/abort'), 3000, 'the access log record');
+
+  const record = proxy.logs.find((r) => r.target === '/abort')!;
+  assert.equal(record.status, 499);
+  assert.deepEqual(record.attempts.map((x) => x.error ?? x.status), [
+    'PRX_UPSTREAM_RESET: closed the connection before sending a response (a reused keep-alive connection: sent again on a new one)',
+    'PRX_CLIENT_ABORT',
+  ]);
 });

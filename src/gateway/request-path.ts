@@ -378,9 +378,13 @@ async function proxyRequest(
       lastError = failure;
       const errorKind = retryErrorKind(failure);
       // Passive health counts only the upstream's own failures: not a request the proxy could not
-      // write (400), and not a read timeout while the client was still slowly sending its body.
+      // write (400), not a read timeout while the client was still slowly sending its body, and
+      // not a reset on a reused keep-alive connection before any response byte, the pool's race
+      // with an upstream that closed it (the request was not sent again: it has a body, or is not
+      // idempotent). A break test saw one such POST eject a healthy primary for its backup.
       const isClientsFault = errorKind === 'read-timeout' && body !== undefined && !clientReq.complete;
-      if (errorKind !== undefined && !isClientsFault) route.recordFailure(upstream);
+      const isPoolRace = failure instanceof UpstreamResetError && current !== undefined && current.progress.isReusedSocket && !current.progress.hasResponseBytes;
+      if (errorKind !== undefined && !isClientsFault && !isPoolRace) route.recordFailure(upstream);
       const isRetryable =
         errorKind !== undefined &&
         canRetry({

@@ -249,3 +249,29 @@ test('a client that leaves during the resend is logged as gone (499, PRX_CLIENT_
     'PRX_CLIENT_ABORT',
   ]);
 });
+
+test('a POST reset on a reused keep-alive connection is a 502, sent once, and does not count against the upstream for passive health', async (t) => {
+  // A break test: the pool's race on a POST (which is not sent again) ejected a healthy primary
+  // (max_fails = 1) for its backup.
+  const primary = await startBackend((req, res) => {
+    if (req.method === 'POST') req.socket.destroy();
+    else res.end(`primary ${req.url}`);
+  });
+  const backup = await startBackend((req, res) => res.end(`backup ${req.url}`));
+  const proxy = await startTestProxy(`[proxy.r]\npath = /\npass = ${primary.url}\npass = ${backup.url} backup\nmax_fails = 1\nfail_timeout = 60s\n`, QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await primary.close();
+    await backup.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200); // leaves a pooled connection to the primary
+
+  const res = await request(proxy.port, { method: 'POST', path: '/charge', body: Buffer.from('hello') });
+
+  assert.equal(res.status, 502, `got ${res.status}, want 502`);
+  assert.equal(primary.requests.filter((r) => r.method === 'POST').length, 1, 'the POST was sent more than once');
+  assert.equal(proxy.proxy.routes[0]!.upstreams[0]!.failuresTotal, 0, 'the reset on the reused connection was counted against the primary');
+  const after = await request(proxy.port, { path: '/after' });
+  assert.equal(after.body.toString(), 'primary /after', 'the primary was ejected: the next request went to the backup');
+  assert.equal(backup.requests.length, 0, `got ${backup.requests.length} requests at the backup, want 0`);
+});

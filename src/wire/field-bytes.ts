@@ -129,7 +129,7 @@ export class FieldNameSet {
 
   has(name: string): boolean {
     if (this.#large !== undefined) return this.#large.has(name.toLowerCase());
-    if (this.#firstBytes[name.charCodeAt(0) & 0xff] !== 1) return false; // `& 0xff`: past latin1 (no field name) or NaN for '' reads entry 0, never set
+    if (this.#firstBytes[name.charCodeAt(0)] !== 1) return false; // past the table (a character beyond latin1) or NaN (''): undefined, no member
     const candidates = this.#byLength[name.length];
     if (candidates === undefined) return false;
     for (let i = 0; i < candidates.length; i++) {

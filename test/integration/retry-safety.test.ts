@@ -5,7 +5,7 @@
  * sent only idempotent methods without a streamed body (RFC 9110 §9.2.2, nginx ≥ 1.9.13). Each test
  * checks both sides: what the client got and which upstreams saw the request.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { request, startBackend, startRawBackend, startTestProxy, waitFor } from '../helpers/proxy-harness.js';
@@ -18,6 +18,24 @@ function routeIni(urls: readonly string[], extra = ''): string {
 
 /** Passive-health transition lines are not what these tests are about. */
 const QUIET = { deps: { log: () => {} } };
+
+/**
+ * A route `r` over `primary` (answered by `handler`) and a backup that answers `backup <path>`,
+ * ejecting at the first counted failure (`max_fails = 1`), with one GET sent so that a pooled
+ * keep-alive connection to the primary waits for the next request. Stopped after the test.
+ */
+async function startPrimaryWithBackup(t: TestContext, handler: Parameters<typeof startBackend>[0]) {
+  const primary = await startBackend(handler);
+  const backup = await startBackend((req, res) => res.end(`backup ${req.url}`));
+  const proxy = await startTestProxy(`[proxy.r]\npath = /\npass = ${primary.url}\npass = ${backup.url} backup\nmax_fails = 1\nfail_timeout = 60s\n`, QUIET);
+  t.after(async () => {
+    await proxy.close();
+    await primary.close();
+    await backup.close();
+  });
+  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200);
+  return { primary, backup, proxy };
+}
 
 /** A raw upstream that reads each whole request, then resets the connection (RST) without answering. */
 async function startResettingBackend() {
@@ -153,18 +171,10 @@ test('a GET reset on a reused keep-alive connection is sent once more on a fresh
   // `backup` line answered 3% of GETs with 502, and the first stale reset ejected a healthy primary
   // (max_fails = 1) for its backup. The race is the pool's, not the upstream's (Go's transport).
   let flakyCount = 0;
-  const primary = await startBackend((req, res) => {
+  const { primary, backup, proxy } = await startPrimaryWithBackup(t, (req, res) => {
     if (req.url === '/flaky' && ++flakyCount === 1) req.socket.destroy();
     else res.end(`primary ${req.url}`);
   });
-  const backup = await startBackend((req, res) => res.end(`backup ${req.url}`));
-  const proxy = await startTestProxy(`[proxy.r]\npath = /\npass = ${primary.url}\npass = ${backup.url} backup\nmax_fails = 1\nfail_timeout = 60s\n`, QUIET);
-  t.after(async () => {
-    await proxy.close();
-    await primary.close();
-    await backup.close();
-  });
-  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200); // leaves a pooled connection to the primary
 
   const res = await request(proxy.port, { path: '/flaky' });
 
@@ -253,18 +263,10 @@ test('a client that leaves during the resend is logged as gone (499, PRX_CLIENT_
 test('a POST reset on a reused keep-alive connection is a 502, sent once, and does not count against the upstream for passive health', async (t) => {
   // A break test: the pool's race on a POST (which is not sent again) ejected a healthy primary
   // (max_fails = 1) for its backup.
-  const primary = await startBackend((req, res) => {
+  const { primary, backup, proxy } = await startPrimaryWithBackup(t, (req, res) => {
     if (req.method === 'POST') req.socket.destroy();
     else res.end(`primary ${req.url}`);
   });
-  const backup = await startBackend((req, res) => res.end(`backup ${req.url}`));
-  const proxy = await startTestProxy(`[proxy.r]\npath = /\npass = ${primary.url}\npass = ${backup.url} backup\nmax_fails = 1\nfail_timeout = 60s\n`, QUIET);
-  t.after(async () => {
-    await proxy.close();
-    await primary.close();
-    await backup.close();
-  });
-  assert.equal((await request(proxy.port, { path: '/warm' })).status, 200); // leaves a pooled connection to the primary
 
   const res = await request(proxy.port, { method: 'POST', path: '/charge', body: Buffer.from('hello') });
 

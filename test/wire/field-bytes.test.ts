@@ -32,6 +32,9 @@ test('FieldNameSet.has matches its names in any case and nothing else; it refuse
   const names = new FieldNameSet(['te', 'trailer', 'upgrade', 'connection', 'keep-alive']);
   for (const name of ['TE', 'te', 'Trailer', 'UPGRADE', 'Connection', 'keep-ALIVE']) assert.equal(names.has(name), true, name);
   for (const name of ['', 't', 'tee', 'Trailers', 'upgrade ', 'connectio', 'keep_alive', 'x-connection']) assert.equal(names.has(name), false, name);
+  // The first-byte table: a first character past latin1 whose low byte is a member's first letter
+  // (U+0174, U+0163), and members' other letters in first place.
+  for (const name of ['\u0174e', '\u0163railer', 'ee', 'Rpgrade']) assert.equal(names.has(name), false, JSON.stringify(name));
   assert.throws(() => new FieldNameSet(['Connection']), /not lower-case/);
 });
 

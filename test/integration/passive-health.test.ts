@@ -21,7 +21,7 @@ test('passive ejection counts failures within fail_timeout, not consecutive ones
   const a = await startBackend((req, res) => {
     aReceived++;
     if (aReceived % 3 === 0) req.socket.destroy(); // every third request: closed without an answer
-    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, sent again (request-path.ts)
+    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, not counted (request-path.ts)
   });
   const b = await startBackend((_req, res) => res.end('b'));
   const lines: string[] = [];
@@ -145,7 +145,7 @@ test('weight degradation through the proxy: a {5,1} route where a fails its thir
   let aReceived = 0;
   const a = await startBackend((req, res) => {
     if (++aReceived === 3) req.socket.destroy();
-    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, sent again (request-path.ts)
+    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, not counted (request-path.ts)
   });
   const b = await startBackend((_req, res) => res.end('b'));
   // retries = 0: the failed request is not retried, so no second pick gives the weight back before
@@ -180,7 +180,7 @@ test('weight degradation survives the retry: with default retries the failed req
   let aReceived = 0;
   const a = await startBackend((req, res) => {
     if (++aReceived === 3) req.socket.destroy();
-    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, sent again (request-path.ts)
+    else res.setHeader('Connection', 'close').end('a'); // no reuse: a reset on a reused connection is the pool's race, not counted (request-path.ts)
   });
   const b = await startBackend((_req, res) => res.end('b'));
   const proxy = await startTestProxy(

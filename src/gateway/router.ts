@@ -283,7 +283,10 @@ export function isPrefixMatch(path: string, prefix: string): boolean {
  * nginx `proxy_pass` semantics on the client's own bytes: without a path in `pass` the literal path
  * goes unchanged; with one (even `/`) the matched prefix is replaced by it, and the rest keeps its
  * bytes (`//`, `%2F`, `%7E` survive). One deviation, written down in the README: `pass=http://h/`
- * on route `/a` sends `/a/x` as `/x`, not nginx's `//x`.
+ * on route `/a` sends `/a/x` as `/x`, not nginx's `//x` — the slash that ends the pass path and
+ * the one after the prefix are the same separator. A prefix that ends in `/` (`/a/`) took that
+ * separator with it, so a slash after it is the client's own and is kept: `/a//x` → `//x` (a break
+ * test found it dropped).
  *
  * @param route the route both readings selected; for a prefix route, `literalPath` starts with its prefix
  * @param literalPath the path as received, without the query
@@ -293,6 +296,6 @@ export function rewritePath(route: RouteConfig, literalPath: string): string {
   if (passPath === undefined || route.path.kind !== 'prefix') return literalPath;
   const rest = literalPath.slice(route.path.prefix.length);
   if (rest === '') return passPath;
-  if (passPath.endsWith('/') && rest.startsWith('/')) return passPath + rest.slice(1);
+  if (passPath.endsWith('/') && rest.startsWith('/') && !route.path.prefix.endsWith('/')) return passPath + rest.slice(1);
   return passPath + rest;
 }

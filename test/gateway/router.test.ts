@@ -117,7 +117,9 @@ test('the upstream gets the client’s bytes: the matched prefix replaced on the
   const router = routerFor(
     '[proxy.plain]\npath = /a\npass = http://127.0.0.1:1\n' +
       '[proxy.strip]\npath = /s\npass = http://127.0.0.1:2/\n' +
-      '[proxy.v2]\npath = /api\npass = http://127.0.0.1:3/v2\n',
+      '[proxy.v2]\npath = /api\npass = http://127.0.0.1:3/v2\n' +
+      '[proxy.pub]\npath = /pub/\npass = http://127.0.0.1:4/public/\n' +
+      '[proxy.root]\npath = /root/\npass = http://127.0.0.1:5/\n',
   );
   const cases: [string, string][] = [
     ['/a//x%2F%7E?q=%zz&r=/../', '/a//x%2F%7E?q=%zz&r=/../'],
@@ -128,6 +130,12 @@ test('the upstream gets the client’s bytes: the matched prefix replaced on the
     ['/s/%7Euser/a%2Fb', '/%7Euser/a%2Fb'],
     ['/api/users?id=7', '/v2/users?id=7'],
     ['/api/x/../users', '/v2/x/../users'],
+    // A prefix that ends in `/` takes the separator: every slash after it is the client's (a break test: one was dropped).
+    ['/pub/x', '/public/x'],
+    ['/pub//x', '/public//x'],
+    ['/pub///x', '/public///x'],
+    ['/root//x', '//x'],
+    ['/root/', '/'],
   ];
   for (const [url, want] of cases) {
     const decision = route(router, url);

@@ -88,6 +88,13 @@ export interface ConnectionPoolOptions {
    * connect fails with ProxyResourceError. Default: no limit.
    */
   readonly maxOpen?: () => number;
+  /**
+   * The most open connections that read into a large buffer at once (`LARGE_READ_BUFFER_BYTES`
+   * each); a large body on any other reads through its connection's small buffer, in more reads.
+   * This bounds what concurrent large responses to slow clients hold: 128 × 512 KiB = 64 MiB by
+   * default, where a buffer per connection would grow with every client.
+   */
+  readonly maxLargeReadBuffers?: number;
 }
 
 export interface AcquireOptions {
@@ -228,15 +235,17 @@ export const SMALL_READ_BUFFER_BYTES = 16 * 1024;
 
 /**
  * Size of the read buffer a plain connection reads into while it carries a large body, bytes:
- * 256 KiB, four times node's own read size. A large response body then crosses the proxy in a
- * quarter of the reads and writes: 1 MiB responses took 12–19% less CPU per response than with
- * 64 KiB (four alternated pairs); 128 KiB did no better than 64, and 512 KiB or 1 MiB no better
- * than 256 (docs/performance.md). A connection switches to one when a read fills its small buffer,
- * and gives it back when it is idle again after a read (see `nextReadBuffer`), so that pooled
- * connections do not each keep a quarter of a MiB: 200 of them, idle after a run of 1 MiB
- * responses, held 18 MiB more resident memory than with 16 KiB buffers.
+ * 512 KiB, eight times node's own read size. A large response body then crosses the proxy in few
+ * reads and writes: on the AMD EPYC of earlier rounds 256 KiB took 12–19% less CPU per 1 MiB
+ * response than 64 KiB, and 512 KiB no less than 256; on this round's Intel Xeon 512 KiB gave
+ * 6–15% more 1 MiB responses per second than 256 KiB, 1 MiB buffers no more than 512 KiB
+ * (docs/performance.md). A connection switches to one when a read fills its small buffer, and
+ * gives it back when it is idle again after a read (see `nextReadBuffer`), so that pooled
+ * connections do not each keep half a MiB: 200 of them, idle after a run of 1 MiB responses, held
+ * 18 MiB more resident memory with 256 KiB buffers than with 16 KiB ones. At most
+ * `ConnectionPoolOptions.maxLargeReadBuffers` connections hold one at a time.
  */
-export const LARGE_READ_BUFFER_BYTES = 256 * 1024;
+export const LARGE_READ_BUFFER_BYTES = 512 * 1024;
 
 /** Large read buffers kept for the next large body once their connection is idle; more are left to the collector. */
 const MAX_SPARE_LARGE_BUFFERS = 8;
@@ -258,6 +267,9 @@ export class ConnectionPool {
   private readonly maxSessions: number;
   /** Large read buffers of connections that went idle, for the next large body (see `nextReadBuffer` in `connect`). */
   private readonly spareLargeBuffers: Buffer[] = [];
+  private readonly maxLargeReadBuffers: number;
+  /** Open connections that hold a large read buffer (see `maxLargeReadBuffers`). */
+  private largeReadBuffersHeld = 0;
   private readonly ownListeners: OwnListenerMatcher | undefined;
   private readonly maxOpen: (() => number) | undefined;
 
@@ -290,6 +302,7 @@ export class ConnectionPool {
     this.maxSessions = options.maxSessions ?? 1024;
     this.ownListeners = options.ownListeners;
     this.maxOpen = options.maxOpen;
+    this.maxLargeReadBuffers = options.maxLargeReadBuffers ?? 128;
   }
 
   /**
@@ -391,6 +404,8 @@ export class ConnectionPool {
     this.open.delete(connection);
     connection.isInUse = false;
     this.removeIdle(connection);
+    // Its large buffer is not a spare: a client may still be writing from a view of it.
+    this.dropLargeReadBuffer(connection);
     if (connection.idleTimer !== undefined) {
       this.timers.clearTimeout(connection.idleTimer);
       connection.idleTimer = undefined;
@@ -478,6 +493,13 @@ export class ConnectionPool {
     this.idleCount--;
   }
 
+  /** Forgets a connection's large read buffer, if it holds one (see `maxLargeReadBuffers`). */
+  private dropLargeReadBuffer(connection: UpstreamConnection): void {
+    if (connection.largeReadBuffer === undefined) return;
+    connection.largeReadBuffer = undefined;
+    this.largeReadBuffersHeld--;
+  }
+
   /** Arms a connection's idle timer for `ms` (see `release`). */
   private armIdleTimer(connection: UpstreamConnection, ms: number): void {
     connection.idleTimer = this.timers.setTimeout(() => {
@@ -540,13 +562,14 @@ export class ConnectionPool {
           if (!hasRead) return smallBuffer; // the first call comes before `connection` below exists
           const largeBuffer = connection.largeReadBuffer;
           if (largeBuffer === undefined) {
-            if (!wasFilled || connection.handler === undefined) return smallBuffer;
+            if (!wasFilled || connection.handler === undefined || this.largeReadBuffersHeld >= this.maxLargeReadBuffers) return smallBuffer;
             connection.largeReadBuffer = this.spareLargeBuffers.pop() ?? Buffer.allocUnsafe(LARGE_READ_BUFFER_BYTES);
+            this.largeReadBuffersHeld++;
             return connection.largeReadBuffer;
           }
-          if (connection.idleSince === undefined) return largeBuffer; // in use, or destroyed
+          if (connection.idleSince === undefined) return largeBuffer; // in use
           if (this.spareLargeBuffers.length < MAX_SPARE_LARGE_BUFFERS) this.spareLargeBuffers.push(largeBuffer);
-          connection.largeReadBuffer = undefined;
+          this.dropLargeReadBuffer(connection);
           return smallBuffer;
         };
         socket = this.openSocket({ host, port, lookup, autoSelectFamily: true, noDelay: true, onread: { buffer: nextReadBuffer, callback: onRead } }, key, tlsSettings, tlsName);

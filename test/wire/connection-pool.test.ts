@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConnectionPool, LARGE_READ_BUFFER_BYTES, OWN_NAME_MEMORY_MS, poolKey, SMALL_READ_BUFFER_BYTES, type UpstreamConnection } from '../../src/wire/connection-pool.js';
+import { ConnectionPool, LARGE_READ_BUFFER_BYTES, type ConnectionPoolOptions, OWN_NAME_MEMORY_MS, poolKey, SMALL_READ_BUFFER_BYTES, type UpstreamConnection } from '../../src/wire/connection-pool.js';
 import type { Timers } from '../../src/timers.js';
 import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { serializeRequestHead } from '../../src/wire/request-head.js';
@@ -205,7 +205,8 @@ describe('ConnectionPool', () => {
     assert.equal(toOther.wasReused, false);
   });
 
-  it('a connection reads into its small buffer, switches to a large one for a large body, and gives it back when idle again', async () => {
+  /** An upstream with a small and a 1 MiB response, and a pool; `exchange` runs one request, released from inside the read that completes it, as the proxy's exchange does. */
+  const setUpLargeBodies = async (options: ConnectionPoolOptions = {}) => {
     const large = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < large.length; i++) large[i] = i % 251;
     const server = http.createServer((req, res) => res.end(req.url === '/large' ? large : 'small'));
@@ -213,32 +214,44 @@ describe('ConnectionPool', () => {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const { port } = server.address() as AddressInfo;
-    const pool = new ConnectionPool({});
+    const pool = new ConnectionPool(options);
     cleanups.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }), () => pool.close());
-    /** One request, released from inside the read that completes it, as the proxy's exchange does. */
-    const exchange = async (path: string) => {
+    /** `stopAfter`: after this many body bytes, pause the socket and resolve, the connection still held, instead of reading on. */
+    const exchange = async (path: string, stopAfter = Infinity) => {
       const connection = await pool.acquire('127.0.0.1', port, CONNECT);
-      return new Promise<{ body: Buffer; largestChunk: number; largeBuffersDuringBody: number }>((resolve, reject) => {
+      return new Promise<{ body: Buffer; largestChunk: number; largeBuffersDuringBody: number; connection: UpstreamConnection }>((resolve, reject) => {
         const chunks: Buffer[] = [];
+        let bodyBytes = 0;
         let largestChunk = 0;
         let largeBuffersDuringBody = 0;
+        const result = () => ({ body: Buffer.concat(chunks), largestChunk, largeBuffersDuringBody, connection });
         const parser = new ResponseParser({
           method: 'GET',
           onHead: () => {},
           onBody: (chunk) => {
             chunks.push(Buffer.from(chunk));
+            bodyBytes += chunk.length;
             largestChunk = Math.max(largestChunk, chunk.length);
             largeBuffersDuringBody = Math.max(largeBuffersDuringBody, pool.stats().largeReadBuffers);
+            if (bodyBytes >= stopAfter) {
+              connection.socket.pause();
+              resolve(result());
+            }
           },
           onComplete: () => {
             pool.release(connection);
-            resolve({ body: Buffer.concat(chunks), largestChunk, largeBuffersDuringBody });
+            resolve(result());
           },
         });
         connection.handler = { onData: (data) => parser.execute(data), onEnd: () => parser.finish(), onError: reject, onClose: () => reject(new Error('closed')), onTimeout: () => {} };
         connection.socket.write(serializeRequestHead('GET', path, ['Host', 'upstream.test']), 'latin1');
       });
     };
+    return { large, pool, exchange };
+  };
+
+  it('a connection reads into its small buffer, switches to a large one for a large body, and gives it back when idle again', async () => {
+    const { large, pool, exchange } = await setUpLargeBodies();
     const small = await exchange('/small');
     assert.equal(small.body.toString(), 'small');
     assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'a small response needs no large buffer');
@@ -251,6 +264,20 @@ describe('ConnectionPool', () => {
       assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 1 }, `round ${round}: want the large buffer given back (and reused in round 2, not a second one made)`);
     }
     assert.equal((await exchange('/small')).body.toString(), 'small');
+  });
+
+  it('maxLargeReadBuffers: past it a large body reads through the small buffer, and a connection destroyed mid-body frees its place', async () => {
+    const { large, pool, exchange } = await setUpLargeBodies({ maxLargeReadBuffers: 1 });
+    const holder = await exchange('/large', 256 * 1024); // in use, paused, on the one large buffer allowed
+    assert.equal(holder.largeBuffersDuringBody, 1);
+    const past = await exchange('/large');
+    assert.ok(past.body.equals(large), `got ${past.body.length} bytes that differ from the 1 MiB sent`);
+    assert.ok(past.largestChunk <= SMALL_READ_BUFFER_BYTES, `got a read of ${past.largestChunk} bytes, want the small buffer's at most while another holds the large one`);
+    pool.destroy(holder.connection);
+    assert.deepEqual(pool.stats(), { open: 1, idle: 1, largeReadBuffers: 0, spareLargeReadBuffers: 0 }, 'a buffer a client may still write from is no spare');
+    const after = await exchange('/large');
+    assert.ok(after.body.equals(large));
+    assert.ok(after.largestChunk > SMALL_READ_BUFFER_BYTES, `got reads of at most ${after.largestChunk} bytes, want the destroyed connection's place taken`);
   });
 
   it('drops an idle socket the upstream closes', async () => {

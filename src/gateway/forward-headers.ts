@@ -24,6 +24,7 @@
  */
 import { byteTable, equalsIgnoringCase, FieldNameSet, listElements, startsWithIgnoringCase } from '../wire/field-bytes.js';
 import { HOP_BY_HOP_HEADERS, isHopByHop, namedHopByHopHeaders } from './hop-by-hop.js';
+import type { FieldLines } from '../wire/response-parser.js';
 
 /** Inputs of {@link buildUpstreamRequestHeaders}. */
 export interface ForwardingFacts {
@@ -222,17 +223,57 @@ export function buildUpstreamRequestHeaders(clientRawHeaders: readonly string[],
  * `upstreamRawHeaders` came from the response parser, which refuses everything else.
  */
 export function buildClientResponseHeaders(upstreamRawHeaders: readonly string[], statusCode = 200): string[] {
-  const named = namedHopByHopHeaders(upstreamRawHeaders);
+  return buildClientResponseFields({ rawHeaders: upstreamRawHeaders, statusCode, fieldLines: undefined }).headers;
+}
+
+/** The client's response fields: buildClientResponseHeaders' list, and the same fields as lines when they can be copied. */
+export interface ClientResponseFields {
+  readonly headers: string[];
+  /**
+   * Every field of `headers` as its line on the wire (`name ": " value CRLF`), in order: the
+   * upstream's own lines, copied in runs (`ResponseHead.fieldLines`), for the writer to send
+   * instead of joining each name and value again. Undefined when the upstream's lines are not
+   * known or not in that form, and for a 101 (whose `Connection` is the proxy's).
+   */
+  readonly fieldBlock: string | undefined;
+}
+
+/**
+ * buildClientResponseHeaders on a parsed head, with the kept fields also as one block of lines
+ * (`ClientResponseFields.fieldBlock`): a head whose only dropped field is `Connection` is two
+ * copies of the upstream's text.
+ */
+export function buildClientResponseFields(upstreamHead: { readonly rawHeaders: readonly string[]; readonly statusCode: number; readonly fieldLines: FieldLines | undefined }): ClientResponseFields {
+  const { rawHeaders, statusCode } = upstreamHead;
+  const lines = statusCode === 101 ? undefined : upstreamHead.fieldLines;
+  const named = namedHopByHopHeaders(rawHeaders);
   const isUpgradeKept = statusCode === 426 || statusCode === 101;
-  const out: string[] = [];
-  for (let i = 0; i < upstreamRawHeaders.length; i += 2) {
-    const name = upstreamRawHeaders[i]!;
-    if (isHopByHop(name, named) && !(isUpgradeKept && equalsIgnoringCase(name, 'upgrade'))) continue;
-    if ((statusCode === 101 || statusCode === 204) && equalsIgnoringCase(name, 'content-length')) continue;
-    out.push(name, upstreamRawHeaders[i + 1]!);
+  const headers: string[] = [];
+  let fieldBlock = '';
+  let runStart = -1; // the kept lines not yet in fieldBlock: text[runStart, runEnd)
+  let runEnd = -1;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const isDropped =
+      (isHopByHop(name, named) && !(isUpgradeKept && equalsIgnoringCase(name, 'upgrade'))) ||
+      ((statusCode === 101 || statusCode === 204) && equalsIgnoringCase(name, 'content-length'));
+    if (lines === undefined) {
+      if (!isDropped) headers.push(name, rawHeaders[i + 1]!);
+      continue;
+    }
+    if (isDropped) {
+      if (runStart !== -1) fieldBlock += lines.text.slice(runStart, runEnd);
+      runStart = -1;
+      continue;
+    }
+    headers.push(name, rawHeaders[i + 1]!);
+    if (runStart === -1) runStart = lines.lineStarts[i / 2]!;
+    runEnd = lines.lineStarts[i / 2 + 1]!;
   }
-  if (statusCode === 101) out.push('Connection', 'upgrade');
-  return out;
+  if (statusCode === 101) headers.push('Connection', 'upgrade');
+  if (lines === undefined) return { headers, fieldBlock: undefined };
+  if (runStart !== -1) fieldBlock += lines.text.slice(runStart, runEnd);
+  return { headers, fieldBlock };
 }
 
 /**

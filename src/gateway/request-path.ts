@@ -45,7 +45,7 @@ import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { httpsRedirectLocation } from './https-redirect.js';
 import { namedHopByHopHeaders } from './hop-by-hop.js';
-import { announcedTrailers, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers } from './forward-headers.js';
+import { announcedTrailers, buildClientResponseFields, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
@@ -495,8 +495,8 @@ function relayResponse(
   isLastOnConnection: boolean,
   onDone: () => void,
 ): void {
-  const headers = buildClientResponseHeaders(upstreamHead.rawHeaders, upstreamHead.statusCode);
-  const checkedLength = headers.length; // valid as they are (buildClientResponseHeaders); the ones added below are checked
+  const { headers, fieldBlock } = buildClientResponseFields(upstreamHead);
+  const checkedLength = headers.length; // valid as they are (buildClientResponseFields); the ones added below are checked
   // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
   // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
   const announced = announcedTrailers(upstreamHead.rawHeaders);
@@ -516,7 +516,7 @@ function relayResponse(
   // header it would have to write (it validates every name and value) before anything was sent:
   // that is still the proxy's own 502.
   try {
-    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers, checkedLength);
+    clientRes.writeHead(upstreamHead.statusCode, upstreamHead.statusMessage, headers, checkedLength, fieldBlock);
   } catch (error) {
     onDone();
     upstreamExchange.abort();

@@ -113,9 +113,11 @@ export interface ClientResponse {
    * `headers` is a flat raw list `[name, value, …]`; throws on invalid names or values (as node).
    * `checkedLength`: how many entries at its start are valid fields already and need no check
    * (read by this proxy's response parser, buildClientResponseHeaders); default 0.
+   * `checkedLines`: those entries as their lines on the wire, `name ": " value CRLF` each, in
+   * order (buildClientResponseFields' `fieldBlock`), sent as they are; default: joined from `headers`.
    */
   writeHead(statusCode: number, headers: string[]): unknown;
-  writeHead(statusCode: number, statusMessage: string, headers: string[], checkedLength?: number): unknown;
+  writeHead(statusCode: number, statusMessage: string, headers: string[], checkedLength?: number, checkedLines?: string): unknown;
   /**
    * Sends the head now, without waiting for a body byte: `writeHead` only stores it, and the first
    * `write` or `end` would carry it.

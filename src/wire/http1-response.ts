@@ -118,7 +118,7 @@ export class Http1Response implements ClientResponse {
     return this.#isFinished;
   }
 
-  writeHead(statusCode: number, statusMessageOrHeaders: string | string[], maybeHeaders?: string[], checkedLength = 0): this {
+  writeHead(statusCode: number, statusMessageOrHeaders: string | string[], maybeHeaders?: string[], checkedLength = 0, checkedLines?: string): this {
     if (this.#head !== undefined) throw codedError(Error, 'ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
     const hasReason = typeof statusMessageOrHeaders === 'string';
     const reason = hasReason ? statusMessageOrHeaders : (STATUS_CODES[statusCode] ?? 'unknown');
@@ -129,6 +129,7 @@ export class Http1Response implements ClientResponse {
     if (statusCode === 204 || statusCode === 304 || statusCode < 200) this.#hasBody = false;
 
     let head = `HTTP/1.1 ${statusCode} ${reason}\r\n`;
+    if (checkedLines !== undefined) head += checkedLines;
     let hasConnection = false;
     let hasContentLength = false;
     let hasTransferEncoding = false;
@@ -140,7 +141,8 @@ export class Http1Response implements ClientResponse {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      head += i < checkedLength ? `${name}: ${value}\r\n` : fieldLine(name, value, 'Header');
+      if (i >= checkedLength) head += fieldLine(name, value, 'Header');
+      else if (checkedLines === undefined) head += `${name}: ${value}\r\n`;
       // the names this writer acts on, compared without allocating (by length first)
       if (equalsIgnoringCase(name, 'connection')) {
         hasConnection = true;

@@ -58,6 +58,23 @@ export interface ResponseHead {
   readonly bodyKind: BodyKind;
   /** The Content-Length value when the header is present (also for HEAD/204/304, where no body follows). */
   readonly contentLength?: number;
+  /**
+   * The field lines as received, when each is written the one way a writer would write it again
+   * (`name ": " value CRLF`, one space, no trailing whitespace) and the head came in one read
+   * (`readWholeHead`); undefined otherwise. A writer that keeps runs of these fields copies the
+   * runs instead of joining every name and value again (buildClientResponseFields).
+   */
+  readonly fieldLines: FieldLines | undefined;
+}
+
+/**
+ * A head's field lines as one string: field `i` (the `i`-th pair of `rawHeaders`) is
+ * `text.slice(lineStarts[i], lineStarts[i + 1])`, its CRLF included; `lineStarts` has one entry
+ * more than there are fields, the end of the last line.
+ */
+export interface FieldLines {
+  readonly text: string;
+  readonly lineStarts: readonly number[];
 }
 
 export interface ResponseParserOptions {
@@ -159,6 +176,7 @@ export class ResponseParser {
   private transferEncoding: string | undefined;
   private hasConnectionClose = false;
   private hasConnectionKeepAlive = false;
+  private fieldLines: FieldLines | undefined;
 
   // the body
   private remaining = 0;
@@ -337,6 +355,7 @@ export class ResponseParser {
     // ---- field lines: name ":" OWS value OWS CRLF, then the empty line ----
     const offsets = fieldOffsets;
     let fieldCount = 0;
+    let isCanonical = true;
     for (;;) {
       if (pos + 1 >= limit) return -1;
       if (data[pos] === CR) {
@@ -355,6 +374,7 @@ export class ResponseParser {
       if (pos + 1 >= limit || data[pos] !== CR || data[pos + 1] !== LF) return -1;
       let valueEnd = pos;
       while (valueEnd > valueStart && (data[valueEnd - 1] === SP || data[valueEnd - 1] === HTAB)) valueEnd--;
+      if (valueStart !== nameEnd + 2 || data[nameEnd + 1] !== SP || valueEnd !== pos) isCanonical = false; // not `name ": " value CRLF`
       pos += 2;
       const slot = 4 * fieldCount++;
       offsets[slot] = nameStart - start;
@@ -363,13 +383,19 @@ export class ResponseParser {
       offsets[slot + 3] = valueEnd - start;
     }
 
-    // ---- the head is well formed: one decode, then the same steps as the lines ----
-    const text = data.toString('latin1', start, pos - CRLF_CRLF.length);
+    // ---- the head is well formed: one decode (up to the empty line), then the same steps as the lines ----
+    const text = data.toString('latin1', start, pos - 2);
     this.httpVersion = minor === DIGIT_1 ? '1.1' : '1.0';
     this.statusCode = (hundreds - DIGIT_0) * 100 + (tens - DIGIT_0) * 10 + (ones - DIGIT_0);
     this.statusMessage = text.slice(reasonStart - start, reasonEnd - start);
     this.state = 'header-line';
     const rawHeaders = this.rawHeaders;
+    if (isCanonical) {
+      const lineStarts = new Array<number>(fieldCount + 1);
+      for (let field = 0; field < fieldCount; field++) lineStarts[field] = offsets[4 * field]!;
+      lineStarts[fieldCount] = text.length;
+      this.fieldLines = { text, lineStarts };
+    }
     for (let slot = 0; slot < 4 * fieldCount; slot += 4) {
       const nameAt = start + offsets[slot]!;
       const name = text.slice(offsets[slot], offsets[slot + 1]);
@@ -560,6 +586,7 @@ export class ResponseParser {
       isKeepAlive,
       bodyKind,
       ...(this.contentLength !== undefined ? { contentLength: this.contentLength } : {}),
+      fieldLines: this.fieldLines,
     };
 
     if (isInformational) {
@@ -593,6 +620,7 @@ export class ResponseParser {
     this.state = 'status-line';
     this.lineBudget = this.maxHeaderSize;
     this.rawHeaders = [];
+    this.fieldLines = undefined;
     this.contentLength = undefined;
     this.transferEncoding = undefined;
     this.hasConnectionClose = false;

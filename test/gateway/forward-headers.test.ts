@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { announcedTrailers, buildClientResponseHeaders, forwardableRequestTrailers, forwardableTrailers } from '../../src/gateway/forward-headers.js';
+import { announcedTrailers, buildClientResponseFields, buildClientResponseHeaders, forwardableRequestTrailers, forwardableTrailers } from '../../src/gateway/forward-headers.js';
+import { ResponseParser, type ResponseHead } from '../../src/wire/response-parser.js';
 import { namedHopByHopHeaders } from '../../src/gateway/hop-by-hop.js';
 
 test('a 204 or 101 loses its Content-Length (RFC 9110 §8.6; a break test saw a 204 with Content-Length: 4 relayed), a 304 and a 200 keep theirs', () => {
@@ -26,6 +27,35 @@ test('a 426 keeps its Upgrade in any case; a 200 drops it', () => {
   const upstream = ['upgrade', 'h2c', 'X-A', '1'];
   assert.deepEqual(buildClientResponseHeaders(upstream, 426), upstream);
   assert.deepEqual(buildClientResponseHeaders(upstream, 200), ['X-A', '1']);
+});
+
+test('buildClientResponseFields: the same list as buildClientResponseHeaders, and its fields as the upstream\'s own lines, copied in runs around the dropped ones', () => {
+  const parse = (head: string): ResponseHead => {
+    let parsed: ResponseHead | undefined;
+    new ResponseParser({ method: 'GET', onHead: (h) => (parsed = h), onBody() {}, onComplete() {} }).execute(Buffer.from(head, 'latin1'));
+    return parsed!;
+  };
+  const cases: [status: number, fields: string][] = [
+    [200, 'Server: nginx\r\nDate: d\r\nContent-Length: 0\r\nConnection: keep-alive\r\nETag: "e"\r\n'], // a drop in the middle
+    [200, 'Connection: keep-alive, X-Hop\r\nX-A: 1\r\nX-Hop: 2\r\nX-B: 3\r\nKeep-Alive: timeout=5\r\n'], // at the start, in the middle, at the end
+    [200, 'X-A: 1\r\nContent-Length: 0\r\n'], // none dropped
+    [200, 'Connection: close\r\nKeep-Alive: timeout=5\r\n'], // all dropped
+    [204, 'Content-Length: 4\r\nETag: "x"\r\n'], // a 204's Content-Length
+    [426, 'Upgrade: h2c\r\nConnection: Upgrade\r\nContent-Length: 0\r\n'], // a 426 keeps Upgrade
+  ];
+  for (const [status, fields] of cases) {
+    const head = parse(`HTTP/1.1 ${status} X\r\n${fields}\r\n`);
+    assert.notEqual(head.fieldLines, undefined, `${status} ${JSON.stringify(fields)}: want the lines kept`);
+    const { headers, fieldBlock } = buildClientResponseFields(head);
+    assert.deepEqual(headers, buildClientResponseHeaders(head.rawHeaders, status));
+    let joined = '';
+    for (let i = 0; i < headers.length; i += 2) joined += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    assert.equal(fieldBlock, joined, `${status} ${JSON.stringify(fields)}`);
+  }
+  const upgrade = parse('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+  assert.deepEqual(buildClientResponseFields(upgrade), { headers: ['Upgrade', 'websocket', 'Connection', 'upgrade'], fieldBlock: undefined }, 'a 101\'s Connection is the proxy\'s');
+  const loose = parse('HTTP/1.1 200 OK\r\nX-A:1\r\nContent-Length: 0\r\n\r\n');
+  assert.deepEqual(buildClientResponseFields(loose), { headers: ['X-A', '1', 'Content-Length', '0'], fieldBlock: undefined });
 });
 
 test('announcedTrailers: the names of every Trailer header, in order, without those that may not be trailers; undefined when none is left', () => {

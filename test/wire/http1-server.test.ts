@@ -1175,4 +1175,20 @@ describe('Http1Response writeHead checkedLength', () => {
     assert.match(client.text(), /^HTTP\/1\.1 200 OK\r\nContent-Length: 2\r\nX-Parsed: v\r\n/);
     assert.doesNotMatch(client.text(), /Injected/);
   });
+
+  test('checkedLines are sent in place of the first checkedLength fields, before the fields after them and the writer\'s own', async () => {
+    const h = await startServer({}, (req, res) => {
+      const headers = ['Content-Length', '2', 'X-Parsed', 'v', 'X-Added', 'w'];
+      // Lines that differ from the list (case) show which of the two was written.
+      if (req.url === '/lines') res.writeHead(200, 'OK', headers, 4, 'content-length: 2\r\nx-parsed: v\r\n');
+      else res.writeHead(200, 'OK', headers, 4);
+      res.end('ok');
+    });
+    const client = await connect(h.port);
+    client.socket.write('GET /lines HTTP/1.1\r\nHost: h\r\n\r\nGET /list HTTP/1.1\r\nHost: h\r\n\r\n');
+    await until(() => client.text().split('\r\n\r\nok').length === 3, 'both responses');
+    const [lines, list] = client.text().split('\r\n\r\nok');
+    assert.match(lines!, /^HTTP\/1\.1 200 OK\r\ncontent-length: 2\r\nx-parsed: v\r\nX-Added: w\r\nDate: [^\r]+\r\nConnection: keep-alive\r\n/);
+    assert.equal(lines!.replace('content-length', 'Content-Length').replace('x-parsed', 'X-Parsed'), list, 'the same head but for the lines given');
+  });
 });

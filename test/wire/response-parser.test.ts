@@ -130,6 +130,7 @@ describe('ResponseParser framing', () => {
       rawHeaders: ['Upgrade', 'websocket', 'Connection', 'Upgrade'],
       isKeepAlive: false,
       bodyKind: 'none',
+      fieldLines: { text: head.slice(0, -2), lineStarts: [34, 54, 75] },
     });
     assert.equal(parser.execute(latin1('more')), 0, 'got bytes consumed after the upgrade, want 0');
   });
@@ -302,6 +303,7 @@ describe('ResponseParser reads a head the same in one pass and line by line', ()
     ['status 999', 'HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n'],
     ['status 100 then the final head in the same read', 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx'],
     ['empty and whitespace-only values', 'HTTP/1.1 200 OK\r\nX-A:\r\nX-B: \t \r\nX-C:\tc\t\r\nContent-Length: 0\r\n\r\n'],
+    ['a tab after the colon', 'HTTP/1.1 200 OK\r\nX-T:\tt\r\nContent-Length: 0\r\n\r\n'],
     ['a bad Content-Length after a good field', 'HTTP/1.1 200 OK\r\nX-A: a\r\nContent-Length: 1x\r\n\r\nx'],
     ['a bad Content-Length before a bad line', 'HTTP/1.1 200 OK\r\nContent-Length: 1x\r\nX A: a\r\n\r\nx'],
     ['Connection: close in HTTP/1.1', 'HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n'],
@@ -315,6 +317,22 @@ describe('ResponseParser reads a head the same in one pass and line by line', ()
   for (const [name, text] of table) {
     it(`gives the same result whole and cut at each offset: ${name}`, () => assertSameAtEachCut(latin1(text), 'GET', name));
   }
+
+  it('gives the field lines as received only for a head in one read whose every line is `name ": " value CRLF`', () => {
+    const linesOf = (chunks: readonly Buffer[]) => {
+      let lines: unknown = 'no head';
+      const parser = new ResponseParser({ method: 'GET', onHead: (head) => (lines = head.fieldLines), onBody() {}, onComplete() {} });
+      for (const chunk of chunks) parser.execute(chunk);
+      return lines;
+    };
+    const head = 'HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 0\r\nX-Empty: \r\n\r\n';
+    assert.deepEqual(linesOf([latin1(head)]), { text: head.slice(0, -2), lineStarts: [17, 28, 47, 58] });
+    assert.deepEqual(linesOf([latin1('HTTP/1.1 204 No Content\r\n\r\n')]), { text: 'HTTP/1.1 204 No Content\r\n', lineStarts: [25] }, 'no fields');
+    assert.equal(linesOf(splitAt(latin1(head), [20])), undefined, 'a head split across reads is read line by line');
+    for (const odd of ['X-A:a', 'X-A:  a', 'X-A: a ', 'X-A:\ta', 'X-A: a\t', 'X-A:']) {
+      assert.equal(linesOf([latin1(`HTTP/1.1 200 OK\r\n${odd}\r\nContent-Length: 0\r\n\r\n`)]), undefined, `${JSON.stringify(odd)} is not written back as it came`);
+    }
+  });
 
   it('reads the framing fields by name in any case in one pass, and no other name as one', () => {
     const odd = collectResponse([latin1('HTTP/1.1 200 OK\r\ncOnTeNt-LeNgTh: 2\r\nCONNECTION: CLOSE\r\n\r\nok')], { isEof: false });

@@ -5,7 +5,8 @@
  * certificate valid now, is an error; one expiring within 14 days a warning: upstream-tls.ts), and a
  * warning for each route with `tls_verify = off` or a `tls_*` line that only `http://` upstreams have, for `access` lines with host bits set or
  * after an `all`, for a `trusted_proxies` item that trusts every peer or has host bits set, for a
- * bare IPv6 `resolver` item whose last group could be a port (resolver-warnings.ts), and for `pass` lines
+ * bare IPv6 `resolver` item whose last group could be a port (resolver-warnings.ts), for a prefix `path` that reads differently
+ * normalised (router.ts `pathWarnings`), and for `pass` lines
  * that name this config's own `listen` or `tls_listen`: own-listener-warnings.ts), the `[acme]` files (directory_ca, and the
  * storage when it exists: acme-manager.ts `checkAcmeFiles`), and every `tls_cert` pair read (certificates are configuration: a missing file, a
  * key that does not match, an expired certificate are errors at the pair's file:line:column; one
@@ -26,6 +27,7 @@ import { weightWarnings } from '../upstream/balancer/strategies.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { ownListenerWarnings } from '../upstream/own-listener-warnings.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
+import { pathWarnings } from '../gateway/router.js';
 
 /** What `--check` prints and how it exits. */
 export interface CheckResult {
@@ -56,6 +58,7 @@ export function runCheck(configFile: string, nowMs: number): CheckResult {
     ...accessRuleWarnings(config.routes),
     ...weightWarnings(config.routes),
     ...ownListenerWarnings(config),
+    ...pathWarnings(config.routes),
     ...checks.flatMap((check) => check.warnings),
   ].map(
     (warning) => `warning: ${warning}`,

@@ -24,6 +24,7 @@ import { resolveWorkerCount, runClusterPrimary } from '../process/cluster/cluste
 import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { trustedProxyWarnings } from '../gateway/client-address.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
+import { pathWarnings } from '../gateway/router.js';
 import { runClusterWorker } from '../process/cluster/cluster-worker.js';
 import { isListenFailure, listenFailure } from '../process/listen-failure.js';
 import type { Config } from '../config/config.js';
@@ -117,7 +118,7 @@ export async function main(argv: readonly string[], signals: ProcessSignals): Pr
 async function run(configFile: string, signals: ProcessSignals): Promise<number> {
   if (cluster.isWorker) return await runClusterWorker(signals, log);
   const config = loadConfigFile(configFile);
-  for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)]) log(`warning: ${warning}`);
+  for (const warning of [...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config), ...pathWarnings(config.routes)]) log(`warning: ${warning}`);
   const workerCount = resolveWorkerCount(config.server.workers);
   if (workerCount > 1) return await runClusterPrimary(signals, configFile, config, workerCount, log);
   // The admin listener opens before the start-up line: a busy [admin] listen is reported alone, and

@@ -321,6 +321,8 @@ export interface RouteConfig {
   /** NAME of `[proxy.NAME]`. */
   readonly name: string;
   readonly path: PathMatcher;
+  /** Where the `path` value is written (in the route's section or inherited from `[proxy]`), for the warnings about it; undefined in routes built by code. */
+  readonly pathPlace?: SourcePlace;
   readonly host: HostMatcher | undefined;
   readonly upstreams: readonly UpstreamConfig[];
   /** The path every `pass` URL agrees on (undefined = forward the request path unchanged). */

@@ -368,6 +368,7 @@ function readKey<T>(keys: Readonly<Record<string, KeyReader<T>>>, target: T, ent
  */
 interface RouteFields {
   path?: PathMatcher;
+  pathPlace?: SourcePlace;
   host?: HostMatcher | null;
   upstreams?: UpstreamConfig[];
   strategy?: StrategyName;
@@ -403,7 +404,10 @@ interface RouteFields {
 }
 
 const ROUTE_KEYS: Readonly<Record<string, KeyReader<RouteFields>>> = {
-  path: (r, e) => (r.path = read(e, parsePathMatcher)),
+  path: (r, e) => {
+    r.path = read(e, parsePathMatcher);
+    r.pathPlace = e.valuePlace;
+  },
   host: (r, e) => (r.host = read(e, parseHostMatcher)),
   pass: (r, e) => (r.upstreams ??= []).push(parsePassLine(e)),
   strategy: (r, e) => (r.strategy = read(e, (t) => parseChoice(t, STRATEGY_NAMES, 'strategy'))),
@@ -481,6 +485,7 @@ function buildRoute(name: string, section: IniSection, inherited: RouteFields, o
   return {
     name,
     path,
+    ...(fields.pathPlace !== undefined ? { pathPlace: fields.pathPlace } : {}),
     host: fields.host ?? undefined,
     upstreams,
     passPath: upstreams[0]?.path,

@@ -19,7 +19,7 @@ import { handleRequest, type ProxyContext } from './request-path.js';
 import type { Route, RuntimeDeps } from '../upstream/route.js';
 import { upstreamTlsWarnings } from '../upstream/upstream-tls.js';
 import { RouteTable } from '../upstream/route-table.js';
-import { Router } from './router.js';
+import { pathWarnings, Router } from './router.js';
 import { normalizeClientIp, trustedProxyWarnings } from './client-address.js';
 import { resolverWarnings } from '../discovery/resolver-warnings.js';
 import { ConnectionPool, poolKey } from '../wire/connection-pool.js';
@@ -432,7 +432,7 @@ export class ProxyServer implements DiscoveryTarget {
     // texts come from a cluster primary, which judged them already.
     const served = new Set(this.certificateTexts.map((text) => text.certPem));
     const certificates = this.#readCertificates(config.server, certificateTexts, (certPem) => certificateTexts !== undefined || served.has(certPem));
-    const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config)];
+    const warnings: string[] = [...certificates.warnings, ...trustedProxyWarnings(config.server), ...resolverWarnings(config.server), ...upstreamTlsWarnings(config), ...pathWarnings(config.routes)];
     // Against what runs since the start, not the last reload's file: a reload that puts a setting
     // back as it started needs no restart, and one that keeps a change still waiting says so again.
     const before = this.#configAtStart;

@@ -31,6 +31,7 @@
 import type { RouteConfig } from '../config/config.js';
 import { routesInMatchingOrder } from '../config/describe-config.js';
 import { NORMALISATIONS, readPath, type RequestTarget } from './request-target.js';
+import { formatPlace } from '../errors.js';
 
 /** What the router decided for one request. */
 export type RouteDecision<R> =
@@ -271,6 +272,33 @@ function prefixIn(entry: Entry<Routable>, reading: number | undefined): string |
 function normalizePrefix(prefix: string): readonly string[] {
   const readings = readPath(prefix);
   return 'status' in readings ? NORMALISATIONS.map(() => prefix) : readings.normalized;
+}
+
+/**
+ * The warnings of `--check`, start-up and a reload for a prefix that reads differently normalised
+ * (`/a%2fb` is `/a/b` decoded, `/a//b` is `/a/b` with slashes merged): a request then matches it
+ * only when spelt the same way, because every reading of the request must select the route. So
+ * `/a%2fb/x` is served, while `/a/b/x`, `/a%2Fb/x` and `/a//b/x` read differently by some
+ * backend and are refused with 400, not sent to another route. Not an error: the spelling may be
+ * the one the clients use. One line per route: `env.ini:3:8: [proxy.x] path '/a%2fb' reads '/a/b'
+ * normalised: …`.
+ */
+export function pathWarnings(routes: readonly RouteConfig[]): string[] {
+  const warnings: string[] = [];
+  for (const route of routes) {
+    if (route.path.kind !== 'prefix' || route.pathPlace === undefined) continue;
+    const { prefix } = route.path;
+    const readings = normalizePrefix(prefix);
+    const other = readings.findIndex((reading) => reading !== prefix);
+    if (other === -1) continue;
+    const normalized = readings[other]!;
+    const plain = /^[\x21-\x7e]*$/.test(normalized) ? `; path = ${normalized} matches that spelling instead` : '';
+    warnings.push(
+      `${formatPlace(route.pathPlace)}: [proxy.${route.name}] path '${prefix}' reads '${normalized}' normalised: only requests spelt '${prefix}…' match it, ` +
+        `and other spellings of that path (such as '${normalized}…') get 400${plain}`,
+    );
+  }
+  return warnings;
 }
 
 /** `/a` matches `/a`, `/a/`, `/a/x`, not `/ab`; `/a/` matches `/a/x` (and `/` matches everything). */

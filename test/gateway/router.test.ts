@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { ClientRequest } from '../../src/wire/client-side.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { RouteConfig } from '../../src/config/config.js';
-import { REGEX_BUDGET_MS, Router, type RouteDecision } from '../../src/gateway/router.js';
+import { pathWarnings, REGEX_BUDGET_MS, Router, type RouteDecision } from '../../src/gateway/router.js';
 import { readRequestTarget } from '../../src/gateway/request-target.js';
 import { generateTarget, isUnder, PATH_READERS } from '../helpers/path-backends.js';
 import { seededRandom } from '../helpers/seeded-random.js';
@@ -292,4 +292,29 @@ test(`the regex budget: once the route regexes of one request took more than ${R
     now: () => assert.fail('a router without regex routes reads no clock'),
   });
   assert.equal(decide(prefixesOnly, '/x'), 'rest');
+});
+
+test('pathWarnings: a prefix that reads differently normalised is named at its value, with the spelling it reads; one that reads the same, a regex and an inherited path say nothing new', () => {
+  const config = parseConfig(
+    '[proxy]\npath = /in%2Fherited\n' +
+      '[proxy.slash]\npath = /a%2fb\npass = http://127.0.0.1:9001\n' +
+      '[proxy.utf8]\npath = /caf%C3%A9\npass = http://127.0.0.1:9001\n' +
+      '[proxy.double]\npath = /x//y\npass = http://127.0.0.1:9001\n' +
+      '[proxy.plain]\npath = /plain/\npass = http://127.0.0.1:9001\n' +
+      '[proxy.regex]\npath = ~ ^/a%2fb\npass = http://127.0.0.1:9001\n' +
+      '[proxy.inherits]\npass = http://127.0.0.1:9001\n',
+    'env.ini',
+  );
+  assert.deepEqual(pathWarnings(config.routes), [
+    "env.ini:4:8: [proxy.slash] path '/a%2fb' reads '/a/b' normalised: only requests spelt '/a%2fb…' match it, and other spellings of that path (such as '/a/b…') get 400; path = /a/b matches that spelling instead",
+    "env.ini:7:8: [proxy.utf8] path '/caf%C3%A9' reads '/café' normalised: only requests spelt '/caf%C3%A9…' match it, and other spellings of that path (such as '/café…') get 400",
+    "env.ini:10:8: [proxy.double] path '/x//y' reads '/x/y' normalised: only requests spelt '/x//y…' match it, and other spellings of that path (such as '/x/y…') get 400; path = /x/y matches that spelling instead",
+    "env.ini:2:8: [proxy.inherits] path '/in%2Fherited' reads '/in/herited' normalised: only requests spelt '/in%2Fherited…' match it, and other spellings of that path (such as '/in/herited…') get 400; path = /in/herited matches that spelling instead",
+  ]);
+});
+
+test('a prefix with an escape serves its own spelling and answers 400 to the others, as pathWarnings says', () => {
+  const router = routerFor('[proxy.slash]\npath = /a%2fb\npass = http://127.0.0.1:9001\n[proxy.all]\npath = /\npass = http://127.0.0.1:9002\n');
+  assert.equal(decide(router, '/a%2fb/x'), 'slash');
+  for (const other of ['/a/b/x', '/a%2Fb/x', '/a//b/x']) assert.equal(decide(router, other), '400 ambiguous', other);
 });

@@ -117,6 +117,7 @@ describe('defaults', () => {
     assert.deepEqual(rest, {
       name: 'a',
       path: { kind: 'prefix', prefix: '/a' },
+      pathPlace: { file: 'env.ini', line: 2, column: 8 },
       host: undefined,
       passPath: undefined,
       strategy: 'round-robin',
@@ -277,7 +278,8 @@ conn_limit = 4
       ],
     );
     const lineOf = (text: string): number => FULL.split('\n').indexOf(text) + 1;
-    const { upstreams, path, host, passPath, place, health, authUsers, ...rest } = api;
+    const { upstreams, path, pathPlace, host, passPath, place, health, authUsers, ...rest } = api;
+    assert.deepEqual(pathPlace, { file: 'env.ini', line: lineOf('path = ~* ^/API/v[0-9]+/'), column: 8 });
     assert.deepEqual(rest, {
       name: 'api',
       strategy: 'consistent-hash',

@@ -19,7 +19,9 @@
  *   bytes, each checked against the lookup tables of field-bytes.ts, field offsets kept in a reused
  *   scratch array, then one latin1 decode of the head and the names and values sliced from it (the
  *   way request-parser.ts reads request heads; about twice as fast as line by line through
- *   strings, for heads of 3 to 20 fields, issue 12);
+ *   strings, for heads of 3 to 20 fields, issue 12); when every line is `name ": " value CRLF`,
+ *   the decoded lines and where each starts go with the head too (`fieldLines`), for the writer
+ *   of the client's response to copy;
  * - everything else (a head split across reads, a byte that does not fit, a head over the limit,
  *   very many fields): line by line (`readLines`), which finds line ends with `Buffer.indexOf`,
  *   decodes the head's lines, keeps a line split across reads as the string decoded so far, and is

@@ -7,7 +7,7 @@ import type { AdminConfig } from '../config/config.js';
 import type { Timers } from '../timers.js';
 import type { ProxyServer } from '../gateway/proxy-server.js';
 import { AdminServer } from './admin-server.js';
-import { MetricsCollector } from './metrics-collector.js';
+import { MetricsCollector, upstreamPairsOf } from './metrics-collector.js';
 import { collectWorkerReport, type DiscoveryView } from './status-snapshot.js';
 import { UpstreamRegistry } from './upstream-registry.js';
 
@@ -52,7 +52,10 @@ export async function startLocalAdmin(proxy: ProxyServer, config: AdminConfig, l
     registry,
     mode: 'single',
     ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
-    collect: async () => ({ reports: [collectWorkerReport(proxy, metrics.state, proxyNow())], metrics: metrics.state }),
+    collect: async () => {
+      metrics.forgetUpstreams(upstreamPairsOf(proxy));
+      return { reports: [collectWorkerReport(proxy, metrics.state, proxyNow())], metrics: metrics.state };
+    },
     log,
     ...(options.registryNow === undefined ? {} : { registryNow: options.registryNow }),
   });

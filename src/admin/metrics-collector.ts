@@ -97,6 +97,20 @@ export class MetricsCollector {
     increment(this.state.probes, `${route}\t${upstream}\t${isOk ? 'ok' : 'fail'}`);
   }
 
+  /**
+   * Forgets the counters kept by route and upstream (attempts, probes) of every pair not in
+   * `current` (`route\tupstream` keys, `upstreamPairsOf`): upstreams a reload, the registry or
+   * discovery removed, which /metrics no longer shows (metrics-exposition.ts). Without it each
+   * address a discovery line ever returned would keep its keys for the life of the process.
+   */
+  forgetUpstreams(current: ReadonlySet<string>): void {
+    for (const counters of [this.state.upstreamRequests, this.state.probes]) {
+      for (const key of Object.keys(counters)) {
+        if (!current.has(key.slice(0, key.lastIndexOf('\t')))) delete counters[key];
+      }
+    }
+  }
+
   /** Feeds this collector from `proxy`'s exchanges and probes. Returns the function that detaches it. */
   attach(proxy: ProxyServer): () => void {
     const stopExchanges = proxy.observe((record) => this.recordExchange(record));
@@ -109,6 +123,15 @@ export class MetricsCollector {
       stopProbes();
     };
   }
+}
+
+/** `route\tupstream` for every upstream of `proxy`'s routes, leaving ones included (MetricsCollector `forgetUpstreams`). */
+export function upstreamPairsOf(proxy: Pick<ProxyServer, 'routes' | 'leavingUpstreams'>): Set<string> {
+  const pairs = new Set<string>();
+  for (const route of proxy.routes) {
+    for (const upstream of [...route.upstreams, ...proxy.leavingUpstreams(route.name)]) pairs.add(`${route.name}\t${upstream.address}`);
+  }
+  return pairs;
 }
 
 /** Adds states up (the primary merging its workers' counters). The inputs are not changed. */

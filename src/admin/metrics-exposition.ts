@@ -22,8 +22,12 @@
  * | `proxy_discovered_upstreams` | gauge | route, name | upstreams the discovery lines of that name stand for now (summed over the route's lines of one name) |
  * | `proxy_tls_certificate_expiry_seconds` | gauge | cert (the `tls_cert` file, or `acme`), names (comma separated) | notAfter of each certificate the HTTPS listener serves, seconds since the epoch (the convention of `ssl_certificate_expiry_seconds` in exporters: alert on `… - time() < 14 * 86400`) |
  *
- * Upstream counters live on the Upstream objects; an upstream removed by a reload or the registry
- * takes its counters with it (Prometheus sees a counter reset, which `rate()` handles).
+ * Upstream counters live on the Upstream objects; an upstream removed by a reload, the registry or
+ * discovery takes its counters with it (Prometheus sees a counter reset, which `rate()` handles if
+ * it comes back). The counters kept by route and upstream (attempts, probes) are shown for the
+ * upstreams of the snapshot only, leaving ones included, so that every address a discovery line
+ * ever returned does not keep its series for the life of the process (client_golang's
+ * `DeleteLabelValues` for a target that went away); MetricsCollector `forgetUpstreams` forgets them.
  */
 import { DURATION_BUCKETS_SECONDS, type MetricsState } from './metrics-collector.js';
 import { histogramSamples, renderExposition, type MetricFamily, type Sample } from './prometheus-text.js';
@@ -34,8 +38,11 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
   const upstreams = snapshot.routes.flatMap((route) => route.upstreams.map((upstream) => ({ route: route.name, upstream })));
   const perUpstream = (value: (upstream: UpstreamStatus) => number): Sample[] =>
     upstreams.map(({ route, upstream }) => ({ labels: { route, upstream: upstream.address }, value: value(upstream) }));
-  const fromKeys = (counters: Record<string, number>, labelNames: readonly string[]): Sample[] =>
+  const currentPairs = new Set(upstreams.map(({ route, upstream }) => `${route}\t${upstream.address}`));
+  /** With `isPerUpstream`, keys start `route\tupstream\t` and only the snapshot's pairs are shown. */
+  const fromKeys = (counters: Record<string, number>, labelNames: readonly string[], isPerUpstream = false): Sample[] =>
     Object.entries(counters)
+      .filter(([key]) => !isPerUpstream || currentPairs.has(key.slice(0, key.lastIndexOf('\t'))))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([key, value]) => {
         const parts = key.split('\t');
@@ -53,7 +60,7 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
       name: 'proxy_upstream_requests_total',
       help: 'Attempts sent to upstreams, by route, upstream and status class (error: no response status).',
       type: 'counter',
-      samples: fromKeys(metrics.upstreamRequests, ['route', 'upstream', 'status_class']),
+      samples: fromKeys(metrics.upstreamRequests, ['route', 'upstream', 'status_class'], true),
     },
     {
       name: 'proxy_request_duration_seconds',
@@ -88,7 +95,7 @@ export function renderMetrics(snapshot: StatusSnapshot, metrics: MetricsState): 
       name: 'proxy_health_checks_total',
       help: 'Active health probes, by route, upstream and result (ok or fail).',
       type: 'counter',
-      samples: fromKeys(metrics.probes, ['route', 'upstream', 'result']),
+      samples: fromKeys(metrics.probes, ['route', 'upstream', 'result'], true),
     },
     {
       name: 'proxy_upstream_up',

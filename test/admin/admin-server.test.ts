@@ -260,6 +260,35 @@ test('registry: register, traffic and health checks reach it, heartbeat refresh,
   }
 });
 
+test('/metrics shows the attempt and probe counters of current upstreams only: a registered upstream\'s series go when it is deleted (a discovery line\'s churned addresses would pile up), and the collector forgets them', async () => {
+  const third = await startBackend();
+  const s = await setup({ health: 'health_check = on\nhealth_interval = 1m' });
+  try {
+    const registered = new URL(third.url).host;
+    const put = await request(s.admin.port, 'PUT', '/routes/a/upstreams', { body: { url: third.url, ttl: '1m' }, token: 's3cret' });
+    assert.equal(put.status, 201, put.body);
+    await waitFor('its probe result', () => s.proxy.routes[0]!.upstreams[2]?.lastProbe?.ok === true);
+    for (let i = 0; i < 3; i++) assert.equal((await request(s.proxyPort, 'GET', '/a')).status, 200);
+    const labels = { route: 'a', upstream: registered };
+    const scrape = async () => parseExposition((await request(s.admin.port, 'GET', '/metrics')).body);
+    let parsed = await scrape();
+    assert.equal(sampleValue(parsed, 'proxy_upstream_requests_total', { ...labels, status_class: '2xx' }), 1);
+    assert.equal(sampleValue(parsed, 'proxy_health_checks_total', { ...labels, result: 'ok' }), 1);
+
+    const deleted = await request(s.admin.port, 'DELETE', `/routes/a/upstreams?url=${encodeURIComponent(third.url)}`, { token: 's3cret' });
+    assert.equal(deleted.status, 200, deleted.body);
+    parsed = await scrape();
+    assert.equal(sampleValue(parsed, 'proxy_upstream_requests_total', { ...labels, status_class: '2xx' }), undefined, 'got the deleted upstream\'s attempts still shown');
+    assert.equal(sampleValue(parsed, 'proxy_health_checks_total', { ...labels, result: 'ok' }), undefined, 'got its probes still shown');
+    assert.equal(sampleValue(parsed, 'proxy_upstream_requests_total', { route: 'a', upstream: new URL(s.backends[0]!.url).host, status_class: '2xx' }), 1, 'the upstreams that stay keep theirs');
+    const state = s.admin.metrics.state;
+    assert.deepEqual(Object.keys({ ...state.upstreamRequests, ...state.probes }).filter((key) => key.includes(registered)), [], 'got its keys still held');
+  } finally {
+    await s.close();
+    await third.close();
+  }
+});
+
 test('registry: bad input is refused with 400/404/409 and the message of the pass-line parser', async () => {
   const s = await setup();
   try {

@@ -138,3 +138,18 @@ test('a discovered upstream shows the name and line it came from, and its own ad
     await proxy.close(0);
   }
 });
+
+test('/metrics shows the attempt and probe counters of the snapshot\'s upstreams only: a retired worker\'s counts of an address that left are not shown again', async () => {
+  const proxy = new ProxyServer(parseConfig('[server]\nlisten = 127.0.0.1:0\naccess_log = off\n[proxy.a]\npath = /\npass = http://127.0.0.1:9001\n', 'test.ini'), { isHealthCheckDisabled: true });
+  try {
+    const metrics = emptyMetrics();
+    Object.assign(metrics.upstreamRequests, { 'a\t127.0.0.1:9001\t2xx': 3, 'a\t10.0.0.7:9001\t2xx': 5, 'gone\t127.0.0.1:9001\t5xx': 1 });
+    Object.assign(metrics.probes, { 'a\t127.0.0.1:9001\tok': 2, 'a\t10.0.0.7:9001\tfail': 4 });
+    const text = renderMetrics(snapshotOf(proxy), metrics);
+    const samples = (name: string): string[] => text.split('\n').filter((line) => line.startsWith(`${name}{`));
+    assert.deepEqual(samples('proxy_upstream_requests_total'), ['proxy_upstream_requests_total{route="a",upstream="127.0.0.1:9001",status_class="2xx"} 3']);
+    assert.deepEqual(samples('proxy_health_checks_total'), ['proxy_health_checks_total{route="a",upstream="127.0.0.1:9001",result="ok"} 2']);
+  } finally {
+    await proxy.close(0);
+  }
+});

@@ -59,7 +59,7 @@ import { formatListenAddress } from '../../config/values.js';
 import { ProxyServer } from '../../gateway/proxy-server.js';
 import { checkAccessLogPath } from '../../gateway/access-log.js';
 import { AdminServer } from '../../admin/admin-server.js';
-import { MetricsCollector, mergeMetrics } from '../../admin/metrics-collector.js';
+import { MetricsCollector, mergeMetrics, upstreamPairsOf } from '../../admin/metrics-collector.js';
 import type { WorkerReport, WorkerStartFailure } from '../../admin/status-snapshot.js';
 import { UpstreamRegistry } from '../../admin/upstream-registry.js';
 import { loadAcme, reloadOnHangup } from '../../cli/run-proxy.js';
@@ -251,6 +251,7 @@ export async function runClusterPrimary(signals: ProcessSignals, configFile: str
         const answers = replies.flatMap((reply) => (reply.report === undefined ? [] : [{ workerId: reply.workerId, report: reply.report }]));
         const reports = answers.map((answer) => answer.report);
         const carried = ledger.carried(new Set(answers.map((answer) => answer.workerId)));
+        probeMetrics.forgetUpstreams(upstreamPairsOf(model));
         return {
           reports,
           carried,

@@ -24,7 +24,7 @@ import { ProxyServer } from '../../gateway/proxy-server.js';
 import { keepYoungGenerationSmall } from '../young-generation.js';
 import { STOP_SIGNALS, type ProcessSignals } from '../process-signals.js';
 import { isListenFailure, listenFailure } from '../listen-failure.js';
-import { MetricsCollector } from '../../admin/metrics-collector.js';
+import { MetricsCollector, upstreamPairsOf } from '../../admin/metrics-collector.js';
 import { collectWorkerReport } from '../../admin/status-snapshot.js';
 import { reopenLogFiles } from '../../log/process-log.js';
 import { LeaseLimits, SWEEP_INTERVAL_MS } from './lease-limits.js';
@@ -53,7 +53,10 @@ export async function runClusterWorker(signals: ProcessSignals, log: (line: stri
         if (!process.connected) return sent();
         process.send?.(message, undefined, undefined, () => sent());
       });
-    const report = (id: number): ReportMessage => ({ type: 'report', id, report: collectWorkerReport(proxy!, metrics.state, performance.now()) });
+    const report = (id: number): ReportMessage => {
+      metrics.forgetUpstreams(upstreamPairsOf(proxy!));
+      return { type: 'report', id, report: collectWorkerReport(proxy!, metrics.state, performance.now()) };
+    };
     /** Leaves through the cluster API: a bare process.disconnect() makes node's cluster code exit the worker with 0. */
     const leave = (exitCode: number): void => {
       clearInterval(pushTimer);

@@ -14,8 +14,15 @@
  * extensions are checked and then ignored (RFC 9112 §7.1.1: a recipient ignores ones it does not
  * understand); the trailer fields are kept for the caller.
  *
- * Chunk data is handed out as `subarray`s of the input, never copied. A chunk-size line or the
- * trailer section that continues into the next read is kept as the latin1 string read so far.
+ * Chunk data is handed out as `subarray`s of the input, not copied, but for small chunks: those
+ * of one read under SMALL_CHUNK_BYTES each are handed out together, copied into fresh buffers of
+ * up to SMALL_CHUNK_BYTES (as Go's `io.Copy` through its 32 KiB buffer merges them), so that a body of one-byte chunks
+ * costs one write downstream per read instead of one per chunk (a break test: 1,000,000 one-byte
+ * chunks took 1.36 s through the proxy against 0.04 s direct, and each 512 KiB read of them held
+ * the event loop for about 100 ms). A chunk-size line that is all in the read and has no
+ * extension (`1A` CRLF, the common case) is read from its bytes; other chunk-size lines, and the
+ * trailer section, as latin1 strings (one that continues into the next read is kept as the string
+ * read so far).
  */
 import type { BodyDecoder } from './body-decoder.js';
 import { byteTable, CR, HTAB, IS_TOKEN, LF, parseFieldLine, quoteLine, SP } from './field-bytes.js';
@@ -50,6 +57,12 @@ for (let digit = 0; digit < 16; digit++) {
 const MAX_CHUNK_SIZE_DIGITS = 16;
 
 /**
+ * Chunk data pieces shorter than this, bytes, are merged with the other small pieces of the same
+ * read (see the file comment); longer ones are handed out as views of the input.
+ */
+export const SMALL_CHUNK_BYTES = 4096;
+
+/**
  * Decoder of one chunked body. `execute` is called with each read; errors are thrown, made by the
  * `fail` the creator gives (each direction has its own error class and status).
  */
@@ -66,6 +79,10 @@ export class ChunkedDecoder implements BodyDecoder {
   #lineBudget: number;
   readonly #rawTrailers: string[] = [];
   #bytesRead = 0;
+  /** The small data pieces of the current read not handed out yet: `[start, end, start, end, …]` in the input. */
+  readonly #smallPieces: number[] = [];
+  /** Their bytes, at most SMALL_CHUNK_BYTES. */
+  #smallBytes = 0;
 
   /**
    * @param maxLineBytes longest chunk-size line (CRLF included), and longest trailer section (all
@@ -114,10 +131,47 @@ export class ChunkedDecoder implements BodyDecoder {
   }
 
   #run(buffer: Buffer, start: number, onData: (chunk: Buffer) => void): number {
+    try {
+      const end = this.#decode(buffer, start, onData);
+      this.#handOutSmallPieces(buffer, onData);
+      return end;
+    } catch (error) {
+      // The data before a framing fault still goes out, as it did piece by piece.
+      if (this.#smallPieces.length > 0) this.#handOutSmallPieces(buffer, onData);
+      throw error;
+    }
+  }
+
+  /**
+   * Hands out the small pieces kept so far: one as a view, more copied into one fresh buffer of at
+   * most SMALL_CHUNK_BYTES (a holder of the pieces copies small ones and holds larger ones in place,
+   * UpstreamExchange's PENDING_COPY_MAX_BYTES: the merged ones stay of the kind it copies).
+   */
+  #handOutSmallPieces(buffer: Buffer, onData: (chunk: Buffer) => void): void {
+    const pieces = this.#smallPieces;
+    if (pieces.length === 0) return;
+    const total = this.#smallBytes;
+    this.#smallBytes = 0;
+    if (pieces.length === 2) {
+      const [from, to] = pieces as [number, number];
+      pieces.length = 0;
+      onData(buffer.subarray(from, to));
+      return;
+    }
+    const merged = Buffer.allocUnsafe(total);
+    let offset = 0;
+    for (let i = 0; i < pieces.length; i += 2) offset += buffer.copy(merged, offset, pieces[i], pieces[i + 1]);
+    pieces.length = 0;
+    onData(merged);
+  }
+
+  #decode(buffer: Buffer, start: number, onData: (chunk: Buffer) => void): number {
     let pos = start;
     while (pos < buffer.length) {
       switch (this.#state) {
         case 'size-line':
+          pos = this.#partialLine === '' ? this.#readSizeBytes(buffer, pos) : this.#readLine(buffer, pos);
+          break;
         case 'trailer-line':
           pos = this.#readLine(buffer, pos);
           break;
@@ -125,7 +179,14 @@ export class ChunkedDecoder implements BodyDecoder {
           const end = Math.min(buffer.length, pos + this.#remaining);
           this.#remaining -= end - pos;
           this.#bytesRead += end - pos;
-          onData(buffer.subarray(pos, end));
+          if (end - pos < SMALL_CHUNK_BYTES) {
+            if (this.#smallBytes + (end - pos) > SMALL_CHUNK_BYTES) this.#handOutSmallPieces(buffer, onData);
+            this.#smallPieces.push(pos, end);
+            this.#smallBytes += end - pos;
+          } else {
+            this.#handOutSmallPieces(buffer, onData);
+            onData(buffer.subarray(pos, end));
+          }
           pos = end;
           if (this.#remaining === 0) this.#state = 'data-cr';
           break;
@@ -176,6 +237,32 @@ export class ChunkedDecoder implements BodyDecoder {
     return end;
   }
 
+  /**
+   * A chunk-size line read from its bytes when it is `1*HEXDIG CRLF`, all in `buffer` from `start`,
+   * with at most MAX_CHUNK_SIZE_DIGITS digits: the same result as `#readLine` for such a line, with
+   * no string made. Anything else (an extension, a line that continues in the next read, a fault)
+   * goes to `#readLine`, which reads it, or says what is wrong with it.
+   */
+  #readSizeBytes(buffer: Buffer, start: number): number {
+    let size = 0;
+    let pos = start;
+    const limit = Math.min(buffer.length, start + MAX_CHUNK_SIZE_DIGITS);
+    while (pos < limit) {
+      const digit = HEX_VALUE[buffer[pos]!]!;
+      if (digit === -1) break;
+      size = size * 16 + digit;
+      pos++;
+    }
+    if (pos === start || pos + 1 >= buffer.length || buffer[pos] !== CR || buffer[pos + 1] !== LF || size > Number.MAX_SAFE_INTEGER) {
+      return this.#readLine(buffer, start);
+    }
+    const end = pos + 2;
+    if (this.#lineBudget < end - start) return this.#readLine(buffer, start); // over the budget: its fault, said there
+    this.#lineBudget -= end - start;
+    this.#onSize(size);
+    return end;
+  }
+
   #lineKind(): string {
     return this.#state === 'size-line' ? 'chunk size line' : 'trailer section';
   }
@@ -194,6 +281,11 @@ export class ChunkedDecoder implements BodyDecoder {
     if (i > MAX_CHUNK_SIZE_DIGITS || size > Number.MAX_SAFE_INTEGER) throw this.#fail('chunk size too large');
     const extensionFault = i < line.length ? chunkExtensionFault(line, i) : undefined;
     if (extensionFault !== undefined) throw this.#fail(`${extensionFault} in ${quoteLine(line)}`);
+    this.#onSize(size);
+  }
+
+  /** After a chunk-size line: the data of a chunk of `size` bytes, or the trailer section after the last chunk. */
+  #onSize(size: number): void {
     if (size === 0) {
       this.#state = 'trailer-line';
       this.#lineBudget = this.#maxLineBytes;

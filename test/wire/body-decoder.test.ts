@@ -9,6 +9,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createBodyDecoder, DEFAULT_MAX_LINE_BYTES } from '../../src/wire/body-decoder.js';
+import { SMALL_CHUNK_BYTES } from '../../src/wire/chunked-decoder.js';
 import type { BodyDecoder } from '../../src/wire/body-decoder.js';
 import type { BodyFraming } from '../../src/wire/request-parser.js';
 import { RequestFramingError } from '../../src/errors.js';
@@ -138,12 +139,28 @@ describe('chunked bodies', () => {
     }
   });
 
-  it('hands out chunk data as views of the input, never copies', () => {
+  it('hands out a lone small piece, and every piece of SMALL_CHUNK_BYTES or more, as a view of the input', () => {
     const decoder = createBodyDecoder(CHUNKED) as BodyDecoder;
     const raw = latin1('5\r\nhello\r\n0\r\n\r\n');
     const chunks: Buffer[] = [];
     decoder.execute(raw, 0, (chunk) => chunks.push(chunk));
     assert.equal(chunks[0]?.buffer, raw.buffer, 'got a copied chunk, want a subarray of the input');
+  });
+
+  it('merges the small pieces of one read, in order, into fresh buffers of at most SMALL_CHUNK_BYTES; a large piece goes between them as a view (a break test: a million one-byte chunks were written one by one)', () => {
+    const tiny = '1\r\nx\r\n'.repeat(10_000);
+    const large = 'L'.repeat(SMALL_CHUNK_BYTES);
+    const raw = latin1(`${tiny}${SMALL_CHUNK_BYTES.toString(16)}\r\n${large}\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n`);
+    const decoder = createBodyDecoder(CHUNKED) as BodyDecoder;
+    const chunks: Buffer[] = [];
+    assert.equal(decoder.execute(raw, 0, (chunk) => chunks.push(chunk)), raw.length);
+    assert.deepEqual(chunks.map((chunk) => [chunk.length, chunk.buffer === raw.buffer]), [[4096, false], [4096, false], [1808, false], [4096, true], [3, false]]);
+    assert.equal(Buffer.concat(chunks).toString('latin1'), `${'x'.repeat(10_000)}${large}abc`);
+    assert.equal(decoder.bytesRead, 10_000 + SMALL_CHUNK_BYTES + 3);
+  });
+
+  it('hands out the data before a framing fault, merged, then throws', () => {
+    assert.deepEqual(decode(CHUNKED, latin1('1\r\na\r\n1\r\nb\r\nzz\r\n')), { body: 'ab', trailers: [], end: undefined, bytesRead: 2, error: 'malformed request body: invalid chunk size line "zz"' });
   });
 
   it('after completion uses no byte', () => {
@@ -209,6 +226,15 @@ describe('chunked framing errors → RequestFramingError (400)', () => {
     assert.equal(decode(CHUNKED, latin1(`${line}a\r\n0\r\n\r\n`), [], 11).error, undefined, 'at the limit');
     assert.match(decode(CHUNKED, latin1(`${line}a\r\n0\r\n\r\n`), [], 10).error ?? '', /chunk size line larger than 10 bytes/);
     assert.match(decode(CHUNKED, latin1('1;xxxxxxxxxxxxxxxx'), [4, 8], 10).error ?? '', /larger than 10 bytes/, 'a line cut short');
+  });
+
+  it('reads a plain chunk-size line from its bytes with the rules of the others: the budget, 16 digits, 2^53 - 1', () => {
+    assert.equal(decode(CHUNKED, latin1('10\r\n0123456789abcdef\r\n0\r\n\r\n'), [], 4).error, undefined, 'a line of 4 bytes within 4');
+    assert.match(decode(CHUNKED, latin1('10\r\n0123456789abcdef\r\n0\r\n\r\n'), [], 3).error ?? '', /chunk size line larger than 3 bytes/);
+    assert.match(decode(CHUNKED, latin1(`${'0'.repeat(16)}1\r\nx\r\n0\r\n\r\n`)).error ?? '', /chunk size too large/, '17 digits');
+    assert.match(decode(CHUNKED, latin1('20000000000000\r\n')).error ?? '', /chunk size too large/, '2^53');
+    assert.equal(decode(CHUNKED, latin1(`${'0'.repeat(15)}1\r\nx\r\n0\r\n\r\n`)).body, 'x', '16 digits');
+    assert.match(decode(CHUNKED, latin1('1 \r\nx\r\n0\r\n\r\n')).error ?? '', /invalid byte in a chunk size/, 'a space after the size');
   });
 
   it('bounds the whole trailer section by maxLineBytes', () => {

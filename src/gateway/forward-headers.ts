@@ -310,6 +310,15 @@ export function announcedTrailers(upstreamRawHeaders: readonly string[]): string
   return names?.join(', ');
 }
 
+/** A raw list without the fields named `lowerName` (in any case); a new list. */
+export function withoutHeader(rawHeaders: readonly string[], lowerName: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (!equalsIgnoringCase(rawHeaders[i]!, lowerName)) out.push(rawHeaders[i]!, rawHeaders[i + 1]!);
+  }
+  return out;
+}
+
 /** The first value of header `lowerName` in a raw list, or undefined. */
 export function headerValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
   for (let i = 0; i < rawHeaders.length; i += 2) {

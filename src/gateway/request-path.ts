@@ -45,7 +45,7 @@ import { findRequestProblem } from './request-checks.js';
 import { readRequestTarget } from './request-target.js';
 import { httpsRedirectLocation } from './https-redirect.js';
 import { namedHopByHopHeaders } from './hop-by-hop.js';
-import { announcedTrailers, buildClientResponseFields, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers } from './forward-headers.js';
+import { announcedTrailers, buildClientResponseFields, buildClientResponseHeaders, buildUpstreamRequestHeaders, forwardableRequestTrailers, forwardableTrailers, headerValue, withoutHeader } from './forward-headers.js';
 import type { Route } from '../upstream/route.js';
 import type { Router } from './router.js';
 import { canRetry, IDEMPOTENT_METHODS, retryErrorKind } from './retry-policy.js';
@@ -495,7 +495,13 @@ function relayResponse(
   isLastOnConnection: boolean,
   onDone: () => void,
 ): void {
-  const { headers, fieldBlock } = buildClientResponseFields(upstreamHead);
+  let { headers, fieldBlock } = buildClientResponseFields(upstreamHead);
+  // With `trace = on` the proxy's X-Proxy-Trace is the one the client gets: an upstream's own
+  // (another proxy's, say) would be read as this hop's (a break test saw both, the upstream's first).
+  if (traceHeader !== undefined && headerValue(headers, 'x-proxy-trace') !== undefined) {
+    headers = withoutHeader(headers, 'x-proxy-trace');
+    fieldBlock = undefined;
+  }
   const checkedLength = headers.length; // valid as they are (buildClientResponseFields); the ones added below are checked
   // Trailers can only follow a chunked body: re-announce them (as Go does) only when node will
   // chunk this response, i.e. the upstream's was chunked, there is a body, and the client speaks 1.1.
